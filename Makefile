@@ -1,0 +1,37 @@
+# Almanac: `make demo` and `make test` work from a fresh clone.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.almanac-installed
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test lint format bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# The CPU build of torch is on disk; install it first so nothing pulls a CUDA build.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+setup: $(STAMP)
+
+demo: setup
+	$(PY) -m server.cli demo
+
+test: setup
+	$(PY) -m tests.support.postgres -- $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: setup
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+bench: setup
+	$(PY) -m bench.perf.store --n 100000
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
