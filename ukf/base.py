@@ -134,6 +134,14 @@ class BaseUKF(BaseModel):
             )
         super().__setattr__(name, value)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when of the same template with equal fields (caches are ignored)."""
+        if not isinstance(other, BaseUKF):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable model
+
     # ---------------------------------------------------------------------- hashes
     @property
     def id(self) -> str:
@@ -214,7 +222,11 @@ class BaseUKF(BaseModel):
     @staticmethod
     def make_tags(pairs: Iterable[tuple[str, object]], extra: Iterable[str] = ()) -> list[str]:
         """Tags from ``(slot, value)`` pairs (values sanitised, ``None`` skipped) plus ``extra``."""
-        made = [format_tag(slot, sanitize_tag_value(value)) for slot, value in pairs if value is not None]
+        made = [
+            format_tag(slot, sanitize_tag_value(value))
+            for slot, value in pairs
+            if value is not None
+        ]
         return made + list(extra)
 
     def relate(

@@ -72,7 +72,7 @@ def _regex_top_level_order_by(sql: str) -> bool:
     text = _STRING_LITERAL.sub("''", sql)
     previous = None
     while previous != text:
-        previous, text = text, _INNERMOST_PARENS.sub("()", text)
+        previous, text = text, _INNERMOST_PARENS.sub(" ", text)
     return _ORDER_BY.search(text) is not None
 
 

@@ -30,7 +30,11 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 ENV_URL = "ALMANAC_TEST_PG_URL"
-SEARCH_DIRS = ("/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin")
+SEARCH_DIRS = (
+    "/usr/lib/postgresql/17/bin",
+    "/usr/lib/postgresql/16/bin",
+    "/usr/lib/postgresql/15/bin",
+)
 
 
 def find_pg_bin(name: str) -> str:
@@ -75,14 +79,49 @@ def throwaway_postgres() -> Iterator[str]:
     port = free_port()
     started = False
     try:
-        _run([find_pg_bin("initdb"), "-D", str(data), "-U", "almanac", "-A", "trust",
-              "-E", "UTF8", "--no-sync"])
+        _run(
+            [
+                find_pg_bin("initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "almanac",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ]
+        )
         options = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
-        _run([find_pg_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"),
-              "-w", "-t", "60", "start"])
+        _run(
+            [
+                find_pg_bin("pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(root / "log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
+        )
         started = True
-        _run([find_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "almanac",
-              "almanac_test"])
+        _run(
+            [
+                find_pg_bin("createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "almanac",
+                "almanac_test",
+            ]
+        )
         yield f"postgresql+psycopg://almanac@127.0.0.1:{port}/almanac_test"
     finally:
         if started:

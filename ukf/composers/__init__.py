@@ -51,7 +51,7 @@ def render_template(template: str, **variables: Any) -> str:
     return environment().get_template(template).render(**variables).strip()
 
 
-def _template_composer(template: str):  # noqa: ANN202 - returns a composer
+def _template_composer(template: str):
     def compose(ukf: Any, **context: Any) -> str:
         return render_template(template, ukf=ukf, context=context)
 

@@ -72,7 +72,10 @@ class PredicateUKF(BaseUKF):
         columns: Iterable[BaseUKF | str] = (),
         **fields: Any,
     ) -> PredicateUKF:
-        fields["content_resources"] = {"condition": condition, **fields.get("content_resources", {})}
+        fields["content_resources"] = {
+            "condition": condition,
+            **fields.get("content_resources", {}),
+        }
         fields["tags"] = cls.make_tags([("DATABASE", database)], fields.get("tags", ()))
         fields.setdefault("collection", "semantics")
         fields.setdefault("content", condition)

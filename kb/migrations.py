@@ -1,0 +1,82 @@
+"""Versioned schema migrations of the knowledge store.
+
+Each migration is a function of a connection inside the migration transaction; they are
+applied in order and recorded in ``schema_migrations``. Opening a store migrates it; two
+processes opening a fresh store at once are serialised (SQLite ``BEGIN IMMEDIATE``,
+PostgreSQL advisory lock). A store written by a newer schema is refused rather than guessed at.
+
+Migration 1 creates the tables as :mod:`kb.schema` declares them. Once a later migration
+changes a table, migration 1 must keep creating the *original* layout (freeze its DDL here).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, func, insert, select, text
+
+from kb import schema
+from kb.errors import SchemaVersionError
+
+log = logging.getLogger(__name__)
+_PG_LOCK_KEY = 0x414C4D41  # "ALMA"
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[Connection], None]
+
+
+def _initial_schema(conn: Connection) -> None:
+    tables = [schema.entries, *schema.FACET_TABLES]
+    schema.metadata.create_all(conn, tables=tables, checkfirst=True)
+    conn.execute(insert(schema.store_meta).values(key="version", value=0))
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1, "entries, facet tables (tags, synonyms, related, auths), version", _initial_schema
+    ),
+)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def current_version(conn: Connection) -> int:
+    return int(
+        conn.execute(
+            select(func.coalesce(func.max(schema.schema_migrations.c.version), 0))
+        ).scalar_one()
+    )
+
+
+def migrate(conn: Connection) -> int:
+    """Bring the schema up to date inside the caller's write transaction; return its version."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
+    schema.metadata.create_all(
+        conn, tables=[schema.store_meta, schema.schema_migrations], checkfirst=True
+    )
+    version = current_version(conn)
+    if version > LATEST_VERSION:
+        raise SchemaVersionError(
+            f"knowledge store schema is v{version}, newer than this Almanac (v{LATEST_VERSION})"
+        )
+    for migration in MIGRATIONS:
+        if migration.version <= version:
+            continue
+        log.info("applying store migration %d: %s", migration.version, migration.description)
+        migration.apply(conn)
+        conn.execute(
+            insert(schema.schema_migrations).values(
+                version=migration.version,
+                description=migration.description,
+                applied_at=datetime.now(UTC),
+            )
+        )
+        version = migration.version
+    return version
