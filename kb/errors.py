@@ -26,7 +26,7 @@ class JSONLImportError(StoreError, ValueError):
 
     def __init__(self, source: str, line: int, message: str) -> None:
         self.source, self.line = source, line
-        super().__init__(f"{source}:{line}: {message}")
+        super().__init__(f"{source}, line {line}: {message}")
 
 
 class SchemaVersionError(StoreError):

@@ -85,6 +85,15 @@ def _decide(
     )
 
 
+@dataclass
+class _Row:
+    candidate: BaseUKF
+    action: Action
+    rule: int
+    reason: str
+    target: BaseUKF | None = None
+
+
 class _Group:
     """Candidates and existing entries sharing one logical key."""
 
@@ -93,81 +102,72 @@ class _Group:
         self.existing = existing
 
     def merge(self, report: MergeReport, writes: dict[str, BaseUKF], priority_cap: int) -> None:
+        rows = self._classify()
+        mined_rows = [
+            r
+            for r in rows
+            if r.action == "inserted"
+            or (r.action == "merged" and r.target is not None and not r.target.is_authoritative)
+        ]
+        mined_old = [
+            e
+            for e in self.existing
+            if not e.is_authoritative and any(_in_scope(e, r.candidate) for r in mined_rows)
+        ]
+        contents = {r.candidate.content_hash for r in mined_rows}
+        contents |= {e.content_hash for e in mined_old}
+        if len(contents) > 1:
+            reason = f"{len(contents)} conflicting mined contents for the same knowledge"
+            for row in mined_rows:
+                row.action, row.rule, row.reason, row.target = "dropped", 3, reason, None
+            for old in mined_old:
+                writes[old.id] = old.clone(inactive_mark=True)
+        for row in rows:
+            if row.action == "inserted":
+                priority = min(row.candidate.priority, priority_cap)
+                writes[row.candidate.id] = row.candidate.clone(priority=priority)
+                row.reason = f"new mined knowledge at priority {priority}"
+        for row in rows:
+            if row.action == "merged" and row.target is not None:
+                target = writes.get(row.target.id, row.target)
+                new = [s for s in row.candidate.synonyms if s not in target.synonyms]
+                writes[target.id] = target.clone(synonyms=[*target.synonyms, *new])
+                row.reason += f"; {len(new)} new synonym(s)"
+            _decide(report, row.candidate, row.action, row.rule, row.reason, row.target)
+        if len(contents) > 1:
+            for old in mined_old:
+                _decide(
+                    report,
+                    old,
+                    "dropped",
+                    3,
+                    "existing mined entry contradicted by new mined knowledge",
+                    old,
+                )
+
+    def _classify(self) -> list[_Row]:
+        rows: list[_Row] = []
         pending: list[BaseUKF] = []
         for cand in self.candidates:
             scope = [e for e in self.existing if _in_scope(e, cand)]
             same = self._same_content(cand, [*scope, *pending])
             authority = [e for e in scope if e.is_authoritative]
             if same is not None:
-                target = writes.get(same.id, same)
-                new = [s for s in cand.synonyms if s not in target.synonyms]
-                if new:
-                    target = target.clone(synonyms=[*target.synonyms, *new])
-                    writes[target.id] = target
-                _decide(
-                    report,
-                    cand,
-                    "merged",
-                    1,
-                    f"same content as {same.id}; {len(new)} new synonym(s)",
-                    same,
-                )
+                rows.append(_Row(cand, "merged", 1, f"same content as {same.id}", same))
             elif authority:
-                _decide(
-                    report,
-                    cand,
-                    "discarded",
-                    2,
-                    f"conflicts with authoritative {authority[0].type} {authority[0].id} "
-                    f"({authority[0].source})",
-                    authority[0],
-                )
+                top = authority[0]
+                reason = f"conflicts with authoritative {top.type} {top.id} ({top.source})"
+                rows.append(_Row(cand, "discarded", 2, reason, top))
             else:
                 pending.append(cand)
-        self._resolve_pending(pending, report, writes, priority_cap)
+                rows.append(_Row(cand, "inserted", 4, ""))
+        return rows
 
     @staticmethod
     def _same_content(cand: BaseUKF, others: list[BaseUKF]) -> BaseUKF | None:
         matches = [o for o in others if o.content_hash == cand.content_hash]
         by_id = [o for o in matches if o.id == cand.id]
         return (by_id or matches or [None])[0]
-
-    def _resolve_pending(
-        self,
-        pending: list[BaseUKF],
-        report: MergeReport,
-        writes: dict[str, BaseUKF],
-        priority_cap: int,
-    ) -> None:
-        mined = [e for e in self.existing if not e.is_authoritative]
-        contents = {c.content_hash for c in pending} | {
-            e.content_hash for e in mined if any(_in_scope(e, c) for c in pending)
-        }
-        if pending and len(contents) > 1:
-            for cand in pending:
-                _decide(
-                    report,
-                    cand,
-                    "dropped",
-                    3,
-                    f"{len(contents)} conflicting mined contents for the same knowledge",
-                )
-            for old in mined:
-                if any(_in_scope(old, c) for c in pending):
-                    writes[old.id] = old.clone(inactive_mark=True)
-                    _decide(
-                        report,
-                        old,
-                        "dropped",
-                        3,
-                        "existing mined entry contradicted by new mined knowledge",
-                        old,
-                    )
-            return
-        for cand in pending:
-            priority = min(cand.priority, priority_cap)
-            writes[cand.id] = cand if priority == cand.priority else cand.clone(priority=priority)
-            _decide(report, cand, "inserted", 4, f"new mined knowledge at priority {priority}")
 
 
 def merge_mined(

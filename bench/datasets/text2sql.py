@@ -150,7 +150,9 @@ def _alternation(values: dict[str, Any]) -> str:
     return "|".join(re.escape(n) for n in sorted(values, key=len, reverse=True))
 
 
-def _warn_leftovers(example_id: str, question: str, gold: list[str], values: dict) -> None:
+def _warn_leftovers(
+    example_id: str, question: str, gold: list[str], values: dict[str, str]
+) -> None:
     for var in values:
         if any(re.search(rf"\b{re.escape(var)}\b", text) for text in [question, *gold]):
             logger.warning("%s: placeholder %r left after substitution", example_id, var)

@@ -1,0 +1,58 @@
+"""Shared fixtures: knowledge stores on SQLite and on a real PostgreSQL.
+
+PostgreSQL comes from ``ALMANAC_TEST_PG_URL`` (``make test`` starts a throwaway server and sets
+it); when unset, the session starts its own throwaway server.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from kb.store import KnowledgeStore
+from tests.support.postgres import ENV_URL, throwaway_postgres
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    url = os.environ.get(ENV_URL)
+    if url:
+        yield url
+        return
+    with throwaway_postgres() as started:
+        yield started
+
+
+@pytest.fixture()
+def fresh_pg_database(pg_url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database for one test; dropped afterwards."""
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'knowledge.db'}"
+    return request.getfixturevalue("fresh_pg_database")
+
+
+@pytest.fixture()
+def store(store_url: str) -> Iterator[KnowledgeStore]:
+    with KnowledgeStore(store_url) as opened:
+        yield opened
