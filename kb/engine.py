@@ -7,6 +7,8 @@ lock upgrade. Read transactions use a plain deferred ``BEGIN`` and never block w
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,14 +42,24 @@ def create_store_engine(url: str, *, echo: bool = False) -> Engine:
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
     cursor = dbapi_connection.cursor()
-    for pragma in (
-        "PRAGMA journal_mode=WAL",
-        "PRAGMA synchronous=NORMAL",
-        "PRAGMA foreign_keys=ON",
-        f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
-    ):
-        cursor.execute(pragma)
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    _enable_wal(cursor)
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch to WAL; the switch skips the busy handler, so retry while another opener holds it."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _begin_sqlite(conn: Connection) -> None:
