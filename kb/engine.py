@@ -20,6 +20,7 @@ from sqlalchemy.pool import StaticPool
 
 WRITE_OPTION = "almanac_write"
 BUSY_TIMEOUT_MS = 60_000
+CACHE_KIB = 65_536  # page cache per connection: index maintenance stays in memory
 
 
 def create_store_engine(url: str, *, echo: bool = False) -> Engine:
@@ -45,6 +46,8 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     _enable_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    cursor.execute("PRAGMA wal_autocheckpoint=16384")  # pages; fewer, larger checkpoints
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

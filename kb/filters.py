@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, exists, or_, true
+from sqlalchemy import ColumnElement, Table, and_, or_, select, true
 
 from kb import schema
 from ukf import parse_tag
@@ -107,14 +107,13 @@ class UKFFilter:
             parts.append(c.priority >= self.min_priority)
         for slot, values in normalize_tag_filter(self.tags).items():
             parts.append(_tag_clause(table, slot, values))
+        s, r = schema.synonyms, schema.related
         if self.synonym is not None:
-            s = schema.synonyms
-            parts.append(exists().where(s.c.ukf_id == c.id, s.c.norm == self.synonym.casefold()))
+            parts.append(c.id.in_(select(s.c.ukf_id).where(s.c.norm == self.synonym.casefold())))
         if self.synonym_prefix:
             parts.append(_prefix_clause(table, self.synonym_prefix.casefold()))
         if self.related_to is not None:
-            r = schema.related
-            parts.append(exists().where(r.c.ukf_id == c.id, r.c.object == self.related_to))
+            parts.append(c.id.in_(select(r.c.ukf_id).where(r.c.object == self.related_to)))
         return and_(true(), *parts)
 
 
@@ -123,14 +122,10 @@ def _tag_clause(table: Table, slot: str, values: list[str]) -> ColumnElement[boo
     exact = [v for v in values if "*" not in v]
     options: list[ColumnElement[bool]] = [t.c.value.in_(exact)] if exact else []
     options += [t.c.value.like(_like_pattern(v), escape="\\") for v in values if "*" in v]
-    return exists().where(t.c.ukf_id == table.c.id, t.c.slot == slot, or_(*options))
+    return table.c.id.in_(select(t.c.ukf_id).where(t.c.slot == slot, or_(*options)))
 
 
 def _prefix_clause(table: Table, prefix: str) -> ColumnElement[bool]:
     s = schema.synonyms
     upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return exists().where(
-        s.c.ukf_id == table.c.id,
-        s.c.norm >= prefix,
-        s.c.norm < upper,
-    )
+    return table.c.id.in_(select(s.c.ukf_id).where(s.c.norm >= prefix, s.c.norm < upper))

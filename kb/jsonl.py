@@ -59,12 +59,17 @@ def _read(handle: IO[str], name: str) -> list[BaseUKF]:
 
 def write_jsonl(entries: Iterable[BaseUKF], target: JSONLTarget) -> int:
     """Write one canonical JSON line per entry; return how many."""
+    return write_jsonl_lines((entry.to_json() for entry in entries), target)
+
+
+def write_jsonl_lines(lines: Iterable[str], target: JSONLTarget) -> int:
+    """Write canonical JSON documents, one per line; return how many."""
     if isinstance(target, str | Path):
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         with open(target, "w", encoding="utf-8", newline="\n") as handle:
-            return write_jsonl(entries, handle)
+            return write_jsonl_lines(lines, handle)
     count = 0
-    for entry in entries:
-        target.write(entry.to_json() + "\n")
+    for line in lines:
+        target.write(line + "\n")
         count += 1
     return count

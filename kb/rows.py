@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.visibility import layer_of, logical_key
-from ukf import BaseUKF, parse_tag, type_for
+from ukf import BaseUKF, canonical_json, parse_tag, type_for
 
 
 @dataclass
@@ -51,8 +51,9 @@ class RowBatch:
 
 
 def entry_row(entry: BaseUKF, seq: int) -> dict[str, Any]:
+    document = entry.to_dict()
     return {
-        "id": entry.id,
+        "id": document["id"],
         "type": entry.type,
         "name": entry.name,
         "version": entry.version,
@@ -68,11 +69,11 @@ def entry_row(entry: BaseUKF, seq: int) -> dict[str, Any]:
         "has_auths": bool(entry.auths),
         "layer": layer_of(entry),
         "logical_key": logical_key(entry),
-        "content_hash": entry.content_hash,
+        "content_hash": document["content_hash"],
         "timestamp": entry.timestamp,
         "expiration": entry.expiration,
         "seq": seq,
-        "data": entry.to_json(),
+        "data": canonical_json(document),
     }
 
 

@@ -54,9 +54,6 @@ entries = Table(
     Column("seq", BigInteger, nullable=False),
     Column("data", Text, nullable=False),
     Index("ix_ukf_entries_type", "type"),
-    Index("ix_ukf_entries_collection", "collection"),
-    Index("ix_ukf_entries_workspace", "workspace"),
-    Index("ix_ukf_entries_owner", "owner"),
     Index("ix_ukf_entries_logical_key", "logical_key"),
     Index("ix_ukf_entries_priority", "priority", "id"),
     Index("ix_ukf_entries_seq", "seq"),
@@ -90,9 +87,7 @@ related = Table(
     Column("relation", String(128), nullable=False),
     Column("object", String(256), nullable=False),
     Column("relation_id", String(256)),
-    Index("ix_ukf_related_subject", "subject"),
     Index("ix_ukf_related_object", "object"),
-    Index("ix_ukf_related_relation", "relation"),
 )
 
 auths = Table(

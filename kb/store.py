@@ -19,7 +19,7 @@ from kb import schema
 from kb.engine import create_store_engine, read_transaction, write_transaction
 from kb.errors import KnowledgeNotFoundError
 from kb.filters import UKFFilter
-from kb.jsonl import JSONLSource, JSONLTarget, read_jsonl, write_jsonl
+from kb.jsonl import JSONLSource, JSONLTarget, read_jsonl, write_jsonl_lines
 from kb.migrations import migrate
 from kb.rows import RowBatch, entry_from_data
 from kb.visibility import Reader, overlay_clause, visible_clause
@@ -129,17 +129,7 @@ class KnowledgeStore:
         ``owner``, ``tags``, ``active`` (default True; None for all), ...
         """
         flt = UKFFilter.build(filter, **criteria)
-        last: str | None = None
-        while True:
-            query = select(_E.c.id, _E.c.data).where(*self._where(flt, reader))
-            if last is not None:
-                query = query.where(_E.c.id > last)
-            with read_transaction(self._engine) as conn:
-                rows = conn.execute(query.order_by(_E.c.id).limit(batch_size)).all()
-            yield from (entry_from_data(row.data) for row in rows)
-            if len(rows) < batch_size:
-                return
-            last = rows[-1].id
+        yield from map(entry_from_data, self._iterate_documents(flt, reader, batch_size))
 
     def search(
         self,
@@ -293,11 +283,28 @@ class KnowledgeStore:
     ) -> int:
         """Write entries as canonical JSON Lines in id order; return how many.
 
+        The stored documents are canonical JSON already, so they are written as they are.
         Exports inactive entries too unless ``active=True`` is given.
         """
         criteria.setdefault("active", None)
-        entries = self.iterate(filter, reader=reader, **criteria)
-        return write_jsonl(entries, target)
+        flt = UKFFilter.build(filter, **criteria)
+        return write_jsonl_lines(self._iterate_documents(flt, reader), target)
+
+    def _iterate_documents(
+        self, flt: UKFFilter, reader: Reader | None, batch_size: int = DEFAULT_BATCH
+    ) -> Iterator[str]:
+        """Stored JSON documents in id order, read in keyset pages of ``batch_size``."""
+        last: str | None = None
+        while True:
+            query = select(_E.c.id, _E.c.data).where(*self._where(flt, reader))
+            if last is not None:
+                query = query.where(_E.c.id > last)
+            with read_transaction(self._engine) as conn:
+                rows = conn.execute(query.order_by(_E.c.id).limit(batch_size)).all()
+            yield from (row.data for row in rows)
+            if len(rows) < batch_size:
+                return
+            last = rows[-1].id
 
     def import_jsonl(self, source: JSONLSource) -> int:
         """Validate every line, then upsert them all in one transaction; return how many.

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from ukf import registry
 from ukf.errors import FrozenFieldError, IdMismatchError, UKFError
-from ukf.hashing import IDENTITY_FIELDS, stable_hash
+from ukf.hashing import IDENTITY_FIELDS, canonical_json, stable_hash
 from ukf.relations import Auth, Related
 from ukf.tags import Tag, format_tag, normalize_tags, parse_tag, sanitize_tag_value, tag_values
 
@@ -167,8 +167,6 @@ class BaseUKF(BaseModel):
 
     def to_json(self) -> str:
         """Canonical JSON for one entry (one JSON Lines line)."""
-        from ukf.hashing import canonical_json
-
         return canonical_json(self.to_dict())
 
     @classmethod

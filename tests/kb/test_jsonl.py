@@ -54,7 +54,7 @@ def test_a_bad_line_names_line_and_field_and_imports_nothing(store, tmp_path, mu
 
 
 def test_broken_json_names_the_line(store):
-    lines = _lines(every_template()[:2]) + ['{"name": "half']
+    lines = [*_lines(every_template()[:2]), '{"name": "half']
     with pytest.raises(JSONLImportError, match=r"<stream>, line 3: invalid JSON"):
         store.import_jsonl(io.StringIO("\n".join(lines)))
     assert store.count(active=None) == 0

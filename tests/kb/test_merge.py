@@ -40,7 +40,8 @@ def test_rule3_conflicting_mined_contents_are_all_dropped(store):
     earlier = _mined("HQ", "headquarters entity", creator="miner-1")
     store.upsert(earlier)
     report = merge_mined(
-        store, [_mined("HQ", "head office", creator="miner-2"), _mined("HQ", "holding", creator="m3")]
+        store,
+        [_mined("HQ", "head office", creator="miner-2"), _mined("HQ", "holding", creator="m3")],
     )
     assert report.counts() == {"dropped": 3}
     assert {d.rule for d in report.decisions} == {3}

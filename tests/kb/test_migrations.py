@@ -25,8 +25,11 @@ def test_a_store_from_a_newer_almanac_is_refused(store_url):
     KnowledgeStore(store_url).close()
     engine = create_engine(store_url)
     with engine.begin() as conn:
-        conn.execute(insert(schema.schema_migrations).values(
-            version=LATEST_VERSION + 1, description="future", applied_at=datetime.now(UTC)))
+        conn.execute(
+            insert(schema.schema_migrations).values(
+                version=LATEST_VERSION + 1, description="future", applied_at=datetime.now(UTC)
+            )
+        )
     engine.dispose()
     with pytest.raises(SchemaVersionError, match=f"v{LATEST_VERSION + 1}"):
         KnowledgeStore(store_url)

@@ -59,15 +59,19 @@ def test_an_inactive_overlay_does_not_shadow(store):
 
 def test_python_and_sql_visibility_agree(store):
     entries = [
-        _rule("a"), _rule("b", workspace="w"), _rule("c", owner="u"),
+        _rule("a"),
+        _rule("b", workspace="w"),
+        _rule("c", owner="u"),
         KnowledgeUKF.create("x", "d", auths=[Auth(user="g")]),
         KnowledgeUKF.create("y", "e", workspace="w", owner="u", auths=[Auth(user="u")]),
     ]
     store.upsert_many(entries)
-    for reader in [Reader(), Reader(user="u"), Reader(user="u", workspace="w"),
-                   Reader(user="v", groups=frozenset({"g"}), workspace="w")]:
+    for reader in [
+        Reader(),
+        Reader(user="u"),
+        Reader(user="u", workspace="w"),
+        Reader(user="v", groups=frozenset({"g"}), workspace="w"),
+    ]:
         in_python = {e.id for e in entries if is_visible(e, reader)}
-        in_sql = {
-            e.id for e in store.get_many([e.id for e in entries], reader=reader).values()
-        }
+        in_sql = {e.id for e in store.get_many([e.id for e in entries], reader=reader).values()}
         assert in_python == in_sql, reader

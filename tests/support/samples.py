@@ -47,8 +47,10 @@ def every_template(database: str = "autofin") -> list[BaseUKF]:
             "BCR", "Budget completion rate", database=database, synonyms=["budget completion"]
         ),
         DocumentUKF.create(
-            "Finance handbook", "# Fiscal calendar\nThe fiscal year starts in January.",
-            uri="file:///docs/handbook.md", chunk=0,
+            "Finance handbook",
+            "# Fiscal calendar\nThe fiscal year starts in January.",
+            uri="file:///docs/handbook.md",
+            chunk=0,
         ),
         ExperienceUKF.create(
             "Nova revenue last month?",

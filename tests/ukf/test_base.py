@@ -39,7 +39,10 @@ def test_ids_are_stable_across_processes():
     )
     runs = {
         subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
             env={"PYTHONHASHSEED": seed, "PATH": ""},
         ).stdout.strip()
         for seed in ("1", "2")
@@ -49,8 +52,20 @@ def test_ids_are_stable_across_processes():
 
 
 @pytest.mark.parametrize(
-    "field", ["type", "name", "version", "variant", "source", "creator", "owner",
-              "workspace", "collection", "tags", "timefluid"],
+    "field",
+    [
+        "type",
+        "name",
+        "version",
+        "variant",
+        "source",
+        "creator",
+        "owner",
+        "workspace",
+        "collection",
+        "tags",
+        "timefluid",
+    ],
 )
 def test_identity_fields_are_frozen(field):
     entry = KnowledgeUKF.create("BCR", "actual / budget")
@@ -91,7 +106,7 @@ def test_from_dict_returns_the_registered_template_class():
 
 
 def test_unknown_type_names_the_type_field():
-    with pytest.raises(UnknownTypeError, match="'type'.*'gizmo'|'gizmo'.*'type'"):
+    with pytest.raises(UnknownTypeError, match=r"'gizmo' in field 'type'"):
         BaseUKF.from_dict({"type": "gizmo", "name": "x"})
 
 
@@ -107,7 +122,7 @@ def test_bad_fields_fail_with_the_field_name():
         KnowledgeUKF(name="x", tags=["[OK:1]", "broken"])
     with pytest.raises(ValidationError, match="source"):
         KnowledgeUKF(name="x", source="martians")
-    with pytest.raises(ValidationError, match="unexpected|extra"):
+    with pytest.raises(ValidationError, match=r"colour"):
         KnowledgeUKF(name="x", colour="red")
 
 

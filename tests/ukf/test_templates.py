@@ -30,8 +30,13 @@ def test_every_template_renders_with_its_default_composer():
 
 
 def test_schema_constructors_fill_tags_and_relations():
-    table = TableUKF.create("shop", "orders", foreign_keys=[
-        {"columns": ["customer_id"], "ref_table": "customers", "ref_columns": ["id"]}])
+    table = TableUKF.create(
+        "shop",
+        "orders",
+        foreign_keys=[
+            {"columns": ["customer_id"], "ref_table": "customers", "ref_columns": ["id"]}
+        ],
+    )
     column = ColumnUKF.create(table, "status", data_type="TEXT")
     value = EnumUKF.create(column, "open", count=3)
     assert table.tags == ("[DATABASE:shop]", "[TABLE:orders]")
@@ -46,8 +51,12 @@ def test_schema_constructors_fill_tags_and_relations():
 def test_experience_keeps_question_context_sql_and_labels():
     when = datetime(2025, 3, 4, tzinfo=UTC)
     exp = ExperienceUKF.create(
-        "Nova revenue last month?", "SELECT 1", database="autofin",
-        context={"query_time": when, "user_profile": {"region": "EU"}}, cot="...", labeled=True,
+        "Nova revenue last month?",
+        "SELECT 1",
+        database="autofin",
+        context={"query_time": when, "user_profile": {"region": "EU"}},
+        cot="...",
+        labeled=True,
     )
     assert exp.question == "Nova revenue last month?" and exp.sql == "SELECT 1"
     assert exp.context.query_time == when and exp.context.user_profile == {"region": "EU"}
@@ -70,7 +79,9 @@ def test_content_composers_map_roles_to_registered_names():
 
 def test_triggers_are_evaluated_by_name_against_the_context():
     rule = RuleUKF.create(
-        "refresh", "before the 10th, this month means last month", kind="temporal",
+        "refresh",
+        "before the 10th, this month means last month",
+        kind="temporal",
         triggers={
             "query_time_window": {"day_of_month_to": 9},
             "user_profile_match": {"region": ["EU", "APAC"]},
