@@ -23,6 +23,7 @@ from bench.datasets.text2sql import load_text2sql
 logger = logging.getLogger(__name__)
 
 DATA_ROOT_ENV = "ALMANAC_BENCH_DATA"
+WORKPLACE_DATA_ROOT = Path("/work/shared/data")
 
 LOADERS: dict[str, Callable[..., Dataset]] = {
     "spider": load_spider,
@@ -40,7 +41,10 @@ KNOWN_DATASETS: dict[str, tuple[str, str]] = {
 
 
 def default_data_root() -> Path:
-    """The benchmark data root: ``$ALMANAC_BENCH_DATA`` or ``<repository>/../shared/data``.
+    """The benchmark data root.
+
+    ``$ALMANAC_BENCH_DATA`` when set; else ``<repository>/../shared/data``, or, for a clone
+    elsewhere (CI clones into a temporary folder), ``/work/shared/data`` when that exists.
 
     Returns:
         The folder (which may not exist).
@@ -48,7 +52,10 @@ def default_data_root() -> Path:
     configured = os.environ.get(DATA_ROOT_ENV)
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    beside_repo = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    if not beside_repo.exists() and WORKPLACE_DATA_ROOT.exists():
+        return WORKPLACE_DATA_ROOT
+    return beside_repo
 
 
 def load_dataset(

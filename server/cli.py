@@ -1,0 +1,130 @@
+"""The ``almanac`` command line.
+
+    almanac demo                      build the demo knowledge base and inspect it
+    almanac kb stats                  counts per type, store version
+    almanac kb import FILE.jsonl      validate every line, then import in one transaction
+    almanac kb export FILE.jsonl      canonical JSON Lines (round-trips exactly)
+    almanac kb show ID [--composer C] one entry, rendered
+    almanac kb search [--type T] [--tag [SLOT:value]] [--synonym-prefix P] [--limit N]
+    almanac kb remove ID...           lazy delete (inactive_mark)
+    almanac kb purge                  delete inactive entries for good
+
+Global options: ``--data-dir`` and ``--store-url`` (else ``ALMANAC_*`` / almanac.toml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections import Counter
+from pathlib import Path
+
+from kb.errors import StoreError
+from kb.store import KnowledgeStore
+from kb.visibility import Reader
+from server.settings import Settings, load_settings
+from ukf import UKFError
+
+log = logging.getLogger("almanac")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="almanac", description="Almanac NL2SQL knowledge base")
+    parser.add_argument("--data-dir", type=Path, help="data folder (ALMANAC_DATA_DIR)")
+    parser.add_argument("--store-url", help="knowledge store URL (ALMANAC_STORE_URL)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("demo", help="build the demo knowledge base and inspect it")
+    kb = commands.add_parser("kb", help="inspect and edit the knowledge base")
+    actions = kb.add_subparsers(dest="action", required=True)
+    actions.add_parser("stats")
+    actions.add_parser("import").add_argument("file", type=Path)
+    export = actions.add_parser("export")
+    export.add_argument("file", type=Path)
+    export.add_argument("--type", action="append")
+    show = actions.add_parser("show")
+    show.add_argument("id")
+    show.add_argument("--composer", default="default")
+    search = actions.add_parser("search")
+    search.add_argument("--type", action="append")
+    search.add_argument("--tag", action="append", help="[SLOT:value], * as wildcard")
+    search.add_argument("--synonym-prefix")
+    search.add_argument("--limit", type=int, default=20)
+    actions.add_parser("remove").add_argument("ids", nargs="+")
+    actions.add_parser("purge")
+    return parser
+
+
+def _open(settings: Settings) -> KnowledgeStore:
+    return KnowledgeStore(settings.resolved_store_url)
+
+
+def _stats(store: KnowledgeStore) -> None:
+    counts = Counter(entry.type for entry in store.iterate(active=None))
+    print(f"{store!r}: version {store.version}, {store.count()} active entries")
+    for type_name, count in sorted(counts.items()):
+        print(f"  {type_name:<12} {count:>8}")
+
+
+def run_kb(store: KnowledgeStore, args: argparse.Namespace) -> None:
+    if args.action == "stats":
+        _stats(store)
+    elif args.action == "import":
+        print(f"imported {store.import_jsonl(args.file)} entries from {args.file}")
+    elif args.action == "export":
+        print(f"exported {store.export_jsonl(args.file, type=args.type)} entries to {args.file}")
+    elif args.action == "show":
+        entry = store.get(args.id)
+        print(entry.text(args.composer))
+        print(f"\nid={entry.id} content_hash={entry.content_hash} tags={list(entry.tags)}")
+    elif args.action == "search":
+        for entry in store.search(type=args.type, tags=args.tag,
+                                  synonym_prefix=args.synonym_prefix, limit=args.limit):
+            print(f"{entry.id}  {entry.type:<10} {entry.priority:>4}  {entry.text('brief')}")
+    elif args.action == "remove":
+        store.remove(args.ids)
+        print(f"marked {len(args.ids)} entries inactive (purge deletes them)")
+    elif args.action == "purge":
+        print(f"purged {store.purge()} inactive entries")
+
+
+def run_demo(settings: Settings) -> None:
+    from server.demo_pack import starter_pack
+
+    print("Almanac demo. The HTTP server is not built yet; this demo builds and inspects a")
+    print(f"knowledge base in {settings.resolved_store_url}.\n")
+    with _open(settings) as store:
+        pack = starter_pack()
+        store.upsert_many(pack)
+        _stats(store)
+        print("\nEvery template, rendered by its default composer:")
+        for entry in pack:
+            print(f"--- {entry.type} {entry.id}\n{entry.text()}")
+        print("\nFacet search [TABLE:income_nova]:")
+        for entry in store.search(tags=["[TABLE:income_nova]"], limit=10):
+            print(f"  {entry.text('brief')}")
+        guest, finance = Reader(user="guest"), Reader(user="ana", groups=frozenset({"finance"}))
+        print(f"\nVisible rules: guest {store.count(type='rule', reader=guest)}, "
+              f"finance {store.count(type='rule', reader=finance)}")
+        export = settings.data_dir / "demo-export.jsonl"
+        print(f"\nExported {store.export_jsonl(export)} entries to {export}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    settings = load_settings(data_dir=args.data_dir, store_url=args.store_url)
+    logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "demo":
+            run_demo(settings)
+        else:
+            with _open(settings) as store:
+                run_kb(store, args)
+    except (StoreError, UKFError, KeyError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
