@@ -15,31 +15,18 @@ import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlglot import exp
 
+from ukf import QueryContext, format_tag, parse_tag, tag_values
+
 logger = logging.getLogger(__name__)
 
-TAG_PATTERN = re.compile(r"^\[([A-Z][A-Z0-9_]*):([^\[\]]+)\]$")
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`")
 _INNERMOST_PARENS = re.compile(r"\([^()]*\)")
 _ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
 
 
 def make_tag(slot: str, value: str) -> str:
-    """Builds a tag in Almanac's `[SLOT:value]` format.
-
-    Args:
-        slot: Upper-case slot name, e.g. ``"TRAIT"``.
-        value: Slot value, e.g. ``"implicit_intent"``.
-
-    Returns:
-        The tag, e.g. ``"[TRAIT:implicit_intent]"``.
-
-    Raises:
-        ValueError: If the result is not a well-formed tag.
-    """
-    tag = f"[{slot}:{value}]"
-    if not TAG_PATTERN.match(tag):
-        raise ValueError(f"malformed tag {tag!r}: expected [SLOT:value] with an upper-case SLOT")
-    return tag
+    """Builds a tag in Almanac's `[SLOT:value]` format (see `ukf.tags`)."""
+    return format_tag(slot, value)
 
 
 def has_top_level_order_by(sql: str, dialect: str = "sqlite") -> bool:
@@ -74,15 +61,6 @@ def _regex_top_level_order_by(sql: str) -> bool:
     while previous != text:
         previous, text = text, _INNERMOST_PARENS.sub(" ", text)
     return _ORDER_BY.search(text) is not None
-
-
-class QueryContext(BaseModel):
-    """What the asker's situation adds to the question (time of asking, who is asking)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query_time: datetime | None = None
-    user_profile: dict[str, Any] = Field(default_factory=dict)
 
 
 class Example(BaseModel):
@@ -143,8 +121,7 @@ class Example(BaseModel):
     @classmethod
     def _well_formed_tags(cls, tags: list[str]) -> list[str]:
         for tag in tags:
-            if not TAG_PATTERN.match(tag):
-                raise ValueError(f"malformed tag {tag!r}: expected [SLOT:value]")
+            parse_tag(tag)  # raises MalformedTagError (a ValueError) naming the tag
         return tags
 
     @property
@@ -172,5 +149,4 @@ class Example(BaseModel):
         Returns:
             The values, e.g. ``["implicit_intent"]``.
         """
-        matches = (TAG_PATTERN.match(tag) for tag in self.tags)
-        return [m.group(2) for m in matches if m is not None and m.group(1) == slot]
+        return tag_values(self.tags, slot)

@@ -200,8 +200,9 @@ def test_order_by_detection_falls_back_to_regex_when_sqlglot_cannot_parse() -> N
 
 def test_example_validates_tags_and_gold() -> None:
     assert make_tag("DATASET", "spider") == "[DATASET:spider]"
+    assert make_tag("trait", "x") == "[TRAIT:x]"  # slots are normalised to upper case
     with pytest.raises(ValueError, match="malformed tag"):
-        make_tag("trait", "x")
+        make_tag("1trait", "x")
     with pytest.raises(ValueError, match="tags"):
         Example(id="x", question="q", database="d", gold_sql=["SELECT 1"], tags=["DATASET:spider"])
     with pytest.raises(ValueError, match="gold_sql"):
