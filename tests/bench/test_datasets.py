@@ -1,7 +1,8 @@
 """Specification of `bench.datasets`: loaders, the common `Example` form, JSONL, gold validation.
 
-Spider and GeoQuery tests read the real data under the benchmark data root (a missing data root fails the run);
-BIRD and KaggleDBQA tests build tiny datasets, with real SQLite files, in a temporary folder.
+Spider and GeoQuery tests read the real data under the benchmark data root (a missing data
+root fails the run); BIRD and KaggleDBQA tests build tiny datasets, with real SQLite files,
+in a temporary folder.
 """
 
 from __future__ import annotations

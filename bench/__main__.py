@@ -1,0 +1,95 @@
+"""``python -m bench run --dataset NAME --system NAME [--limit N] [--workers K] ...``"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from bench.datasets import load_dataset
+from bench.report import mean_scores, write_report
+from bench.run import RunConfig, Runner, write_run_manifest
+from bench.systems import make_system, system_names
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a system over a dataset and write a report")
+    run.add_argument("--dataset", required=True, help="spider_dev, geoquery, or a path")
+    run.add_argument("--system", required=True, help=f"one of {system_names()}")
+    run.add_argument("--split", help="keep only this split")
+    run.add_argument("--limit", type=int, help="first N questions")
+    run.add_argument("--workers", type=int, default=1)
+    run.add_argument("--timeout", type=float, default=120.0, help="seconds per question")
+    run.add_argument("--sql-timeout", type=float, default=30.0, help="seconds per query")
+    run.add_argument(
+        "--stream",
+        choices=["labeled", "unlabeled"],
+        help="lifelong-learning mode: in order, learning after each question",
+    )
+    run.add_argument(
+        "--drop-failing-gold",
+        action="store_true",
+        help="leave out questions whose gold SQL fails (GeoQuery has 5)",
+    )
+    run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
+    run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
+    return parser
+
+
+def run_command(args: argparse.Namespace) -> int:
+    options = {"drop_failing_gold": True} if args.drop_failing_gold else {}
+    dataset = load_dataset(args.dataset, **options)
+    if args.split or args.limit is not None:
+        dataset = dataset.filter(split=args.split, limit=args.limit)
+    system = make_system(args.system)
+    label = Path(args.dataset).stem if Path(args.dataset).exists() else args.dataset
+    suffix = f"-{args.stream}" if args.stream else ""
+    out_dir = args.out or Path("bench/out") / f"{label}-{args.system}{suffix}"
+    manifest = {
+        "dataset": dataset.name,
+        "system": args.system,
+        "split": args.split,
+        "limit": args.limit,
+        "stream": args.stream,
+        "questions": len(dataset),
+    }
+    write_run_manifest(out_dir, manifest, fresh=args.fresh)
+    config = RunConfig(
+        out_dir=out_dir,
+        workers=args.workers,
+        timeout_s=args.timeout,
+        sql_timeout_s=args.sql_timeout,
+        stream=args.stream,
+    )
+    results = Runner(dataset, system, config).run()
+    report = write_report(
+        results,
+        out_dir,
+        title=f"{args.system} on {dataset.name}",
+        streaming=args.stream is not None,
+    )
+    scores = mean_scores(results)
+    scored = sum(r.scored for r in results)
+    print(
+        f"{args.system} on {dataset.name}: {scored}/{len(results)} scored  "
+        + "  ".join(f"{k}={v:.4f}" for k, v in scores.items())
+    )
+    print(f"report: {report}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return run_command(args)
+    except (KeyError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Markdown reports and PNG plots for a benchmark run.
+
+The report gives the mean of every metric over scored questions, the same broken down by
+difficulty and by tag, latency percentiles, and the questions that could not be scored. For a
+streaming run it adds the learning curve: accuracy against the number of questions seen.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from bench.run import METRICS, QuestionResult
+
+LABELS = {"ex": "EX", "spider_ex": "Spider EX", "soft_f1": "soft-F1", "bf_beta": "BF-β"}
+WINDOW = 50
+_ORDER = {
+    "easy": 0,
+    "simple": 0,
+    "medium": 1,
+    "moderate": 1,
+    "hard": 2,
+    "challenging": 2,
+    "extra": 3,
+}
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def mean_scores(results: Iterable[QuestionResult]) -> dict[str, float]:
+    scored = [r.scores for r in results if r.scores is not None]
+    if not scored:
+        return dict.fromkeys(METRICS, 0.0)
+    return {m: statistics.fmean(s[m] for s in scored) for m in METRICS}
+
+
+def group_by(results: Sequence[QuestionResult], key: str) -> dict[str, list[QuestionResult]]:
+    groups: dict[str, list[QuestionResult]] = defaultdict(list)
+    for result in results:
+        if key == "tag":
+            for tag in result.tags:
+                groups[tag].append(result)
+        else:
+            groups[str(getattr(result, key) or "(none)")].append(result)
+    return dict(sorted(groups.items(), key=lambda item: (_ORDER.get(item[0], 99), item[0])))
+
+
+def learning_curve(results: Sequence[QuestionResult], metric: str = "ex") -> list[float]:
+    """Cumulative mean of ``metric`` after each scored question, in dataset order."""
+    curve, total = [], 0.0
+    for count, result in enumerate((r for r in results if r.scores is not None), start=1):
+        total += result.scores[metric]  # type: ignore[index]
+        curve.append(total / count)
+    return curve
+
+
+def _table(title: str, groups: dict[str, list[QuestionResult]]) -> list[str]:
+    head = "| " + title + " | n | " + " | ".join(LABELS[m] for m in METRICS) + " |"
+    lines = [head, "|---|---:|" + "---:|" * len(METRICS)]
+    for name, members in groups.items():
+        scores = mean_scores(members)
+        n = sum(r.scored for r in members)
+        lines.append(f"| {name} | {n} | " + " | ".join(f"{scores[m]:.3f}" for m in METRICS) + " |")
+    return lines
+
+
+def render_markdown(results: Sequence[QuestionResult], *, title: str, streaming: bool) -> str:
+    scored = [r for r in results if r.scored]
+    latencies = [r.latency_s for r in results]
+    overall = mean_scores(scored)
+    lines = [
+        f"# {title}",
+        "",
+        f"Questions: {len(results)}, scored: {len(scored)}, "
+        f"gold failed: {sum(r.gold_error is not None for r in results)}, "
+        f"prediction errors: {sum(r.prediction_error is not None for r in results)}, "
+        f"execution errors: {sum(r.execution_error is not None for r in results)}",
+        "",
+    ]
+    lines += [*_table("all", {"all": list(results)}), ""]
+    lines += [*_table("difficulty", group_by(results, "difficulty")), ""]
+    lines += [*_table("tag", group_by(results, "tag")), ""]
+    lines += [
+        "| latency | p50 | p90 | p99 | max |",
+        "|---|---:|---:|---:|---:|",
+        "| predict (s) | "
+        + " | ".join(f"{percentile(latencies, q):.3f}" for q in (0.5, 0.9, 0.99, 1.0))
+        + " |",
+        "",
+    ]
+    lines += ["![scores by difficulty](scores_by_difficulty.png)", "", "![latency](latency.png)"]
+    if streaming:
+        curve = learning_curve(results)
+        lines += [
+            "",
+            f"Learning curve: EX after {len(curve)} questions = {curve[-1] if curve else 0:.3f}",
+            "",
+            "![learning curve](learning_curve.png)",
+        ]
+    failed = [r for r in results if r.gold_error is not None][:20]
+    if failed:
+        lines += ["", "## Gold SQL that failed (left out of the scores)", ""]
+        lines += [f"- `{r.id}`: {r.gold_error}" for r in failed]
+    lines.append("\nOverall: " + ", ".join(f"{LABELS[m]} {overall[m]:.3f}" for m in METRICS))
+    return "\n".join(lines) + "\n"
+
+
+def write_plots(results: Sequence[QuestionResult], out_dir: Path, *, streaming: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = group_by(results, "difficulty")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.8 / len(METRICS)
+    for i, metric in enumerate(METRICS):
+        values = [mean_scores(members)[metric] for members in groups.values()]
+        ax.bar([x + i * width for x in range(len(groups))], values, width, label=LABELS[metric])
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(groups))], list(groups))
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out_dir / "scores_by_difficulty.png", dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.hist([r.latency_s for r in results], bins=40)
+    ax.set_xlabel("prediction latency (s)")
+    ax.set_ylabel("questions")
+    fig.tight_layout()
+    fig.savefig(out_dir / "latency.png", dpi=100)
+    plt.close(fig)
+
+    if streaming:
+        ex = [r.scores["ex"] for r in results if r.scores is not None]
+        window = [statistics.fmean(ex[max(0, i - WINDOW + 1) : i + 1]) for i in range(len(ex))]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.plot(range(1, len(ex) + 1), learning_curve(results), label="cumulative EX")
+        ax.plot(range(1, len(ex) + 1), window, label=f"EX over the last {WINDOW}", alpha=0.7)
+        ax.set_xlabel("questions seen")
+        ax.set_ylabel("EX")
+        ax.set_ylim(0, 1.05)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "learning_curve.png", dpi=100)
+        plt.close(fig)
+
+
+def write_report(
+    results: Sequence[QuestionResult], out_dir: Path, *, title: str, streaming: bool = False
+) -> Path:
+    """Write ``report.md`` and its PNG plots into ``out_dir``; return the report path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_plots(results, out_dir, streaming=streaming)
+    path = out_dir / "report.md"
+    path.write_text(render_markdown(results, title=title, streaming=streaming), encoding="utf-8")
+    return path

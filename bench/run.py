@@ -1,0 +1,227 @@
+"""The benchmark runner: resumable, parallel, with per-question timeouts and a streaming mode.
+
+Each question is answered by a :class:`~bench.systems.System`, the predicted SQL and every gold
+variant run read-only on the question's database, and the prediction is scored against the
+best-matching gold variant (EX, Spider match, soft-F1, Bipartite F-β). One JSON line per
+question is appended to ``results.jsonl`` as soon as it is scored, so an interrupted run
+resumes where it stopped. A question whose canonical gold SQL fails is reported and left out
+of the scores; other failing variants are ignored.
+
+Streaming mode (lifelong learning) answers questions one at a time in dataset order; after each
+one a learning system is told the outcome, with the gold SQL revealed (``labeled``) or not
+(``unlabeled``), and the report plots accuracy against questions seen.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from tqdm import tqdm
+
+from bench.datasets import Dataset, Example
+from bench.metrics import score_all
+from bench.systems import LearningSystem, Prediction, System
+from kb.database import Database
+
+log = logging.getLogger(__name__)
+StreamMode = Literal["labeled", "unlabeled"]
+METRICS = ("ex", "spider_ex", "soft_f1", "bf_beta")
+
+
+class QuestionResult(BaseModel):
+    """Everything recorded about one question (one line of ``results.jsonl``)."""
+
+    id: str
+    position: int
+    question: str
+    database: str
+    difficulty: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    order_relevant: bool = False
+    predicted_sql: str | None = None
+    gold_sql: str | None = None
+    prediction_error: str | None = None
+    execution_error: str | None = None
+    gold_error: str | None = None
+    scores: dict[str, float] | None = None
+    latency_s: float = 0.0
+    execution_s: float = 0.0
+    system_metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def scored(self) -> bool:
+        return self.scores is not None
+
+
+@dataclass
+class RunConfig:
+    out_dir: Path
+    workers: int = 1
+    timeout_s: float = 120.0
+    sql_timeout_s: float = 30.0
+    max_rows: int = 100_000
+    stream: StreamMode | None = None
+
+
+class DatabasePool:
+    """One :class:`Database` per URL, created on first use (thread-safe)."""
+
+    def __init__(self, *, timeout_s: float, max_rows: int) -> None:
+        self._timeout_s, self._max_rows = timeout_s, max_rows
+        self._open: dict[str, Database] = {}
+        self._lock = threading.Lock()
+
+    def get(self, url: str) -> Database:
+        with self._lock:
+            if url not in self._open:
+                self._open[url] = Database(url, timeout_s=self._timeout_s, max_rows=self._max_rows)
+            return self._open[url]
+
+
+class Runner:
+    """Runs ``system`` over ``dataset`` and writes ``results.jsonl`` into ``config.out_dir``."""
+
+    def __init__(self, dataset: Dataset, system: System, config: RunConfig) -> None:
+        self.dataset, self.system, self.config = dataset, system, config
+        self.results_path = config.out_dir / "results.jsonl"
+        self._databases = DatabasePool(timeout_s=config.sql_timeout_s, max_rows=config.max_rows)
+        self._write_lock = threading.Lock()
+        self._predictor = ThreadPoolExecutor(max(2, config.workers * 2), "predict")
+
+    def run(self) -> list[QuestionResult]:
+        """Answer every question not answered yet; return all results in dataset order."""
+        self.config.out_dir.mkdir(parents=True, exist_ok=True)
+        done = {r.id: r for r in load_results(self.results_path)}
+        todo = [(i, ex) for i, ex in enumerate(self.dataset) if ex.id not in done]
+        if done:
+            log.info("resuming: %d of %d questions already answered", len(done), len(self.dataset))
+        progress = tqdm(total=len(todo), desc=f"{self.system.name} on {self.dataset.name}")
+        try:
+            for result in self._evaluate_all(todo):
+                done[result.id] = result
+                progress.update(1)
+        finally:
+            progress.close()
+            self._predictor.shutdown(wait=False, cancel_futures=True)
+        return sorted(done.values(), key=lambda r: r.position)
+
+    def _evaluate_all(self, todo: list[tuple[int, Example]]) -> Iterator[QuestionResult]:
+        if self.config.stream is not None or self.config.workers <= 1:
+            for position, example in todo:
+                yield self._record(self._evaluate(position, example))
+            return
+        with ThreadPoolExecutor(self.config.workers, "question") as pool:
+            futures = [pool.submit(self._evaluate, pos, ex) for pos, ex in todo]
+            for future in futures:
+                yield self._record(future.result())
+
+    def _record(self, result: QuestionResult) -> QuestionResult:
+        with self._write_lock, self.results_path.open("a", encoding="utf-8") as handle:
+            handle.write(result.model_dump_json() + "\n")
+        return result
+
+    def _evaluate(self, position: int, example: Example) -> QuestionResult:
+        url = example.database_url or self.dataset.databases.get(example.database)
+        result = QuestionResult(
+            id=example.id,
+            position=position,
+            question=example.question,
+            database=example.database,
+            difficulty=example.difficulty,
+            tags=example.tags,
+            order_relevant=example.order_relevant,
+        )
+        if url is None:
+            result.gold_error = f"no database URL for {example.database!r}"
+            return result
+        database = self._databases.get(url)
+        prediction = self._predict(example, database.dialect, result)
+        self._score(example, database, prediction, result)
+        if self.config.stream is not None and isinstance(self.system, LearningSystem):
+            self.system.observe(example, prediction, self.config.stream == "labeled")
+        return result
+
+    def _predict(self, example: Example, dialect: str, result: QuestionResult) -> Prediction:
+        start = time.perf_counter()
+        future: Future[Prediction] = self._predictor.submit(self.system.predict, example, dialect)
+        try:
+            prediction = future.result(timeout=self.config.timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            prediction = Prediction(error=f"timed out after {self.config.timeout_s:g} s")
+        except Exception as exc:  # a failing system must not stop the run
+            log.exception("system %s failed on %s", self.system.name, example.id)
+            prediction = Prediction(error=f"{type(exc).__name__}: {exc}")
+        result.latency_s = time.perf_counter() - start
+        result.predicted_sql, result.prediction_error = prediction.sql, prediction.error
+        result.system_metadata = prediction.metadata
+        return prediction
+
+    def _score(
+        self, example: Example, database: Database, prediction: Prediction, result: QuestionResult
+    ) -> None:
+        golds = []
+        for sql in example.gold_for(database.dialect):
+            outcome = database.execute(sql)
+            if outcome.ok and not outcome.truncated:
+                golds.append((sql, outcome.rows))
+            elif not golds:  # the canonical gold fails: the question cannot be scored
+                result.gold_error = outcome.error or f"gold result over {self.config.max_rows} rows"
+                return
+        start = time.perf_counter()
+        predicted = database.execute(prediction.sql) if prediction.sql else None
+        result.execution_s = time.perf_counter() - start
+        if predicted is not None and not predicted.ok:
+            result.execution_error = predicted.error
+        rows = predicted.rows if predicted is not None and predicted.ok else None
+        best: tuple[tuple[float, ...], str, dict[str, float]] | None = None
+        for sql, gold_rows in golds:
+            scores = (
+                score_all(rows, gold_rows, example.order_relevant)
+                if rows is not None
+                else dict.fromkeys(METRICS, 0.0)
+            )
+            key = tuple(scores[m] for m in METRICS)
+            if best is None or key > best[0]:
+                best = (key, sql, scores)
+        assert best is not None
+        result.gold_sql, result.scores = best[1], best[2]
+
+
+def load_results(path: Path) -> list[QuestionResult]:
+    """Results already written (a torn last line from a crash is ignored)."""
+    if not path.exists():
+        return []
+    results = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            results.append(QuestionResult.model_validate_json(line))
+        except ValueError:
+            log.warning("%s, line %d: unreadable result skipped (will be re-run)", path, number)
+    return results
+
+
+def write_run_manifest(out_dir: Path, manifest: dict[str, Any], *, fresh: bool) -> None:
+    """Record what a run is; refuse to resume a different run in the same folder."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "run.json"
+    if fresh:
+        for name in ("results.jsonl", "run.json"):
+            (out_dir / name).unlink(missing_ok=True)
+    elif path.exists():
+        previous = json.loads(path.read_text())
+        if previous != manifest:
+            raise ValueError(
+                f"{out_dir} holds another run ({previous}); use --fresh or another --out"
+            )
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
