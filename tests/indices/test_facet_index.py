@@ -13,8 +13,9 @@ def facets(store):
     ledger = TableUKF.create("autofin", "sales_ledger_nova")
     other = TableUKF.create("shop", "orders")
     columns = [ColumnUKF.create(income, "region"), ColumnUKF.create(ledger, "region")]
-    secret = KnowledgeUKF.create("payroll", "x", tags=["[DATABASE:autofin]"],
-                                 auths=[Auth(user="hr")])
+    secret = KnowledgeUKF.create(
+        "payroll", "x", tags=["[DATABASE:autofin]"], auths=[Auth(user="hr")]
+    )
     store.upsert_many([income, ledger, other, *columns, secret])
     return FacetIndex(store), income, ledger, other
 

@@ -1,0 +1,157 @@
+"""The knowledge graph: UKF entries as nodes, ``related`` tuples as typed edges (networkx).
+
+Structural relations come from the templates (``column_of``, ``value_of``, ``joins``,
+``uses_column``, ``uses_enum``, ``has_level``, ``synonym_of``) and any other ``related`` tuple
+an entry carries. Expansion walks a few hops from seed entries, optionally only along given
+relation types; ``join_path`` finds the shortest foreign-key path between two tables.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+from indices.hits import Hit
+
+if TYPE_CHECKING:
+    from kb.store import KnowledgeStore
+    from ukf import BaseUKF
+
+JOIN = "joins"
+
+
+class GraphIndex:
+    """A multigraph of entries; edges keyed by relation."""
+
+    def __init__(self) -> None:
+        self._graph = nx.MultiDiGraph()
+        self._lock = threading.RLock()
+        self.version = 0
+
+    # ------------------------------------------------------------------ writing
+    def add(self, entries: Iterable[BaseUKF]) -> None:
+        """Add or replace entries (their node attributes and outgoing edges)."""
+        with self._lock:
+            for entry in entries:
+                self._drop_outgoing(entry.id)
+                self._graph.add_node(entry.id, type=entry.type, name=entry.name)
+                for rel in entry.related:
+                    self._graph.add_edge(
+                        rel.subject,
+                        rel.object,
+                        key=rel.relation,
+                        relation=rel.relation,
+                        resources=rel.resources,
+                    )
+
+    def remove(self, ukf_ids: Iterable[str]) -> None:
+        with self._lock:
+            for uid in ukf_ids:
+                if uid in self._graph:
+                    self._graph.remove_node(uid)
+
+    def _drop_outgoing(self, uid: str) -> None:
+        if uid in self._graph:
+            self._graph.remove_edges_from(list(self._graph.out_edges(uid, keys=True)))
+
+    @classmethod
+    def from_store(cls, store: KnowledgeStore) -> GraphIndex:
+        index = cls()
+        index.version = store.version
+        index.add(store.iterate())
+        return index
+
+    def refresh(self, store: KnowledgeStore) -> bool:
+        """Apply the store's writes since :attr:`version`; True when something changed."""
+        version = store.version
+        if version == self.version:
+            return False
+        changed = store.get_many(store.changes_since(self.version))
+        self.remove(uid for uid, e in changed.items() if e.inactive_mark)
+        self.add(e for e in changed.values() if not e.inactive_mark)
+        self.version = version
+        return True
+
+    # ------------------------------------------------------------------ reading
+    def __contains__(self, uid: str) -> bool:
+        return uid in self._graph
+
+    def node(self, uid: str) -> dict[str, Any]:
+        return dict(self._graph.nodes[uid])
+
+    def neighbours(
+        self, uid: str, relations: Iterable[str] | None = None
+    ) -> list[tuple[str, str, str]]:
+        """``(neighbour, relation, direction)`` for edges touching ``uid`` (``out``/``in``)."""
+        wanted = set(relations) if relations is not None else None
+        with self._lock:
+            if uid not in self._graph:
+                return []
+            found = [(v, k, "out") for _, v, k in self._graph.out_edges(uid, keys=True)]
+            found += [(u, k, "in") for u, _, k in self._graph.in_edges(uid, keys=True)]
+        return [item for item in found if wanted is None or item[1] in wanted]
+
+    def expand(
+        self,
+        seeds: Iterable[str],
+        *,
+        hops: int = 2,
+        relations: Iterable[str] | None = None,
+        types: Iterable[str] | None = None,
+    ) -> list[Hit]:
+        """Entries within ``hops`` of the seeds (seeds excluded), nearest first.
+
+        Args:
+            seeds: Starting entry ids.
+            hops: Maximum path length.
+            relations: Only follow these relation types (both directions).
+            types: Only return entries of these UKF types (walks through any type).
+        """
+        keep = set(types) if types is not None else None
+        frontier = [s for s in dict.fromkeys(seeds) if s in self._graph]
+        seen = {s: (0, s, "") for s in frontier}
+        for depth in range(1, hops + 1):
+            nxt = []
+            for node in frontier:
+                for neighbour, relation, direction in self.neighbours(node, relations):
+                    if neighbour not in seen:
+                        seen[neighbour] = (depth, node, f"{relation}:{direction}")
+                        nxt.append(neighbour)
+            frontier = nxt
+        hits = []
+        for uid, (depth, via, relation) in seen.items():
+            if depth == 0 or (keep is not None and self._graph.nodes[uid].get("type") not in keep):
+                continue
+            hits.append(
+                Hit(
+                    uid,
+                    1.0 / (depth + 1),
+                    "neighbour",
+                    phrase=relation,
+                    detail={"hops": depth, "via": via},
+                )
+            )
+        return sorted(hits, key=lambda h: (-h.score, h.ukf_id))
+
+    def join_path(self, source: str, target: str) -> list[dict[str, Any]]:
+        """Shortest foreign-key path between two table entries, as join steps.
+
+        Each step is ``{"from": table_id, "to": table_id, "columns": [...],
+        "ref_columns": [...]}`` in the direction of the foreign key. Empty when the tables
+        are not connected (or the same).
+        """
+        with self._lock:
+            joins = nx.Graph()
+            for u, v, key, data in self._graph.edges(keys=True, data=True):
+                if key == JOIN:
+                    joins.add_edge(u, v, fk={"from": u, "to": v, **data["resources"]})
+            if source not in joins or target not in joins or source == target:
+                return []
+            try:
+                nodes = nx.shortest_path(joins, source, target)
+            except nx.NetworkXNoPath:
+                return []
+            return [joins.edges[a, b]["fk"] for a, b in zip(nodes, nodes[1:], strict=False)]
