@@ -8,6 +8,7 @@ relation types; ``join_path`` finds the shortest foreign-key path between two ta
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -154,4 +155,4 @@ class GraphIndex:
                 nodes = nx.shortest_path(joins, source, target)
             except nx.NetworkXNoPath:
                 return []
-            return [joins.edges[a, b]["fk"] for a, b in zip(nodes, nodes[1:], strict=False)]
+            return [joins.edges[a, b]["fk"] for a, b in itertools.pairwise(nodes)]
