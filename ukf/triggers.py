@@ -14,7 +14,8 @@ from typing import Any
 from ukf.registry import trigger
 
 
-def _query_time(context: Mapping[str, Any]) -> datetime | None:
+def query_time_of(context: Mapping[str, Any]) -> datetime | None:
+    """The context's ``query_time`` as an aware datetime (ISO strings parsed; naive = UTC)."""
     value = context.get("query_time")
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
@@ -49,12 +50,12 @@ def query_time_window(
     Example: "before the 10th, *this month* means the previous month" is
     ``{"query_time_window": {"day_of_month_to": 9}}``.
     """
-    when = _query_time(context)
+    when = query_time_of(context)
     if when is None:
         return False
     checks = [
-        after is None or when >= _query_time({"query_time": after}),
-        before is None or when < _query_time({"query_time": before}),
+        after is None or when >= query_time_of({"query_time": after}),
+        before is None or when < query_time_of({"query_time": before}),
         day_of_month_from is None or when.day >= day_of_month_from,
         day_of_month_to is None or when.day <= day_of_month_to,
         months is None or when.month in months,

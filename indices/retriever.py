@@ -1,0 +1,228 @@
+"""The fused retriever: every index behind one ``retrieve(question, context) -> Evidence``.
+
+For one question it gathers
+1. string matches of names and synonyms (spans in the question),
+2. facet hits drawn from the context: the database's tables and its business knowledge
+   (rules, metrics, predicates, taxonomies, glossary), plus any tags the context carries,
+3. the top-k experiences from the vector index (by question and by query sketch),
+4. graph expansion from the matched items: an enum brings its column and table, a metric its
+   columns, a predicate its enums, a synonym its target; matched tables bring join paths,
+
+then loads the entries the reader may see, drops inactive, expired, out-of-scope and
+untriggered ones (triggers are evaluated against query time and user profile), orders them by
+priority and keeps them within a token budget. Every item keeps the hits that explain it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import combinations
+from typing import Any
+
+from indices.evidence import Evidence, EvidenceItem, estimate_tokens
+from indices.facet import FacetIndex
+from indices.graph import GraphIndex
+from indices.hits import Hit
+from indices.string import StringIndex
+from indices.vector import VectorIndex
+from kb.store import KnowledgeStore
+from kb.visibility import Reader
+from ukf import BaseUKF, UKFError
+from ukf.triggers import query_time_of
+
+log = logging.getLogger(__name__)
+EXPANSION_RELATIONS = (
+    "value_of",
+    "column_of",
+    "uses_column",
+    "uses_enum",
+    "synonym_of",
+    "has_level",
+)
+BUSINESS_TYPES = ("rule", "metric", "predicate", "taxonomy", "knowledge")
+TYPE_ORDER = {
+    t: i
+    for i, t in enumerate(
+        (
+            "rule",
+            "metric",
+            "predicate",
+            "knowledge",
+            "synonym",
+            "taxonomy",
+            "table",
+            "column",
+            "enum",
+            "document",
+            "experience",
+        )
+    )
+}
+
+
+@dataclass
+class RetrievalOptions:
+    budget_tokens: int = 1500
+    experiences: int = 3
+    hops: int = 2
+    schema_tables: int = 60
+    business_items: int = 30
+    join_paths: int = 6
+
+
+class Retriever:
+    """Fuses string, facet, vector and graph retrieval over one knowledge store."""
+
+    def __init__(
+        self,
+        store: KnowledgeStore,
+        strings: StringIndex,
+        graph: GraphIndex,
+        vectors: VectorIndex | None = None,
+        options: RetrievalOptions | None = None,
+    ):
+        self.store = store
+        self.strings, self.graph, self.vectors = strings, graph, vectors
+        self.facets = FacetIndex(store)
+        self.options = options or RetrievalOptions()
+
+    @classmethod
+    def from_store(
+        cls,
+        store: KnowledgeStore,
+        *,
+        vectors: VectorIndex | None = None,
+        options: RetrievalOptions | None = None,
+    ) -> Retriever:
+        return cls(
+            store, StringIndex.from_store(store), GraphIndex.from_store(store), vectors, options
+        )
+
+    def refresh(self) -> None:
+        """Reload every index whose store version is behind (cheap when nothing moved)."""
+        self.strings.refresh(self.store)
+        self.graph.refresh(self.store)
+        if self.vectors is not None:
+            self.vectors.refresh(self.store)
+
+    # ---------------------------------------------------------------- retrieval
+    def retrieve(self, question: str, context: Mapping[str, Any] | None = None) -> Evidence:
+        """Evidence for ``question``.
+
+        ``context`` keys: ``database``, ``query_time``, ``user_profile``, ``user``,
+        ``groups``, ``workspace``, ``tags`` (extra facet filters, ``{slot: values}``).
+        """
+        context = dict(context or {})
+        self.refresh()
+        hits = self._gather(question, context)
+        reader = _reader(context)
+        entries = self.store.get_many(list(hits), reader=reader)
+        items = [
+            EvidenceItem(entry, hits[uid])
+            for uid, entry in entries.items()
+            if self._admissible(entry, context)
+        ]
+        evidence = Evidence(question=question, budget=self.options.budget_tokens)
+        tables = [i.entry.id for i in items if i.entry.type == "table" and _matched(i)]
+        evidence.join_paths = self._join_paths(tables)
+        self._fit(items, evidence)
+        return evidence
+
+    def _gather(self, question: str, context: dict[str, Any]) -> dict[str, list[Hit]]:
+        hits: dict[str, list[Hit]] = {}
+
+        def keep(found: list[Hit]) -> None:
+            for hit in found:
+                hits.setdefault(hit.ukf_id, []).append(hit)
+
+        keep(self.strings.search_hits(question))
+        database = context.get("database")
+        if database:
+            scope = {"DATABASE": database}
+            keep(self.facets.search(scope, type="table", limit=self.options.schema_tables))
+            keep(
+                self.facets.search(
+                    scope, type=list(BUSINESS_TYPES), limit=self.options.business_items
+                )
+            )
+        if context.get("tags"):
+            keep(self.facets.search(context["tags"], limit=self.options.business_items))
+        if self.vectors is not None and self.options.experiences:
+            keep(
+                self.vectors.search(
+                    question,
+                    serializers=("query", "sketch"),
+                    k=self.options.experiences * 3,
+                    types=["experience"],
+                )
+            )
+        seeds = [uid for uid, found in hits.items() if any(h.reason == "span" for h in found)]
+        keep(
+            self.graph.expand(
+                seeds,
+                hops=self.options.hops,
+                relations=EXPANSION_RELATIONS,
+                types=["table", "column", "enum"],
+            )
+        )
+        return hits
+
+    def _admissible(self, entry: BaseUKF, context: dict[str, Any]) -> bool:
+        when = query_time_of(context)
+        if entry.inactive_mark or entry.is_expired(when or datetime.now(UTC)):
+            return False
+        databases = entry.tag_values("DATABASE")
+        if context.get("database") and databases and context["database"] not in databases:
+            return False
+        try:
+            return entry.triggered(context)
+        except UKFError as exc:
+            log.warning("skipping %s: %s", entry.id, exc)
+            return False
+
+    def _join_paths(self, tables: list[str]) -> list[list[dict]]:
+        paths = [self.graph.join_path(a, b) for a, b in combinations(tables, 2)]
+        return [p for p in paths if p][: self.options.join_paths]
+
+    def _fit(self, items: list[EvidenceItem], evidence: Evidence) -> None:
+        """Priority order, then type order, then score; greedily fill the token budget."""
+        experiences = sorted(
+            (i for i in items if i.entry.type == "experience"), key=lambda i: -i.score
+        )[: self.options.experiences]
+        others = [i for i in items if i.entry.type != "experience"]
+        ordered = sorted(
+            [*others, *experiences],
+            key=lambda i: (
+                -i.entry.priority,
+                -_matched(i),
+                TYPE_ORDER.get(i.entry.type, 99),
+                -i.score,
+                i.entry.id,
+            ),
+        )
+        used = 0
+        for item in ordered:
+            item.text = item.entry.text() if _matched(item) else item.entry.text("brief")
+            item.tokens = estimate_tokens(item.text)
+            if used + item.tokens <= evidence.budget:
+                evidence.items.append(item)
+                used += item.tokens
+            else:
+                evidence.dropped.append(item)
+
+
+def _matched(item: EvidenceItem) -> bool:
+    """Brought in by the question itself (a span, an expansion of one, or similarity)."""
+    return any(h.reason in ("span", "neighbour", "vector") for h in item.hits)
+
+
+def _reader(context: dict[str, Any]) -> Reader:
+    """The asker; an anonymous one sees global, unrestricted knowledge only."""
+    return Reader(
+        user=context.get("user"),
+        groups=frozenset(context.get("groups") or ()),
+        workspace=context.get("workspace"),
+    )

@@ -1,0 +1,124 @@
+"""The fused retriever: matches, facets, experiences, expansion, triggers, budget, reasons."""
+
+from __future__ import annotations
+
+import pytest
+
+from indices.retriever import RetrievalOptions, Retriever
+from indices.vector import VectorIndex
+from tests.indices.test_vector_index import WordHashEmbedder
+from ukf import (
+    Auth,
+    ColumnUKF,
+    EnumUKF,
+    ExperienceUKF,
+    ForeignKey,
+    MetricUKF,
+    RuleUKF,
+    SynonymUKF,
+    TableUKF,
+)
+
+
+@pytest.fixture()
+def kb(store):
+    income = TableUKF.create(
+        "autofin",
+        "income_nova",
+        synonyms=["Nova income"],
+        foreign_keys=[ForeignKey(columns=("region",), ref_table="regions", ref_columns=("code",))],
+    )
+    regions = TableUKF.create("autofin", "regions")
+    region = ColumnUKF.create(income, "region")
+    model = ColumnUKF.create(income, "model")
+    amount = ColumnUKF.create(income, "ptd_amt_usd", synonyms=["revenue"])
+    nv200 = EnumUKF.create(model, "NV-200")
+    emea = EnumUKF.create(region, "EMEA", synonyms=["Europe"])
+    flagship = SynonymUKF.create("Nova flagship", nv200, database="autofin")
+    refresh = RuleUKF.create(
+        "data refresh",
+        "Before the 10th, this month means last month.",
+        kind="temporal",
+        database="autofin",
+        priority=10,
+        triggers={"query_time_window": {"day_of_month_to": 9}},
+    )
+    hq = RuleUKF.create(
+        "headquarters",
+        "Exclude HQ from rankings.",
+        kind="validity",
+        database="autofin",
+        auths=[Auth(user="finance")],
+    )
+    bcr = MetricUKF.create("BCR", "actual / budget", database="autofin")
+    other_db = TableUKF.create("shop", "orders", synonyms=["Nova income"])
+    past = ExperienceUKF.create(
+        "Nova revenue in Europe last year?", "SELECT 1", database="autofin", labeled=True
+    )
+    entries = locals().copy()
+    entries.pop("store")
+    store.upsert_many(entries.values())
+    return entries
+
+
+def _retriever(store, **options):
+    vectors = VectorIndex.from_store(store, WordHashEmbedder())
+    return Retriever.from_store(store, vectors=vectors, options=RetrievalOptions(**options))
+
+
+def test_a_matched_enum_brings_its_column_and_table_with_reasons(store, kb):
+    evidence = _retriever(store).retrieve("Nova flagship sales in Europe", {"database": "autofin"})
+    ids = set(evidence.ids())
+    assert {
+        kb["emea"].id,
+        kb["region"].id,
+        kb["income"].id,
+        kb["flagship"].id,
+        kb["nv200"].id,
+        kb["model"].id,
+    } <= ids
+    by_id = {item.entry.id: item for item in evidence.items}
+    assert "span" in by_id[kb["emea"].id].reasons
+    assert by_id[kb["emea"].id].spans == [(23, 29)]
+    assert "neighbour" in by_id[kb["region"].id].reasons
+    assert kb["other_db"].id not in ids  # another database's table is out of scope
+
+
+def test_context_facets_triggers_and_visibility(store, kb):
+    retriever = _retriever(store)
+    early = retriever.retrieve(
+        "revenue this month", {"database": "autofin", "query_time": "2025-03-05T09:00:00"}
+    )
+    late = retriever.retrieve(
+        "revenue this month", {"database": "autofin", "query_time": "2025-03-15T09:00:00"}
+    )
+    assert kb["refresh"].id in early.ids() and kb["refresh"].id not in late.ids()
+    assert early.items[0].entry.id == kb["refresh"].id  # highest priority first
+    assert kb["bcr"].id in early.ids()  # business knowledge of the database, by facet
+    assert kb["hq"].id not in early.ids()
+    finance = retriever.retrieve(
+        "revenue", {"database": "autofin", "user": "ana", "groups": ["finance"]}
+    )
+    assert kb["hq"].id in finance.ids()
+
+
+def test_experiences_join_paths_and_budget(store, kb):
+    retriever = _retriever(store, budget_tokens=60)
+    evidence = retriever.retrieve("Nova income by regions", {"database": "autofin"})
+    assert evidence.tokens <= 60 and evidence.dropped
+    full = _retriever(store).retrieve("Nova revenue in Europe last year?", {"database": "autofin"})
+    assert kb["past"].id in full.ids("experience")
+    paths = _retriever(store).retrieve("Nova income by regions", {"database": "autofin"})
+    assert paths.join_paths and paths.join_paths[0][0]["columns"] == ["region"]
+
+
+def test_the_retriever_follows_store_writes(store, kb):
+    retriever = _retriever(store)
+    assert kb["emea"].id in retriever.retrieve("Europe", {"database": "autofin"}).ids()
+    store.remove(kb["emea"].id)
+    apac = EnumUKF.create(kb["region"], "APAC", synonyms=["Asia"])
+    store.upsert(apac)
+    retriever.refresh()
+    retriever.strings.wait()  # the automaton is rebuilt in the background; searches never wait
+    evidence = retriever.retrieve("Europe and Asia", {"database": "autofin"})
+    assert kb["emea"].id not in evidence.ids() and apac.id in evidence.ids()
