@@ -109,6 +109,8 @@ def load_almanac_jsonl(
         path: The file.
         name: Dataset name; defaults to the file's stem.
         databases: Database id -> SQLAlchemy URL, filling ``database_url`` where a line has none.
+            A database id with no URL either way is looked for as ``<id>.sqlite`` next to the
+            file (AutoFin writes ``questions.jsonl`` beside ``autofin.sqlite``).
 
     Returns:
         The dataset; its `databases` holds every database id that has a URL.
@@ -126,6 +128,12 @@ def load_almanac_jsonl(
         elif url is not None and urls.setdefault(example.database, url) != url:
             message = f"database {example.database!r} has two URLs: {urls[example.database]}, {url}"
             raise DatasetFormatError(path, message, field="database_url")
+    for index, example in enumerate(examples):
+        beside = path.parent / f"{example.database}.sqlite"
+        if example.database_url is None and example.database not in urls and beside.exists():
+            urls[example.database] = f"sqlite:///{beside.resolve()}"
+        if example.database_url is None and example.database in urls:
+            examples[index] = example.model_copy(update={"database_url": urls[example.database]})
     used = {ex.database for ex in examples}
     dbs = {db: url for db, url in urls.items() if db in used}
     return Dataset(name=name or path.stem, examples=examples, databases=dbs)
