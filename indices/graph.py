@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ukf import BaseUKF
 
 JOIN = "joins"
+Direction = Literal["out", "in", "both"]
 
 
 class GraphIndex:
@@ -84,15 +85,18 @@ class GraphIndex:
         return dict(self._graph.nodes[uid])
 
     def neighbours(
-        self, uid: str, relations: Iterable[str] | None = None
+        self, uid: str, relations: Iterable[str] | None = None, direction: Direction = "both"
     ) -> list[tuple[str, str, str]]:
         """``(neighbour, relation, direction)`` for edges touching ``uid`` (``out``/``in``)."""
         wanted = set(relations) if relations is not None else None
+        found: list[tuple[str, str, str]] = []
         with self._lock:
             if uid not in self._graph:
                 return []
-            found = [(v, k, "out") for _, v, k in self._graph.out_edges(uid, keys=True)]
-            found += [(u, k, "in") for u, _, k in self._graph.in_edges(uid, keys=True)]
+            if direction in ("out", "both"):
+                found += [(v, k, "out") for _, v, k in self._graph.out_edges(uid, keys=True)]
+            if direction in ("in", "both"):
+                found += [(u, k, "in") for u, _, k in self._graph.in_edges(uid, keys=True)]
         return [item for item in found if wanted is None or item[1] in wanted]
 
     def expand(
@@ -102,14 +106,17 @@ class GraphIndex:
         hops: int = 2,
         relations: Iterable[str] | None = None,
         types: Iterable[str] | None = None,
+        direction: Direction = "both",
     ) -> list[Hit]:
         """Entries within ``hops`` of the seeds (seeds excluded), nearest first.
 
         Args:
             seeds: Starting entry ids.
             hops: Maximum path length.
-            relations: Only follow these relation types (both directions).
+            relations: Only follow these relation types.
             types: Only return entries of these UKF types (walks through any type).
+            direction: Follow edges ``out`` of a node (subject → object: an enum to its
+                column), ``in`` (a table to its columns) or ``both``.
         """
         keep = set(types) if types is not None else None
         frontier = [s for s in dict.fromkeys(seeds) if s in self._graph]
@@ -117,9 +124,9 @@ class GraphIndex:
         for depth in range(1, hops + 1):
             nxt = []
             for node in frontier:
-                for neighbour, relation, direction in self.neighbours(node, relations):
+                for neighbour, relation, way in self.neighbours(node, relations, direction):
                     if neighbour not in seen:
-                        seen[neighbour] = (depth, node, f"{relation}:{direction}")
+                        seen[neighbour] = (depth, node, f"{relation}:{way}")
                         nxt.append(neighbour)
             frontier = nxt
         hits = []

@@ -6,7 +6,8 @@ For one question it gathers
    (rules, metrics, predicates, taxonomies, glossary), plus any tags the context carries,
 3. the top-k experiences from the vector index (by question and by query sketch),
 4. graph expansion from the matched items: an enum brings its column and table, a metric its
-   columns, a predicate its enums, a synonym its target; matched tables bring join paths,
+   columns, a predicate its enums, a synonym its target; a matched table brings its columns
+   and the join paths to the other matched tables,
 
 then loads the entries the reader may see, drops inactive, expired, out-of-scope and
 untriggered ones (triggers are evaluated against query time and user profile), orders them by

@@ -122,3 +122,24 @@ def test_the_retriever_follows_store_writes(store, kb):
     retriever.strings.wait()  # the automaton is rebuilt in the background; searches never wait
     evidence = retriever.retrieve("Europe and Asia", {"database": "autofin"})
     assert kb["emea"].id not in evidence.ids() and apac.id in evidence.ids()
+
+
+def test_a_rule_that_triggers_only_for_users_of_one_region(store, kb):
+    euro = RuleUKF.create(
+        "default currency EMEA",
+        "Report amounts in EUR (ytd_amt_eur).",
+        kind="intent",
+        database="autofin",
+        triggers={"user_profile_match": {"region": "EMEA"}},
+    )
+    store.upsert(euro)
+    retriever = _retriever(store)
+    emea = retriever.retrieve(
+        "Nova revenue", {"database": "autofin", "user_profile": {"region": "EMEA"}}
+    )
+    apac = retriever.retrieve(
+        "Nova revenue", {"database": "autofin", "user_profile": {"region": "APAC"}}
+    )
+    anonymous = retriever.retrieve("Nova revenue", {"database": "autofin"})
+    assert euro.id in emea.ids()
+    assert euro.id not in apac.ids() and euro.id not in anonymous.ids()

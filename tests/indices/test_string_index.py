@@ -114,3 +114,16 @@ def test_built_from_the_store_and_follows_its_version(tmp_path):
     index.wait()
     texts = {m.text for m in index.search("Europe and Asia Pacific")}
     assert texts == {"Asia Pacific"}
+
+
+def test_running_plants_finds_the_table_by_lemma_and_the_enum_by_synonym():
+    index = _index(plant_table=["plant"], operational=["Operational", "running"])
+    found = {m.text: m.ukf_ids for m in index.search("list the running plants")}
+    assert found == {"running": ("operational",), "plants": ("plant_table",)}
+
+
+def test_unicode_text_keeps_original_spans():
+    index = _index(zurich=["Zürich"], beijing=["北京"], cafe=["café crème"])
+    question = "Ventes à ZÜRICH, 北京 et Café Crème?"
+    found = {m.text: m.ukf_ids for m in index.search(question)}
+    assert found == {"ZÜRICH": ("zurich",), "北京": ("beijing",), "Café Crème": ("cafe",)}
