@@ -26,12 +26,18 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bench.datasets import Dataset, Example, load_dataset
+from bench.skeleton import sql_skeleton
 from bench.sql_elements import Schema, sql_elements
 from indices.evidence import Evidence
 from indices.retriever import RetrievalOptions, Retriever
+from indices.sketch import QuerySketcher
+from indices.string import StringIndex
+from indices.vector import VectorIndex
 from kb.database import Database
+from kb.embeddings import Embedder, MiniLMEmbedder
 from kb.profile import profile_database
 from kb.store import KnowledgeStore
+from ukf import ExperienceUKF
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +117,50 @@ def run_linking(dataset: Dataset, store_url: str, options: RetrievalOptions) -> 
     return scores
 
 
+def experience_skeleton_match(
+    dataset: Dataset,
+    store_url: str,
+    embedder: Embedder,
+    *,
+    train: str = "train",
+    test: str = "test",
+    serializers: tuple[str, ...] = ("query", "sketch"),
+) -> tuple[float, int, int]:
+    """Share of ``test`` questions whose nearest ``train`` experience has their SQL skeleton.
+
+    The databases are profiled first, so query sketches can replace the entities a question
+    mentions (tables, columns, values) with placeholders.
+    """
+    store = KnowledgeStore(store_url)
+    for name, url in dataset.databases.items():
+        with Database(url) as database:
+            profile_database(database, store, database_name=name)
+    known = dataset.filter(split=train).examples
+    store.upsert_many(
+        ExperienceUKF.create(
+            ex.question,
+            ex.gold_sql[0],
+            database=ex.database,
+            labeled=True,
+            content_resources={"example": ex.id},
+        )
+        for ex in known
+    )
+    types = {entry.id: entry.type for entry in store.iterate()}
+    sketcher = QuerySketcher(StringIndex.from_store(store), types.get)
+    vectors = VectorIndex.from_store(store, embedder, sketch=sketcher.sketch)
+    skeletons = {ex.id: sql_skeleton(ex.gold_sql[0]) for ex in known}
+    asked = dataset.filter(split=test).examples
+    same = 0
+    for example in tqdm(asked, desc="nearest experience", unit="q"):
+        hits = vectors.search(example.question, serializers=serializers, k=1, types=["experience"])
+        if hits:
+            nearest = store.get(hits[0].ukf_id).content_resources["example"]
+            same += skeletons[nearest] == sql_skeleton(example.gold_sql[0])
+    store.close()
+    return same / max(1, len(asked)), len(asked), len(known)
+
+
 def _mean(values: list[float]) -> float:
     return statistics.fmean(values) if values else float("nan")
 
@@ -121,6 +171,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--budget", type=int, default=1500, help="Evidence token budget")
     parser.add_argument("--store", help="knowledge store URL (default: a fresh SQLite file)")
+    parser.add_argument(
+        "--experiences",
+        action="store_true",
+        help="also load the train split as experiences and report how often a "
+        "test question's nearest experience shares its SQL skeleton",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     dataset = load_dataset(args.dataset)
@@ -138,6 +194,15 @@ def main(argv: list[str] | None = None) -> None:
         f"mean, {tokens[int(0.95 * (len(tokens) - 1))] if tokens else 0} tokens p95"
     )
     print(f"retrieve         {_mean(scores.seconds) * 1000:.1f} ms mean per question")
+    if args.experiences:
+        folder = Path(tempfile.mkdtemp(prefix="almanac-experiences-"))
+        share, asked, known = experience_skeleton_match(
+            load_dataset(args.dataset), f"sqlite:///{folder / 'k.db'}", MiniLMEmbedder()
+        )
+        print(
+            f"nearest experience shares the gold SQL skeleton: {share:.4f} "
+            f"({asked} test questions, {known} train experiences; MiniLM, query + sketch)"
+        )
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ EXPANSION_RELATIONS = (
     "synonym_of",
     "has_level",
 )
-BUSINESS_TYPES = ("rule", "metric", "predicate", "taxonomy", "knowledge")
+BUSINESS_TYPES = ("metric", "predicate", "taxonomy", "knowledge")
 TYPE_ORDER = {
     t: i
     for i, t in enumerate(
@@ -72,6 +72,8 @@ class RetrievalOptions:
     schema_tables: int = 60
     business_items: int = 30
     join_paths: int = 6
+    per_span: int = 6
+    rules: int = 200
 
 
 class Retriever:
@@ -126,8 +128,9 @@ class Retriever:
             for uid, entry in entries.items()
             if self._admissible(entry, context)
         ]
+        items = _cap_span_fanout(items, self.options.per_span)
         evidence = Evidence(question=question, budget=self.options.budget_tokens)
-        tables = [i.entry.id for i in items if i.entry.type == "table" and _matched(i)]
+        tables = [i.entry.id for i in items if i.entry.type == "table" and _tier(i) > CONTEXT]
         evidence.join_paths = self._join_paths(tables)
         self._fit(items, evidence)
         return evidence
@@ -144,6 +147,8 @@ class Retriever:
         if database:
             scope = {"DATABASE": database}
             keep(self.facets.search(scope, type="table", limit=self.options.schema_tables))
+            # every rule of the database: triggers decide which apply (few, and decisive)
+            keep(self.facets.search(scope, type="rule", limit=self.options.rules))
             keep(
                 self.facets.search(
                     scope, type=list(BUSINESS_TYPES), limit=self.options.business_items
@@ -189,7 +194,10 @@ class Retriever:
         return [p for p in paths if p][: self.options.join_paths]
 
     def _fit(self, items: list[EvidenceItem], evidence: Evidence) -> None:
-        """Priority order, then type order, then score; greedily fill the token budget."""
+        """Priority, then tier (direct > related > context), then type, then score.
+
+        Tables and columns hit directly are shown in full, the rest in brief.
+        """
         experiences = sorted(
             (i for i in items if i.entry.type == "experience"), key=lambda i: -i.score
         )[: self.options.experiences]
@@ -198,7 +206,7 @@ class Retriever:
             [*others, *experiences],
             key=lambda i: (
                 -i.entry.priority,
-                -_matched(i),
+                -_tier(i),
                 TYPE_ORDER.get(i.entry.type, 99),
                 -i.score,
                 i.entry.id,
@@ -206,7 +214,8 @@ class Retriever:
         )
         used = 0
         for item in ordered:
-            item.text = item.entry.text() if _matched(item) else item.entry.text("brief")
+            full = _tier(item) == DIRECT or item.entry.type not in ("table", "column")
+            item.text = item.entry.text() if full else item.entry.text("brief")
             item.tokens = estimate_tokens(item.text)
             if used + item.tokens <= evidence.budget:
                 evidence.items.append(item)
@@ -215,9 +224,42 @@ class Retriever:
                 evidence.dropped.append(item)
 
 
-def _matched(item: EvidenceItem) -> bool:
-    """Brought in by the question itself (a span, an expansion of one, or similarity)."""
-    return any(h.reason in ("span", "neighbour", "vector") for h in item.hits)
+DIRECT, RELATED, CONTEXT = 2, 1, 0
+
+
+def _cap_span_fanout(items: list[EvidenceItem], cap: int) -> list[EvidenceItem]:
+    """Keep at most ``cap`` entries per matched span.
+
+    A value such as "Revenue" can sit in a column of every wide table; the entries kept are
+    those whose table is also named by another span of the question ("Nova" → income_nova),
+    then the best scored. Entries left with no reason to be here are dropped.
+    """
+    by_span: dict[tuple[int, int], list[EvidenceItem]] = {}
+    for item in items:
+        for span in item.spans:
+            by_span.setdefault(span, []).append(item)
+    tables_of = {id(i): set(i.entry.tag_values("TABLE")) for i in items}
+    for span, members in by_span.items():
+        if len(members) <= cap:
+            continue
+        others = set().union(
+            *(tables_of[id(i)] for s, group in by_span.items() if s != span for i in group)
+        )
+        ranked = sorted(
+            members, key=lambda i: (-len(tables_of[id(i)] & others), -i.score, i.entry.id)
+        )
+        for item in ranked[cap:]:
+            item.hits = [h for h in item.hits if h.span != span]
+    return [item for item in items if item.hits]
+
+
+def _tier(item: EvidenceItem) -> int:
+    """``DIRECT``: named in the question or switched on by a trigger; ``RELATED``: reached
+    from such an item or similar to the question; ``CONTEXT``: brought by facets only."""
+    reasons = {h.reason for h in item.hits}
+    if "span" in reasons or item.entry.triggers:
+        return DIRECT
+    return RELATED if reasons & {"neighbour", "vector"} else CONTEXT
 
 
 def _reader(context: dict[str, Any]) -> Reader:

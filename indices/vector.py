@@ -77,6 +77,18 @@ class VectorIndex:
                 self._cache[_text_key(text)] = vector
         return np.stack([self._cache[_text_key(t)] for t in texts])
 
+    def _query_vector(self, text: str) -> np.ndarray:
+        """A question's vector; not kept in the entry cache (that would grow with traffic)."""
+        cached = self._cache.get(_text_key(text))
+        if cached is not None:
+            return cached[None, :]
+        return np.asarray(self.embedder.embed([text]), dtype=np.float32)
+
+    def seed_cache(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Put known embeddings in the cache (saved embeddings, benchmarks): never re-embedded."""
+        for text, vector in zip(texts, np.asarray(vectors, dtype=np.float32), strict=True):
+            self._cache[_text_key(text)] = vector
+
     def add(self, entries: Iterable[BaseUKF]) -> None:
         """Add or replace entries in every serializer space (incremental)."""
         batch = list(entries)
@@ -160,7 +172,7 @@ class VectorIndex:
         with self._lock:
             if space.index.ntotal == 0:
                 return []
-            query = self._vectors([text])
+            query = self._query_vector(text)
             depth = min(space.index.ntotal, max(k * 4, 50) if (mmr or keep) else k)
             scores, rows = space.index.search(query, depth)
             found = [

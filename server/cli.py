@@ -78,8 +78,9 @@ def run_kb(store: KnowledgeStore, args: argparse.Namespace) -> None:
         print(entry.text(args.composer))
         print(f"\nid={entry.id} content_hash={entry.content_hash} tags={list(entry.tags)}")
     elif args.action == "search":
-        for entry in store.search(type=args.type, tags=args.tag,
-                                  synonym_prefix=args.synonym_prefix, limit=args.limit):
+        for entry in store.search(
+            type=args.type, tags=args.tag, synonym_prefix=args.synonym_prefix, limit=args.limit
+        ):
             print(f"{entry.id}  {entry.type:<10} {entry.priority:>4}  {entry.text('brief')}")
     elif args.action == "remove":
         store.remove(args.ids)
@@ -88,26 +89,69 @@ def run_kb(store: KnowledgeStore, args: argparse.Namespace) -> None:
         print(f"purged {store.purge()} inactive entries")
 
 
-def run_demo(settings: Settings) -> None:
-    from server.demo_pack import starter_pack
+DEMO_QUESTIONS = (
+    (
+        "Nova revenue last month?",
+        {
+            "query_time": "2025-03-05T09:00:00",
+            "user_profile": {"role": "executive", "region": "EUR"},
+        },
+    ),
+    (
+        "Which regions had the highest Aurora gross margin in FY2024?",
+        {"query_time": "2025-06-20T14:00:00", "user_profile": {"role": "analyst"}},
+    ),
+)
 
-    print("Almanac demo. The HTTP server is not built yet; this demo builds and inspects a")
-    print(f"knowledge base in {settings.resolved_store_url}.\n")
+
+def prepare_demo(settings: Settings, store: KnowledgeStore) -> Path:
+    """Generate AutoFin (once), profile it (once) and import its knowledge pack."""
+    from bench.autofin import generate
+    from kb.database import Database
+    from kb.profile import profile_database
+
+    folder = settings.data_dir / "autofin"
+    if not (folder / "manifest.json").exists():
+        print(f"Generating the AutoFin demo database in {folder} ...")
+        generate(folder)
+    if store.count(type="table", tags={"DATABASE": "autofin"}) == 0:
+        print("Profiling autofin.sqlite into the knowledge store ...")
+        with Database(f"sqlite:///{folder / 'autofin.sqlite'}") as database:
+            profile_database(database, store, database_name="autofin")
+    store.import_jsonl(folder / "knowledge.jsonl")
+    return folder
+
+
+def run_demo(settings: Settings) -> None:
+    from indices.retriever import Retriever
+
+    print("Almanac demo. The HTTP server is not built yet: this demo builds the AutoFin demo")
+    print(f"database and its knowledge base in {settings.resolved_store_url}, and retrieves")
+    print("evidence for sample questions.\n")
     with _open(settings) as store:
-        pack = starter_pack()
-        store.upsert_many(pack)
+        folder = prepare_demo(settings, store)
         _stats(store)
-        print("\nEvery template, rendered by its default composer:")
-        for entry in pack:
-            print(f"--- {entry.type} {entry.id}\n{entry.text()}")
-        print("\nFacet search [TABLE:income_nova]:")
-        for entry in store.search(tags=["[TABLE:income_nova]"], limit=10):
-            print(f"  {entry.text('brief')}")
-        guest, finance = Reader(user="guest"), Reader(user="ana", groups=frozenset({"finance"}))
-        print(f"\nVisible rules: guest {store.count(type='rule', reader=guest)}, "
-              f"finance {store.count(type='rule', reader=finance)}")
+        retriever = Retriever.from_store(store)
+        for question, context in DEMO_QUESTIONS:
+            evidence = retriever.retrieve(question, {"database": "autofin", **context})
+            print(f"\n=== {question}  {context}")
+            print(f"{len(evidence.items)} items, {evidence.tokens} tokens:")
+            for item in evidence.items[:12]:
+                print(f"  [{','.join(item.reasons)}] {item.entry.text('brief')[:100]}")
+        guest, controller = (
+            Reader(user="guest"),
+            Reader(user="ana", groups=frozenset({"controllers"})),
+        )
+        print(
+            f"\nVisible glossary entries: guest {store.count(type='knowledge', reader=guest)}, "
+            f"controllers {store.count(type='knowledge', reader=controller)}"
+        )
         export = settings.data_dir / "demo-export.jsonl"
-        print(f"\nExported {store.export_jsonl(export)} entries to {export}")
+        print(f"Exported {store.export_jsonl(export)} entries to {export}")
+        print(
+            f"Benchmark it: python -m bench run --dataset {folder / 'questions.jsonl'} "
+            "--system gold"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,29 +1,69 @@
-"""The ``almanac`` command line on a real SQLite store."""
+"""The ``almanac`` command line on real stores."""
 
 import json
 
+import pytest
+
+from kb.store import KnowledgeStore
 from server.cli import main
+from tests.support.samples import every_template
 
 
-def test_demo_builds_an_inspectable_knowledge_base(tmp_path, capsys):
+@pytest.mark.slow
+def test_demo_builds_autofin_profiles_it_and_retrieves_evidence(tmp_path, capsys):
     assert main(["--data-dir", str(tmp_path), "demo"]) == 0
     out = capsys.readouterr().out
-    assert "not built yet" in out and "Visible rules: guest 1, finance 2" in out
-    export = tmp_path / "demo-export.jsonl"
-    assert len(export.read_text().splitlines()) == 16
-    assert main(["--data-dir", str(tmp_path), "kb", "search", "--tag", "[TABLE:income_nova]"]) == 0
+    assert "not built yet" in out
+    assert "rule Data refresh: before the 10th" in out  # triggered by the query time
+    assert "Visible glossary entries: guest 26, controllers 27" in out
+    assert (tmp_path / "autofin" / "autofin.sqlite").exists()
+    assert (
+        main(
+            [
+                "--data-dir",
+                str(tmp_path),
+                "kb",
+                "search",
+                "--tag",
+                "[TABLE:income_nova]",
+                "--type",
+                "table",
+            ]
+        )
+        == 0
+    )
     assert "income_nova" in capsys.readouterr().out
+    assert main(["--data-dir", str(tmp_path), "demo"]) == 0  # a second run reuses everything
+    assert "Profiling" not in capsys.readouterr().out
 
 
-def test_export_then_import_into_another_store(tmp_path, capsys):
-    first, second = tmp_path / "a", tmp_path / "b"
-    main(["--data-dir", str(first), "demo"])
+@pytest.fixture()
+def filled(tmp_path):
+    with KnowledgeStore(f"sqlite:///{tmp_path / 'a' / 'knowledge.db'}") as store:
+        store.upsert_many(every_template())
+    return tmp_path / "a"
+
+
+def test_export_then_import_into_another_store(filled, tmp_path, capsys):
     out_file = tmp_path / "kb.jsonl"
-    assert main(["--data-dir", str(first), "kb", "export", str(out_file)]) == 0
-    assert main(["--data-dir", str(second), "kb", "import", str(out_file)]) == 0
+    assert main(["--data-dir", str(filled), "kb", "export", str(out_file)]) == 0
+    assert main(["--data-dir", str(tmp_path / "b"), "kb", "import", str(out_file)]) == 0
     again = tmp_path / "again.jsonl"
-    main(["--data-dir", str(second), "kb", "export", str(again)])
+    main(["--data-dir", str(tmp_path / "b"), "kb", "export", str(again)])
     assert again.read_bytes() == out_file.read_bytes()
+    assert main(["--data-dir", str(tmp_path / "b"), "kb", "stats"]) == 0
+    assert "12 active entries" in capsys.readouterr().out
+
+
+def test_show_search_remove_and_purge(filled, capsys):
+    entry = every_template()[3]
+    assert main(["--data-dir", str(filled), "kb", "show", entry.id]) == 0
+    assert "sales_ledger_nova" in capsys.readouterr().out
+    assert main(["--data-dir", str(filled), "kb", "search", "--synonym-prefix", "nova"]) == 0
+    assert entry.id in capsys.readouterr().out
+    assert main(["--data-dir", str(filled), "kb", "remove", entry.id]) == 0
+    assert main(["--data-dir", str(filled), "kb", "purge"]) == 0
+    assert "purged 1" in capsys.readouterr().out
 
 
 def test_errors_name_the_problem_and_exit_2(tmp_path, capsys):
@@ -33,5 +73,3 @@ def test_errors_name_the_problem_and_exit_2(tmp_path, capsys):
     assert "line 1" in capsys.readouterr().err
     assert main(["--data-dir", str(tmp_path), "kb", "show", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
-    assert main(["--data-dir", str(tmp_path), "kb", "stats"]) == 0
-    assert "0 active entries" in capsys.readouterr().out
