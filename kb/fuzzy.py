@@ -177,23 +177,18 @@ class FuzzyIndex:
         known: dict[str, np.ndarray] = {}
         if reuse is not None and reuse._vectors is not None and reuse._embedder is embedder:
             rows = {text: row for row, text in enumerate(reuse._norms)}
-            known = {t: reuse._vectors[rows[t]] for t in unique if t in rows}
+            known = {text: reuse._vectors[rows[text]] for text in unique if text in rows}
         missing = [text for text in unique if text not in known]
-        vectors = np.zeros((len(unique), embedder.dimension), dtype=np.float32)
         if missing:
-            fresh = embedder.embed(missing)
-            known.update(zip(missing, fresh, strict=True))
+            known.update(zip(missing, embedder.embed(missing), strict=True))
+        table = np.zeros((len(unique), embedder.dimension), dtype=np.float16)
         for position, text in enumerate(unique):
-            vectors[position] = known[text]
+            table[position] = known[text]
         position_of = {text: position for position, text in enumerate(unique)}
         inverse = np.fromiter((position_of[t] for t in self._norms), np.int64, len(self._norms))
-        self._vectors = np.ascontiguousarray(vectors[inverse], dtype=np.float16)
-        self._embedder = embedder
+        self._vectors, self._embedder = table[inverse], embedder
         logger.info(
-            "embedded %d items (%d new texts) in %.1f s",
-            len(self._norms),
-            len(missing),
-            _since(started),
+            "embedded %d items (%d new texts) in %.1f s", len(self), len(missing), _since(started)
         )
 
     # ------------------------------------------------------------------- searching

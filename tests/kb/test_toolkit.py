@@ -15,14 +15,14 @@ from kb.embeddings import HashingEmbedder, shared_minilm
 from kb.fuzzy_schema import SchemaIndices
 from kb.store import KnowledgeStore
 from kb.toolkit import TOOL_ARGS, Toolkit
-from ukf import ColumnUKF, EnumUKF, ForeignKey, KnowledgeUKF, TableUKF
+from ukf import BaseUKF, ColumnUKF, EnumUKF, ForeignKey, KnowledgeUKF, TableUKF
 
 DB = "shop"
 COUNTRIES = {"United States": 3, "United Kingdom": 2, "Germany": 1}
 MODELS = {"NV-200": ["Nova 200"], "NV-300": [], "NX-20": []}
 
 
-def shop_knowledge() -> list:
+def shop_knowledge() -> list[BaseUKF]:
     customers = TableUKF.create(
         DB, "customers", columns=["id", "name", "country"], primary_key=["id"], row_count=6,
         comment="Customers who bought at least once", synonyms=["clients"],
