@@ -10,7 +10,7 @@ strings become ``[VALUE]``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from indices.string import StringIndex
 
@@ -24,17 +24,26 @@ class QuerySketcher:
     Args:
         strings: The synonym index used to find entity mentions.
         type_of: Maps a UKF id to its type (e.g. a dict's ``get`` or a graph lookup).
+        mask: The entity types replaced by placeholders; leaving tables and columns in keeps
+            the words that decide the SQL's shape and hides only the values.
     """
 
-    def __init__(self, strings: StringIndex, type_of: Callable[[str], str | None]) -> None:
+    def __init__(
+        self,
+        strings: StringIndex,
+        type_of: Callable[[str], str | None],
+        *,
+        mask: Iterable[str] = ("enum", "column", "table", "metric"),
+    ) -> None:
         self.strings = strings
         self.type_of = type_of
+        self.mask = tuple(kind for kind in ("enum", "column", "table", "metric") if kind in mask)
 
     def _placeholder(self, ukf_ids: tuple[str, ...]) -> str | None:
         types = {self.type_of(uid) for uid in ukf_ids}
         for kind in ("enum", "column", "table", "metric"):
             if kind in types:
-                return f"[{PLACEHOLDERS[kind]}]"
+                return f"[{PLACEHOLDERS[kind]}]" if kind in self.mask else None
         return None
 
     def sketch(self, question: str) -> str:

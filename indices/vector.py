@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 Fusion = Literal["rrf", "round_robin"]
 RRF_K = 60
+FUSION_DEPTH = 20  # per-serializer depth when fusing, so agreement below the top can count
 
 
 def _text_key(text: str) -> str:
@@ -167,7 +168,8 @@ class VectorIndex:
         rankings = []
         for name in serializers:
             text = self._sketch(query) if name == "sketch" and self._sketch else query
-            ranked = self._search_space(name, text, k, keep, mmr, mmr_lambda)
+            depth = k if len(serializers) == 1 else max(k, FUSION_DEPTH)
+            ranked = self._search_space(name, text, depth, keep, mmr, mmr_lambda)
             rankings.append([(uid, score, name) for uid, score in ranked])
         return _fuse(rankings, k, fusion)
 
@@ -230,7 +232,7 @@ def _fuse(rankings: list[list[tuple[str, float, str]]], k: int, fusion: Fusion) 
             for rank, (uid, score, name) in enumerate(ranking):
                 fused, first, top = best.get(uid, (0.0, name, score))
                 best[uid] = (fused + 1.0 / (RRF_K + rank + 1), first, max(top, score))
-    ordered = sorted(best.items(), key=lambda item: -item[1][0])[:k]
+    ordered = sorted(best.items(), key=lambda item: (-item[1][0], -item[1][2]))[:k]
     return [
         Hit(
             uid,
