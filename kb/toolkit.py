@@ -25,13 +25,16 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kb.database import Database
 from kb.embeddings import Embedder
 from kb.fuzzy_schema import Kind, SchemaIndices
 from kb.results_render import render_results
 from kb.store import KnowledgeStore
+from kb.toolkit_args import (
+    TOOL_ARGS,
+)
 from kb.visibility import Reader
 from ukf import BaseUKF
 
@@ -41,51 +44,6 @@ MIN_SCORE = 0.3  # fused scores below this are noise (unrelated short strings: 0
 MAX_ENUM_VALUES = 20
 RENDER_ROWS = 20
 Payload = dict[str, Any]
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class DbInfoArgs(_Args):
-    pass
-
-
-class TableInfoArgs(_Args):
-    table: str = Field(description="Table name, as listed by db_info.")
-
-
-class ColumnInfoArgs(_Args):
-    table: str = Field(description="Table name.")
-    column: str = Field(description="Column name within the table.")
-
-
-class ExecuteSqlArgs(_Args):
-    sql: str = Field(description="One read-only SELECT (or WITH ... SELECT) statement.")
-    max_rows: int = Field(50, ge=1, le=1000, description="At most this many rows come back.")
-
-
-class FuzzyColumnArgs(_Args):
-    query: str = Field(description="Words describing the column, e.g. 'order date'.")
-    table: str | None = Field(None, description="Only columns of this table.")
-    k: int = Field(10, ge=1, le=50, description="Number of matches.")
-
-
-class FuzzyEnumArgs(_Args):
-    query: str = Field(description="A value as the user wrote it, e.g. 'untied states'.")
-    table: str | None = Field(None, description="Only values of this table.")
-    column: str | None = Field(None, description="Only values of this column ('table.column').")
-    k: int = Field(10, ge=1, le=50, description="Number of matches.")
-
-
-TOOL_ARGS: dict[str, type[_Args]] = {
-    "db_info": DbInfoArgs,
-    "table_info": TableInfoArgs,
-    "column_info": ColumnInfoArgs,
-    "execute_sql": ExecuteSqlArgs,
-    "fuzzy_column": FuzzyColumnArgs,
-    "fuzzy_enum": FuzzyEnumArgs,
-}
 
 
 def error_payload(kind: str, message: str, suggestions: list[str] | None = None) -> Payload:
