@@ -124,7 +124,7 @@ def experience_skeleton_match(
     *,
     train: str = "train",
     test: str = "test",
-    serializers: tuple[str, ...] = ("query", "sketch"),
+    serializers: tuple[str, ...] = ("sketch",),
 ) -> tuple[float, int, int]:
     """Share of ``test`` questions whose nearest ``train`` experience has their SQL skeleton.
 
