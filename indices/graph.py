@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import networkx as nx
 
 from indices.hits import Hit
+from indices.sync import changes_since
 
 if TYPE_CHECKING:
     from kb.store import KnowledgeStore
@@ -68,13 +69,12 @@ class GraphIndex:
 
     def refresh(self, store: KnowledgeStore) -> bool:
         """Apply the store's writes since :attr:`version`; True when something changed."""
-        version = store.version
-        if version == self.version:
+        changes = changes_since(store, self.version)
+        if changes is None:
             return False
-        changed = store.get_many(store.changes_since(self.version))
-        self.remove(uid for uid, e in changed.items() if e.inactive_mark)
-        self.add(e for e in changed.values() if not e.inactive_mark)
-        self.version = version
+        self.remove(changes.removed)
+        self.add(changes.active)
+        self.version = changes.version
         return True
 
     # ------------------------------------------------------------------ reading

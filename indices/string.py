@@ -27,6 +27,7 @@ import ahocorasick
 
 from indices.hits import Hit
 from indices.normalize import Lemmatizer, Token, tokenize
+from indices.sync import changes_since
 
 if TYPE_CHECKING:
     from kb.store import KnowledgeStore
@@ -169,16 +170,12 @@ class StringIndex:
 
     def refresh(self, store: KnowledgeStore) -> bool:
         """Apply the store's writes since :attr:`version`; True when something changed."""
-        version = store.version
-        if version == self.version:
+        changes = changes_since(store, self.version)
+        if changes is None:
             return False
-        changed = store.get_many(store.changes_since(self.version))
-        self.remove([uid for uid, e in changed.items() if e.inactive_mark], rebuild=False)
-        self.add(
-            ((uid, phrases_for(e)) for uid, e in changed.items() if not e.inactive_mark),
-            rebuild=False,
-        )
-        self.version = version
+        self.remove(changes.removed, rebuild=False)
+        self.add(((e.id, phrases_for(e)) for e in changes.active), rebuild=False)
+        self.version = changes.version
         self.rebuild_in_background()
         return True
 

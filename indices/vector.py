@@ -19,6 +19,7 @@ import numpy as np
 
 from indices.hits import Hit
 from indices.serializers import GENERAL_SERIALIZER, Serializer, serializers
+from indices.sync import changes_since
 from kb.embeddings import Embedder
 
 if TYPE_CHECKING:
@@ -139,13 +140,12 @@ class VectorIndex:
 
     def refresh(self, store: KnowledgeStore) -> bool:
         """Apply the store's writes since :attr:`version`; True when something changed."""
-        version = store.version
-        if version == self.version:
+        changes = changes_since(store, self.version)
+        if changes is None:
             return False
-        changed = store.get_many(store.changes_since(self.version))
-        self.remove(uid for uid, e in changed.items() if e.inactive_mark)
-        self.add(e for e in changed.values() if not e.inactive_mark)
-        self.version = version
+        self.remove(changes.removed)
+        self.add(changes.active)
+        self.version = changes.version
         return True
 
     def size(self, serializer: str = GENERAL_SERIALIZER) -> int:
