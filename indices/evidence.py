@@ -52,9 +52,3 @@ class Evidence:
 
     def ids(self, type_name: str | None = None) -> list[str]:
         return [i.entry.id for i in self.items if type_name is None or i.entry.type == type_name]
-
-    def of_type(self, type_name: str) -> list[EvidenceItem]:
-        return [item for item in self.items if item.entry.type == type_name]
-
-    def render(self) -> str:
-        return "\n".join(item.text for item in self.items)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import networkx as nx
 
 from indices.hits import Hit
-from indices.sync import changes_since
+from indices.sync import refresh_entries
 
 if TYPE_CHECKING:
     from kb.store import KnowledgeStore
@@ -69,13 +69,7 @@ class GraphIndex:
 
     def refresh(self, store: KnowledgeStore) -> bool:
         """Apply the store's writes since :attr:`version`; True when something changed."""
-        changes = changes_since(store, self.version)
-        if changes is None:
-            return False
-        self.remove(changes.removed)
-        self.add(changes.active)
-        self.version = changes.version
-        return True
+        return refresh_entries(self, store)
 
     # ------------------------------------------------------------------ reading
     def __contains__(self, uid: str) -> bool:

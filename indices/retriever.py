@@ -105,7 +105,11 @@ class Retriever:
         )
 
     def refresh(self) -> None:
-        """Reload every index whose store version is behind (cheap when nothing moved)."""
+        """Reload every index whose store version is behind (one query when nothing moved)."""
+        version = self.store.version
+        indices = [self.strings, self.graph, *([self.vectors] if self.vectors else [])]
+        if all(index.version == version for index in indices):
+            return
         self.strings.refresh(self.store)
         self.graph.refresh(self.store)
         if self.vectors is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kb.store import KnowledgeStore
@@ -30,3 +30,14 @@ def changes_since(store: KnowledgeStore, version: int) -> StoreChanges | None:
         active=[e for e in changed.values() if not e.inactive_mark],
         removed=[uid for uid, e in changed.items() if e.inactive_mark],
     )
+
+
+def refresh_entries(index: Any, store: KnowledgeStore) -> bool:
+    """Bring an index with ``add(entries)``, ``remove(ids)`` and ``version`` up to the store."""
+    changes = changes_since(store, index.version)
+    if changes is None:
+        return False
+    index.remove(changes.removed)
+    index.add(changes.active)
+    index.version = changes.version
+    return True

@@ -19,7 +19,7 @@ import numpy as np
 
 from indices.hits import Hit
 from indices.serializers import GENERAL_SERIALIZER, Serializer, serializers
-from indices.sync import changes_since
+from indices.sync import refresh_entries
 from kb.embeddings import Embedder
 
 if TYPE_CHECKING:
@@ -140,13 +140,7 @@ class VectorIndex:
 
     def refresh(self, store: KnowledgeStore) -> bool:
         """Apply the store's writes since :attr:`version`; True when something changed."""
-        changes = changes_since(store, self.version)
-        if changes is None:
-            return False
-        self.remove(changes.removed)
-        self.add(changes.active)
-        self.version = changes.version
-        return True
+        return refresh_entries(self, store)
 
     def size(self, serializer: str = GENERAL_SERIALIZER) -> int:
         return len(self._spaces[serializer].rows)
