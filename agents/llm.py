@@ -1,6 +1,6 @@
 """One LLM interface, two backends, and the wrappers every caller wants.
 
-``LLM.chat(messages, n, temperature, max_tokens, stop, json_schema, timeout) -> ChatResult``.
+``LLM.chat(messages, n, temperature, max_tokens, stop, json_schema, timeout, seed) -> ChatResult``.
 
 - :class:`LlamaCppLLM`: in-process llama.cpp over a GGUF file (the embedded default; see
   :mod:`agents.models`). One generation at a time per model (llama.cpp contexts are not
@@ -89,6 +89,7 @@ class LLM(Protocol):
         stop: Sequence[str] | None = None,
         json_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
+        seed: int | None = None,
     ) -> ChatResult: ...
 
 
@@ -130,8 +131,10 @@ class LlamaCppLLM:
         stop: Sequence[str] | None = None,
         json_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
+        seed: int | None = None,
     ) -> ChatResult:
         started = time.perf_counter()
+        base_seed = self.seed if seed is None else seed
         deadline = started + timeout if timeout else None
         result = ChatResult(completions=[], model=self.name)
         fmt = {"type": "json_object", "schema": json_schema} if json_schema else None
@@ -143,7 +146,7 @@ class LlamaCppLLM:
                     max_tokens,
                     stop,
                     fmt,
-                    self.seed + sample,
+                    base_seed + sample,
                     deadline,
                     result,
                 )
@@ -208,6 +211,7 @@ class OpenAICompatibleLLM:
         stop: Sequence[str] | None = None,
         json_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
+        seed: int | None = None,
     ) -> ChatResult:
         import openai
 
@@ -227,6 +231,7 @@ class OpenAICompatibleLLM:
                 max_tokens=max_tokens,
                 stop=list(stop) if stop else None,
                 timeout=timeout,
+                seed=seed,
                 **extra,
             )
         except openai.APITimeoutError as exc:

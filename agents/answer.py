@@ -1,0 +1,139 @@
+"""What the agent chain produces: candidates along the way and the final ``Answer``.
+
+``Candidate`` is one SQL proposal with its execution outcome; ``Answer`` is what an analyst
+gets back (and what ``POST /v1/ask`` returns): the SQL, truncated rows, a confidence, the tier
+that answered, the knowledge used with the question spans that brought it in, the reasoning,
+and per-stage timings and token counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kb.results import Results
+
+
+@dataclass
+class Candidate:
+    """One SQL proposal and what happened when it ran.
+
+    Attributes:
+        sql: the SQL as the model wrote it (comment header included).
+        reasoning: the model's reasoning (comment header or text before the SQL).
+        model: the LLM that wrote it.
+        sample: index of the sample in its tier (0 = greedy).
+        tier: name of the cascade tier ("" outside a cascade).
+        results: execution outcome; None when it was not executed.
+        repairs: repair rounds it went through.
+        notes: what refinement changed (e.g. a predicate value corrected).
+        fingerprint: the vote key of its results (set by ``agents.vote``).
+    """
+
+    sql: str
+    reasoning: str = ""
+    model: str = ""
+    sample: int = 0
+    tier: str = ""
+    results: Results | None = None
+    repairs: int = 0
+    notes: list[str] = field(default_factory=list)
+    fingerprint: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    generate_seconds: float = 0.0
+    refine_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """Executed without error (an empty result counts as ok)."""
+        return self.results is not None and self.results.ok
+
+    @property
+    def error(self) -> str | None:
+        if self.results is None:
+            return None
+        return self.results.error
+
+    def summary(self) -> CandidateSummary:
+        return CandidateSummary(
+            sql=self.sql,
+            model=self.model,
+            tier=self.tier,
+            sample=self.sample,
+            ok=self.ok,
+            error=self.error,
+            row_count=self.results.row_count if self.results else None,
+            repairs=self.repairs,
+            notes=list(self.notes),
+            fingerprint=self.fingerprint,
+        )
+
+
+class CandidateSummary(BaseModel):
+    sql: str
+    model: str = ""
+    tier: str = ""
+    sample: int = 0
+    ok: bool = False
+    error: str | None = None
+    row_count: int | None = None
+    repairs: int = 0
+    notes: list[str] = Field(default_factory=list)
+    fingerprint: str | None = None
+
+
+class UsedKnowledge(BaseModel):
+    """One knowledge entry that went into the prompt, and why."""
+
+    id: str
+    type: str
+    name: str
+    reasons: list[str] = Field(default_factory=list)
+    spans: list[tuple[int, int]] = Field(default_factory=list)
+    phrases: list[str] = Field(default_factory=list)
+
+
+class StageReport(BaseModel):
+    """Wall time and LLM tokens of one stage of the chain."""
+
+    stage: str
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Answer(BaseModel):
+    """The chain's answer to one question.
+
+    ``sql`` is None when no candidate could be produced or executed; ``error`` then says why.
+    ``rows`` holds at most ``max_rows`` rows (``truncated`` tells whether more existed).
+    ``confidence`` is the winning share of the vote (see ``agents.vote``).
+    """
+
+    id: str
+    question: str
+    database: str
+    sql: str | None = None
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[Any]] = Field(default_factory=list)
+    row_count: int = 0
+    truncated: bool = False
+    executed: bool = False
+    confidence: float = 0.0
+    tier: str | None = None
+    reasoning: str = ""
+    knowledge: list[UsedKnowledge] = Field(default_factory=list)
+    candidates: list[CandidateSummary] = Field(default_factory=list)
+    stages: list[StageReport] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    experience_id: str | None = None
+    error: str | None = None
+
+    def stage(self, name: str) -> StageReport | None:
+        return next((s for s in self.stages if s.stage == name), None)

@@ -1,0 +1,175 @@
+"""Model tiers from small to large, and the sampling loop every answer goes through.
+
+A ``Tier`` is one model (its generator and refiner) and how many candidates it may draw. The
+``Cascade`` asks the tiers in order. Within a tier, candidates are drawn (greedy first, then
+sampled), executed and repaired; as soon as two candidates of the tier agree on a non-empty
+result, the cascade answers with that tier and cancels the samples it no longer needs (queued
+samples never start; running ones are discarded). A tier whose candidates do not agree hands
+over to the next one. The last tier (or a single tier, which is plain test-time scaling with
+``stop_early=False``) answers with the majority vote over its candidates, falling back to the
+earlier tiers' candidates when all of its own failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.answer import Candidate
+from agents.generate import SqlGenerator
+from agents.llm import Message
+from agents.rag import RagContext
+from agents.refine import Refiner
+from agents.vote import TieBreak, VoteOutcome, agreement, vote
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Tier:
+    """One model and its sampling budget.
+
+    Attributes:
+        name: shown in answers ("0.5b", "1.5b", "gpt-4o", ...).
+        generator: writes candidates with the tier's model.
+        refiner: executes and repairs them (with the same model).
+        samples: candidates drawn at most (>= 2 in a cascade, so two can agree).
+        parallel: samples in flight at once (1 for an in-process model).
+        stop_early: answer as soon as two candidates agree.
+    """
+
+    name: str
+    generator: SqlGenerator
+    refiner: Refiner
+    samples: int = 2
+    parallel: int = 1
+    stop_early: bool = True
+
+
+@dataclass
+class CascadeOutcome:
+    winner: Candidate | None
+    confidence: float
+    tier: str | None
+    candidates: list[Candidate] = field(default_factory=list)
+    tiers_tried: list[str] = field(default_factory=list)
+    cancelled: int = 0
+    vote: VoteOutcome | None = None
+    seconds_by_tier: dict[str, float] = field(default_factory=dict)
+
+
+class Cascade:
+    """Runs ``tiers`` in order (see the module docstring).
+
+    Args:
+        tiers: small to large; at least one.
+        dialect: for parsing ORDER BY in the vote.
+        tie_break: tie-break of the final vote.
+    """
+
+    def __init__(self, tiers: list[Tier], *, dialect: str, tie_break: TieBreak = "first") -> None:
+        if not tiers:
+            raise ValueError("a cascade needs at least one tier")
+        for tier in tiers[:-1]:
+            if tier.samples < 2:
+                raise ValueError(f"tier {tier.name!r} must draw >= 2 samples to be able to agree")
+        self.tiers, self.dialect, self.tie_break = tiers, dialect, tie_break
+
+    def run(
+        self,
+        rag: RagContext,
+        context: Mapping[str, Any] | None = None,
+        *,
+        on_candidate: Callable[[Candidate], None] | None = None,
+    ) -> CascadeOutcome:
+        outcome = CascadeOutcome(None, 0.0, None)
+        for position, tier in enumerate(self.tiers):
+            last = position == len(self.tiers) - 1
+            started = time.perf_counter()
+            outcome.tiers_tried.append(tier.name)
+            messages = tier.generator.messages(rag, context)
+            found, agreed, cancelled = self._run_tier(tier, messages, on_candidate)
+            outcome.seconds_by_tier[tier.name] = time.perf_counter() - started
+            outcome.candidates.extend(found)
+            outcome.cancelled += cancelled
+            if agreed is not None:
+                result = vote(found, tie_break=self.tie_break, dialect=self.dialect)
+                outcome.winner, outcome.tier, outcome.vote = agreed, tier.name, result
+                outcome.confidence = result.confidence
+                return outcome
+            if last:
+                result = vote(found, tie_break=self.tie_break, dialect=self.dialect)
+                if result.winner is None and len(outcome.candidates) > len(found):
+                    result = vote(
+                        outcome.candidates, tie_break=self.tie_break, dialect=self.dialect
+                    )
+                outcome.vote, outcome.winner = result, result.winner
+                outcome.confidence = result.confidence
+                outcome.tier = result.winner.tier if result.winner else None
+            else:
+                log.info("tier %s did not agree on %r; escalating", tier.name, rag.question)
+        return outcome
+
+    def _run_tier(
+        self,
+        tier: Tier,
+        messages: list[Message],
+        on_candidate: Callable[[Candidate], None] | None,
+    ) -> tuple[list[Candidate], Candidate | None, int]:
+        """(candidates, the agreed winner or None, samples cancelled)."""
+        found: list[Candidate] = []
+        cancel = threading.Event()
+
+        def draw(index: int) -> Candidate:
+            if cancel.is_set():
+                raise _Cancelled
+            started = time.perf_counter()
+            candidate = tier.generator.sample(messages, index)
+            generated = time.perf_counter()
+            candidate.tier = tier.name
+            refined = tier.refiner.refine(candidate, messages)
+            refined.tier = tier.name
+            refined.generate_seconds = generated - started
+            refined.refine_seconds = time.perf_counter() - generated
+            return refined
+
+        pool = ThreadPoolExecutor(max_workers=max(1, tier.parallel), thread_name_prefix=tier.name)
+        try:
+            pending: dict[Future, int] = {}
+            next_index = 0
+            while next_index < tier.samples and len(pending) < max(1, tier.parallel):
+                pending[pool.submit(draw, next_index)] = next_index
+                next_index += 1
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=pending.get):
+                    pending.pop(future)
+                    try:
+                        candidate = future.result()
+                    except _Cancelled:
+                        continue
+                    found.append(candidate)
+                    if on_candidate is not None:
+                        on_candidate(candidate)
+                agreed = agreement(found, self.dialect) if tier.stop_early else None
+                if agreed is not None and len(found) >= 2:
+                    cancel.set()
+                    cancelled = (tier.samples - next_index) + sum(f.cancel() for f in pending)
+                    return found, agreed, cancelled
+                while next_index < tier.samples and len(pending) < max(1, tier.parallel):
+                    pending[pool.submit(draw, next_index)] = next_index
+                    next_index += 1
+        finally:
+            # samples still running after an agreement finish in the background, unread
+            pool.shutdown(wait=False, cancel_futures=True)
+        found.sort(key=lambda c: c.sample)
+        return found, None, 0
+
+
+class _Cancelled(Exception):
+    """A sample that was no longer needed when its turn came."""

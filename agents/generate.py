@@ -1,0 +1,145 @@
+"""The SQL-gen agent: a prompt from the RAG context, SQL candidates from the model.
+
+The prompt (``prompts/generate_system.j2`` and ``prompts/generate_user.j2``) holds the schema
+slice, the knowledge hints (rules, metrics, values with their question words), few-shot
+experiences with their reasoning, the user profile, the query time and the dialect. The most
+stable parts come first, so a local model's prompt cache is reused across questions.
+
+Sample 0 is greedy; the others are drawn at ``temperature`` with their own seed, so a vote
+sees different candidates. A reply without SQL becomes a failed candidate, not an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents.answer import Candidate
+from agents.llm import LLM, LLMBusyError, LLMError, Message
+from agents.rag import RagContext
+from agents.sql_extract import NoSQLError, extract_sql
+from agents.templates import render
+from kb.results import Results
+
+log = logging.getLogger(__name__)
+DIALECT_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL"}
+
+
+def dialect_name(dialect: str) -> str:
+    return DIALECT_NAMES.get(dialect.lower(), dialect)
+
+
+@dataclass
+class GenerateOptions:
+    max_tokens: int = 320
+    temperature: float = 0.7
+    timeout_s: float | None = 120.0
+    seed: int = 0
+
+
+class SqlGenerator:
+    """Writes SQL candidates with one LLM.
+
+    Args:
+        llm: the model.
+        dialect: the target database's SQL dialect ("sqlite", "postgresql", ...).
+        options: sampling options.
+    """
+
+    def __init__(self, llm: LLM, dialect: str, options: GenerateOptions | None = None) -> None:
+        self.llm, self.dialect = llm, dialect
+        self.options = options or GenerateOptions()
+
+    def messages(self, rag: RagContext, context: Mapping[str, Any] | None = None) -> list[Message]:
+        """The chat messages for ``rag`` asked in ``context`` (user_profile, query_time)."""
+        context = context or {}
+        examples = [
+            {
+                "question": e.content_resources.get("question", e.name),
+                "sql": (e.content_resources.get("sql") or "").strip().rstrip(";"),
+                "cot": _one_line(e.content_resources.get("cot") or ""),
+            }
+            for e in rag.examples
+        ]
+        return prompt_messages(
+            "generate_user.j2",
+            self.dialect,
+            question=rag.question,
+            schema=rag.schema,
+            hints=rag.hints,
+            summary=rag.summary,
+            examples=examples,
+            user_profile=dict(context.get("user_profile") or {}),
+            query_time=_time_text(context.get("query_time")),
+        )
+
+    def sample(self, messages: list[Message], index: int) -> Candidate:
+        """Candidate number ``index`` (0 = greedy)."""
+        greedy = index == 0
+        try:
+            reply = self.llm.chat(
+                messages,
+                max_tokens=self.options.max_tokens,
+                temperature=0.0 if greedy else self.options.temperature,
+                seed=self.options.seed + index,
+                timeout=self.options.timeout_s,
+            )
+        except LLMBusyError:
+            raise  # the caller answers 429/503; a busy model is not a wrong answer
+        except LLMError as exc:
+            log.warning("sample %d from %s failed: %s", index, self.llm.name, exc)
+            return failed_candidate(f"model failed: {exc}", self.llm.name, index)
+        candidate = candidate_from_reply(reply.text, self.llm.name, index)
+        candidate.prompt_tokens, candidate.completion_tokens = (
+            reply.prompt_tokens,
+            reply.completion_tokens,
+        )
+        return candidate
+
+    def samples(
+        self, messages: list[Message], n: int, *, cancel: threading.Event | None = None
+    ) -> Iterator[Candidate]:
+        """Up to ``n`` candidates, one at a time; stops early when ``cancel`` is set."""
+        for index in range(n):
+            if cancel is not None and cancel.is_set():
+                return
+            yield self.sample(messages, index)
+
+
+def prompt_messages(user_template: str, dialect: str, **variables: Any) -> list[Message]:
+    """System prompt (output format) + the user prompt ``user_template``."""
+    name = dialect_name(dialect)
+    return [
+        {"role": "system", "content": render("generate_system.j2", dialect_name=name)},
+        {"role": "user", "content": render(user_template, dialect_name=name, **variables)},
+    ]
+
+
+def candidate_from_reply(text: str, model: str, index: int) -> Candidate:
+    try:
+        found = extract_sql(text)
+    except NoSQLError as exc:
+        return failed_candidate(str(exc), model, index)
+    return Candidate(sql=found.sql, reasoning=found.reasoning, model=model, sample=index)
+
+
+def failed_candidate(message: str, model: str, index: int) -> Candidate:
+    return Candidate(
+        sql="",
+        model=model,
+        sample=index,
+        results=Results.failure("sql", message, sql="", elapsed=0.0),
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+def _time_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)

@@ -1,0 +1,300 @@
+"""The online chain in one place: RAG -> SQL-gen -> refine -> vote (or cascade) -> Answer.
+
+``Pipeline.ask(question, context, options)`` answers one question on one target database:
+
+1. ``retrieve``: the RAG agent builds the schema slice, hints and examples;
+2. ``generate`` / ``refine``: each tier's model writes candidates, which are executed
+   read-only and repaired (``agents.cascade``, ``agents.refine``);
+3. ``vote``: majority over execution results, confidence = winning share;
+4. ``log``: the question is stored as an unlabeled Experience; its answer id is what feedback
+   refers to (``Pipeline.feedback``).
+
+With ``options.cascade`` the configured tiers run small to large; otherwise the default model
+(the last tier) draws ``options.n`` candidates. ``on_event`` receives one dict per stage
+(``evidence``, ``candidate``, ``vote``, ``final``) for streaming clients.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.answer import Answer, Candidate, StageReport
+from agents.cascade import Cascade, CascadeOutcome, Tier
+from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
+from agents.generate import GenerateOptions, SqlGenerator
+from agents.llm import LLM
+from agents.predicates import PredicateChecker
+from agents.rag import Explorer, RagAgent, RagContext, RagOptions
+from agents.refine import RefineOptions, Refiner
+from agents.schema_slice import SchemaCatalog
+from agents.vote import TieBreak
+from indices.retriever import Retriever
+from kb.database import Database
+from kb.store import KnowledgeStore
+
+log = logging.getLogger(__name__)
+Event = dict[str, Any]
+MAX_QUESTION_CHARS = 2000
+
+
+@dataclass
+class ModelTier:
+    """A model of the cascade, small to large; the last one is the default model."""
+
+    name: str
+    llm: LLM
+    samples: int = 2
+    parallel: int = 1
+
+
+@dataclass
+class AskOptions:
+    """Per-question options.
+
+    Attributes:
+        n: candidates from the default model (test-time scaling when > 1).
+        cascade: run the tiers small to large instead.
+        execute: run the SQL; False returns the greedy SQL unexecuted.
+        max_rows: rows returned in the answer.
+    """
+
+    n: int = 1
+    cascade: bool = False
+    execute: bool = True
+    max_rows: int = 100
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.n <= 16:
+            raise ValueError(f"n must be between 1 and 16, got {self.n}")
+        if not 0 <= self.max_rows <= 10_000:
+            raise ValueError(f"max_rows must be between 0 and 10000, got {self.max_rows}")
+
+
+@dataclass
+class PipelineOptions:
+    rag: RagOptions = field(default_factory=RagOptions)
+    generate: GenerateOptions = field(default_factory=GenerateOptions)
+    refine: RefineOptions = field(default_factory=RefineOptions)
+    tie_break: TieBreak = "first"
+    log_questions: bool = True
+    cascade_last_samples: int = 1
+
+
+class Pipeline:
+    """Answers questions about one target database.
+
+    Args:
+        store: the knowledge store (also where questions are logged).
+        retriever: the fused retriever over ``store``.
+        database: the target database (read-only).
+        database_name: its ``[DATABASE:...]`` name in the store.
+        tiers: models small to large; the last is the default model.
+        options: budgets, sampling and refinement options.
+        explorer: the RAG agent's autonomous mode (see ``agents.rag``).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: KnowledgeStore,
+        retriever: Retriever,
+        database: Database,
+        database_name: str,
+        tiers: list[ModelTier],
+        options: PipelineOptions | None = None,
+        explorer: Explorer | None = None,
+    ) -> None:
+        if not tiers:
+            raise ValueError("a pipeline needs at least one model")
+        self.store, self.database, self.database_name = store, database, database_name
+        self.tiers = tiers
+        self.options = options or PipelineOptions()
+        self.dialect = database.dialect
+        self.catalog = SchemaCatalog(store, database_name)
+        self.rag = RagAgent(
+            retriever, self.catalog, self.options.rag, llm=tiers[-1].llm, explorer=explorer
+        )
+        self.checker = PredicateChecker(store, database_name, self.dialect)
+        self.experiences = ExperienceLog(store, database, database_name, self.dialect)
+
+    @property
+    def default_llm(self) -> LLM:
+        return self.tiers[-1].llm
+
+    # ------------------------------------------------------------------ ask
+    def ask(
+        self,
+        question: str,
+        context: Mapping[str, Any] | None = None,
+        options: AskOptions | None = None,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> Answer:
+        """Answer ``question`` asked in ``context`` (query_time, user_profile, user, workspace)."""
+        question = _checked_question(question)
+        options = options or AskOptions()
+        context = dict(context or {})
+        emit = on_event or (lambda event: None)
+        started = time.perf_counter()
+        rag = self.rag.run(question, context)
+        answer = Answer(id="", question=question, database=self.database_name)
+        answer.knowledge = rag.used
+        answer.stages.append(
+            StageReport(
+                stage="retrieve",
+                seconds=rag.seconds,
+                prompt_tokens=rag.prompt_tokens,
+                completion_tokens=rag.completion_tokens,
+                detail={"evidence_items": len(rag.evidence.items), "tokens": rag.tokens},
+            )
+        )
+        emit({"stage": "evidence", "knowledge": [k.model_dump() for k in rag.used]})
+        if options.execute:
+            outcome = self._candidates(rag, context, options, emit)
+            self._fill_from(answer, outcome, options)
+        else:
+            self._unexecuted(answer, rag, context)
+        self._log(answer, context)
+        answer.seconds = time.perf_counter() - started
+        answer.prompt_tokens = sum(s.prompt_tokens for s in answer.stages)
+        answer.completion_tokens = sum(s.completion_tokens for s in answer.stages)
+        emit({"stage": "final", "answer": answer.model_dump(mode="json")})
+        return answer
+
+    def feedback(
+        self,
+        answer_id: str,
+        verdict: Verdict,
+        *,
+        corrected_sql: str | None = None,
+        comment: str = "",
+        reviewer: str | None = None,
+    ) -> FeedbackOutcome:
+        """Apply feedback on an earlier answer (see ``agents.experience_log``)."""
+        return self.experiences.feedback(
+            answer_id, verdict, corrected_sql=corrected_sql, comment=comment, reviewer=reviewer
+        )
+
+    # ------------------------------------------------------------------ stages
+    def _cascade(self, options: AskOptions) -> Cascade:
+        if options.cascade and len(self.tiers) > 1:
+            tiers = [self._tier(t, max(2, t.samples), stop_early=True) for t in self.tiers[:-1]]
+            last = self.tiers[-1]
+            tiers.append(self._tier(last, self.options.cascade_last_samples, stop_early=True))
+        else:
+            tiers = [self._tier(self.tiers[-1], options.n, stop_early=False)]
+        return Cascade(tiers, dialect=self.dialect, tie_break=self.options.tie_break)
+
+    def _tier(self, spec: ModelTier, samples: int, *, stop_early: bool) -> Tier:
+        generator = SqlGenerator(spec.llm, self.dialect, self.options.generate)
+        refiner = Refiner(self.database, spec.llm, self.checker, self.options.refine)
+        return Tier(spec.name, generator, refiner, samples, spec.parallel, stop_early)
+
+    def _candidates(
+        self,
+        rag: RagContext,
+        context: dict[str, Any],
+        options: AskOptions,
+        emit: Callable[[Event], None],
+    ) -> CascadeOutcome:
+        def seen(candidate: Candidate) -> None:
+            emit({"stage": "candidate", "candidate": candidate.summary().model_dump()})
+
+        outcome = self._cascade(options).run(rag, context, on_candidate=seen)
+        emit(
+            {
+                "stage": "vote",
+                "winner": outcome.winner.sql if outcome.winner else None,
+                "confidence": outcome.confidence,
+                "tier": outcome.tier,
+                "groups": [len(g) for g in (outcome.vote.groups if outcome.vote else [])],
+            }
+        )
+        return outcome
+
+    def _fill_from(self, answer: Answer, outcome: CascadeOutcome, options: AskOptions) -> None:
+        cands = outcome.candidates
+        answer.candidates = [c.summary() for c in cands]
+        answer.stages.append(
+            StageReport(
+                stage="generate",
+                seconds=sum(c.generate_seconds for c in cands),
+                prompt_tokens=sum(c.prompt_tokens for c in cands),
+                completion_tokens=sum(c.completion_tokens for c in cands),
+                detail={"candidates": len(cands), "tiers": outcome.tiers_tried},
+            )
+        )
+        answer.stages.append(
+            StageReport(
+                stage="refine",
+                seconds=sum(c.refine_seconds for c in cands),
+                detail={
+                    "repairs": sum(c.repairs for c in cands),
+                    "failed": sum(not c.ok for c in cands),
+                    "cancelled": outcome.cancelled,
+                },
+            )
+        )
+        winner = outcome.winner
+        answer.tier = outcome.tier
+        answer.confidence = round(outcome.confidence, 4)
+        if winner is None or winner.results is None:
+            errors = [c.error for c in cands if c.error]
+            answer.error = "no candidate SQL ran successfully" + (
+                f"; last error: {errors[-1]}" if errors else ""
+            )
+            answer.sql = next((c.sql for c in cands if c.sql), None)
+            return
+        results = winner.results
+        answer.sql, answer.reasoning = winner.sql, winner.reasoning
+        answer.columns = list(results.columns)
+        answer.rows = [list(r) for r in results.rows[: options.max_rows]]
+        answer.row_count = results.row_count
+        answer.truncated = results.truncated or results.row_count > options.max_rows
+        answer.executed = True
+
+    def _unexecuted(self, answer: Answer, rag: RagContext, context: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        generator = SqlGenerator(self.default_llm, self.dialect, self.options.generate)
+        candidate = generator.sample(generator.messages(rag, context), 0)
+        answer.stages.append(
+            StageReport(
+                stage="generate",
+                seconds=time.perf_counter() - started,
+                prompt_tokens=candidate.prompt_tokens,
+                completion_tokens=candidate.completion_tokens,
+            )
+        )
+        answer.candidates = [candidate.summary()]
+        answer.sql, answer.reasoning = candidate.sql or None, candidate.reasoning
+        answer.tier = self.tiers[-1].name
+        answer.error = candidate.error
+
+    def _log(self, answer: Answer, context: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        if not self.options.log_questions:
+            answer.id = f"unlogged-{int(time.time() * 1000)}"
+            return
+        answer.id, answer.experience_id = self.experiences.record(
+            answer.question,
+            context,
+            sql=answer.sql,
+            reasoning=answer.reasoning,
+            columns=answer.columns,
+            extra={"confidence": answer.confidence, "tier": answer.tier, "error": answer.error},
+        )
+        answer.stages.append(StageReport(stage="log", seconds=time.perf_counter() - started))
+
+
+def _checked_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(
+            f"the question has {len(question)} characters; at most {MAX_QUESTION_CHARS}"
+        )
+    return question.strip()

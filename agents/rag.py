@@ -1,0 +1,280 @@
+"""The RAG agent: from a question to the context a SQL writer needs.
+
+Static pipeline (always): the fused ``Retriever`` finds the evidence; this agent turns it into
+prompt parts, each composed by its entry's composer and kept within token budgets:
+
+- the schema slice: the tables the question touches (named, or reached through a column, an
+  enum value or a join path), as annotated DDL; small databases are shown whole;
+- hints: business knowledge (rules, metrics, predicates, glossary, taxonomies) and the links
+  from question words to tables, columns and values ("France" -> singer.Country = 'France');
+- examples: the most similar labeled experiences (question, reasoning and SQL).
+
+Autonomous mode (optional, for hard questions): an explorer lets the LLM call the toolkit's
+search tools and adds what it finds. An optional LLM summary condenses the hints.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.answer import UsedKnowledge
+from agents.llm import LLM, LLMError
+from agents.schema_slice import SchemaCatalog
+from agents.templates import render
+from indices.evidence import Evidence, EvidenceItem, estimate_tokens
+from indices.retriever import Retriever
+from ukf import BaseUKF
+
+log = logging.getLogger(__name__)
+BUSINESS_TYPES = ("rule", "metric", "predicate", "knowledge", "taxonomy", "synonym", "document")
+
+
+@dataclass
+class RagOptions:
+    """Budgets and switches of the RAG agent.
+
+    Attributes:
+        schema_tokens: budget of the schema slice.
+        hint_tokens: budget of business knowledge and question-word links.
+        examples: labeled experiences shown as few-shot examples.
+        whole_schema_tables: databases with at most this many tables are shown whole (within
+            the schema budget); larger ones are sliced to the tables the evidence points at.
+        max_columns: columns shown in full per table.
+        summarize: ask the LLM for a short summary of the hints.
+        explore: "never", "always" or "hard" (when no table is named in the question).
+    """
+
+    schema_tokens: int = 1200
+    hint_tokens: int = 500
+    examples: int = 3
+    whole_schema_tables: int = 12
+    max_columns: int = 24
+    summarize: bool = False
+    explore: str = "never"
+
+
+@dataclass
+class RagContext:
+    """The prompt parts for one question, and what they came from."""
+
+    question: str
+    database: str
+    evidence: Evidence
+    schema: str
+    hints: list[str] = field(default_factory=list)
+    examples: list[BaseUKF] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    used: list[UsedKnowledge] = field(default_factory=list)
+    summary: str = ""
+    explored: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        parts = [self.schema, *self.hints, self.summary]
+        parts += [e.text() for e in self.examples]
+        return sum(estimate_tokens(p) for p in parts if p)
+
+
+Explorer = Callable[[str, RagContext], list[BaseUKF]]
+
+
+class RagAgent:
+    """Builds a :class:`RagContext` for questions on one database.
+
+    Args:
+        retriever: the fused retriever over the knowledge store.
+        catalog: the database's profiled tables and columns.
+        options: budgets and switches.
+        llm: the model for the optional summary.
+        explorer: the autonomous mode: ``explorer(question, context) -> extra entries``.
+    """
+
+    def __init__(
+        self,
+        retriever: Retriever,
+        catalog: SchemaCatalog,
+        options: RagOptions | None = None,
+        *,
+        llm: LLM | None = None,
+        explorer: Explorer | None = None,
+    ) -> None:
+        self.retriever, self.catalog = retriever, catalog
+        self.options = options or RagOptions()
+        self.llm, self.explorer = llm, explorer
+
+    def run(self, question: str, context: Mapping[str, Any] | None = None) -> RagContext:
+        started = time.perf_counter()
+        ctx = {**(context or {}), "database": self.catalog.database}
+        evidence = self.retriever.retrieve(question, ctx)
+        rag = self._compose(question, evidence)
+        if self.explorer is not None and self._should_explore(rag):
+            self._explore(question, rag)
+        if self.options.summarize and self.llm is not None and rag.hints:
+            self._summarize(rag)
+        rag.seconds = time.perf_counter() - started
+        return rag
+
+    # ------------------------------------------------------------------ static pipeline
+    def _compose(self, question: str, evidence: Evidence, extra: list[BaseUKF] = ()) -> RagContext:
+        items = [*evidence.items, *(EvidenceItem(e, text=e.text()) for e in extra)]
+        tables = self._rank_tables(items, evidence)
+        mentioned = [
+            (
+                i.entry.content_resources.get("table", ""),
+                i.entry.content_resources.get("column", ""),
+            )
+            for i in items
+            if i.entry.type in ("column", "enum") and _named(i)
+        ]
+        schema = self.catalog.render(
+            tables,
+            mentioned_columns=mentioned,
+            budget_tokens=self.options.schema_tokens,
+            max_columns=self.options.max_columns,
+        )
+        rag = RagContext(question, self.catalog.database, evidence, schema, tables=tables)
+        self._add_hints(rag, question, items)
+        rag.examples = [
+            i.entry
+            for i in items
+            if i.entry.type == "experience"
+            and i.entry.content_resources.get("sql")
+            and i.entry.content_resources.get("labeled")
+        ][: self.options.examples]
+        shown = set(tables)
+        for item in items:
+            kind = item.entry.type
+            table = item.entry.content_resources.get("table")
+            keep = (
+                (kind == "table" and table in shown)
+                or (kind in ("column", "enum") and _named(item) and table in shown)
+                or kind in BUSINESS_TYPES
+                or item.entry in rag.examples
+            )
+            if keep:
+                rag.used.append(_used(item, question))
+        return rag
+
+    def _rank_tables(self, items: list[EvidenceItem], evidence: Evidence) -> list[str]:
+        known = self.catalog.tables
+        score: dict[str, float] = {}
+        for item in items:
+            table = item.entry.content_resources.get("table")
+            if item.entry.type not in ("table", "column", "enum") or table not in known:
+                continue
+            weight = {"table": 3.0, "column": 2.0, "enum": 2.0}[item.entry.type]
+            score[table] = score.get(table, 0.0) + (weight if _named(item) else 0.1)
+        names = {schema.entry.id: name for name, schema in known.items()}
+        for path in evidence.join_paths:
+            for step in path:
+                for key in ("from", "to"):
+                    name = names.get(step.get(key, ""))
+                    if name is not None:
+                        score[name] = score.get(name, 0.0) + 1.0
+        if len(known) <= self.options.whole_schema_tables:
+            for name in known:
+                score.setdefault(name, 0.0)
+        return sorted(score, key=lambda t: (-score[t], t))
+
+    def _add_hints(self, rag: RagContext, question: str, items: list[EvidenceItem]) -> None:
+        used = 0
+        hints: list[str] = []
+        for item in items:
+            if item.entry.type in BUSINESS_TYPES:
+                text = (item.text or item.entry.text()).strip()
+            elif item.entry.type in ("table", "column", "enum") and _named(item):
+                text = _link(item, question)
+            else:
+                continue
+            cost = estimate_tokens(text)
+            if text and used + cost <= self.options.hint_tokens and text not in hints:
+                hints.append(text)
+                used += cost
+        rag.hints = hints
+
+    # ------------------------------------------------------------------ autonomous mode
+    def _should_explore(self, rag: RagContext) -> bool:
+        mode = self.options.explore
+        if mode == "always":
+            return True
+        if mode == "hard":
+            return not any(u.type == "table" and u.spans for u in rag.used)
+        return False
+
+    def _explore(self, question: str, rag: RagContext) -> None:
+        assert self.explorer is not None
+        try:
+            found = self.explorer(question, rag)
+        except (LLMError, ValueError) as exc:
+            log.warning("exploration failed for %r: %s", question, exc)
+            return
+        if not found:
+            return
+        seen = {u.id for u in rag.used}
+        extra = [e for e in found if e.id not in seen]
+        explored = self._compose(question, rag.evidence, extra)
+        explored.explored = [e.id for e in extra]
+        explored.prompt_tokens, explored.completion_tokens = (
+            rag.prompt_tokens,
+            rag.completion_tokens,
+        )
+        rag.__dict__.update(explored.__dict__)
+
+    # ------------------------------------------------------------------ summary
+    def _summarize(self, rag: RagContext) -> None:
+        assert self.llm is not None
+        messages = [
+            {
+                "role": "user",
+                "content": render("rag_summary.j2", question=rag.question, hints=rag.hints),
+            }
+        ]
+        try:
+            reply = self.llm.chat(messages, max_tokens=160, temperature=0.0)
+        except LLMError as exc:
+            log.warning("evidence summary failed for %r: %s", rag.question, exc)
+            return
+        rag.summary = reply.text.strip()
+        rag.prompt_tokens += reply.prompt_tokens
+        rag.completion_tokens += reply.completion_tokens
+
+
+def _named(item: EvidenceItem) -> bool:
+    """Brought in by words of the question (or switched on by a trigger)."""
+    return any(h.reason == "span" for h in item.hits)
+
+
+def _phrases(item: EvidenceItem, question: str) -> list[str]:
+    return sorted({question[a:b] for a, b in item.spans})
+
+
+def _link(item: EvidenceItem, question: str) -> str:
+    r = item.entry.content_resources
+    words = ", ".join(f'"{p}"' for p in _phrases(item, question))
+    if item.entry.type == "table":
+        target = f"table {r.get('table', item.entry.name)}"
+    elif item.entry.type == "column":
+        target = f"column {r.get('table')}.{r.get('column')}"
+    else:
+        value = r.get("value")
+        shown = f"'{value}'" if isinstance(value, str) else str(value)
+        target = f"{r.get('table')}.{r.get('column')} = {shown}"
+    return f"{words} -> {target}"
+
+
+def _used(item: EvidenceItem, question: str) -> UsedKnowledge:
+    return UsedKnowledge(
+        id=item.entry.id,
+        type=item.entry.type,
+        name=item.entry.name,
+        reasons=item.reasons or ["explored"],
+        spans=item.spans,
+        phrases=_phrases(item, question),
+    )

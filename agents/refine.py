@@ -1,0 +1,169 @@
+"""The refine agent: run each candidate read-only, and repair what fails.
+
+For one candidate:
+1. execute it on the target database (read-only, row cap, time limit);
+2. on an empty result, check its predicate values against the profiled enums and rewrite the
+   literals that are certainly wrong (case, spacing, a known synonym) without asking the model;
+3. on an error, an empty result or a reply without SQL, continue the conversation that wrote
+   it: the failing SQL and what went wrong (the database error, or the literals that are not
+   stored values with the closest ones) go back to the model, which answers with a new query;
+   up to ``rounds`` times. The prompt prefix is unchanged, so a local model's cache is reused.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from agents.answer import Candidate
+from agents.generate import candidate_from_reply
+from agents.llm import LLM, LLMError, Message
+from agents.predicates import PredicateChecker, PredicateIssue
+from agents.sql_extract import strip_comments
+from agents.templates import render
+from kb.database import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RefineOptions:
+    rounds: int = 2
+    max_rows: int = 1000
+    timeout_s: float = 30.0
+    repair_empty: bool = True
+    max_tokens: int = 320
+
+
+class Refiner:
+    """Executes and repairs candidates.
+
+    Args:
+        database: the target database (read-only access).
+        llm: the model that repairs; None to only execute and fix predicates.
+        checker: the predicate checker; None to skip predicate checks.
+        options: rounds, row cap and time limit.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        llm: LLM | None = None,
+        checker: PredicateChecker | None = None,
+        options: RefineOptions | None = None,
+    ) -> None:
+        self.database, self.llm, self.checker = database, llm, checker
+        self.options = options or RefineOptions()
+
+    def execute(self, candidate: Candidate) -> Candidate:
+        """Run ``candidate`` (if it has SQL) and keep the results on it."""
+        if candidate.sql:
+            candidate.results = self.database.execute(
+                candidate.sql, max_rows=self.options.max_rows, timeout_s=self.options.timeout_s
+            )
+        return candidate
+
+    def refine(self, candidate: Candidate, messages: list[Message]) -> Candidate:
+        """Execute ``candidate`` and repair it up to ``rounds`` times; returns the last version."""
+        current = self.execute(candidate)
+        history = list(messages)
+        for attempt in range(1, self.options.rounds + 1):
+            problem = self._problem(current)
+            if problem is None:
+                return current
+            if current.sql and problem.issues:
+                fixed = self._fix_predicates(current, problem.issues)
+                if fixed is not None:
+                    current = fixed
+                    continue
+            if self.llm is None or not problem.repairable:
+                return current
+            repaired = self._repair(current, history, problem, attempt)
+            if repaired is None:
+                return current
+            current = repaired
+        return current
+
+    def _problem(self, candidate: Candidate) -> _Problem | None:
+        results = candidate.results
+        if results is None:
+            return None
+        if results.error:
+            if results.error.startswith("model failed"):
+                return _Problem(results.error, repairable=False)
+            if not candidate.sql:
+                return _Problem("Your reply had no SQL query. Answer with one ```sql block.")
+            if results.error_kind == "connection":
+                return _Problem(results.error, repairable=False)
+            return _Problem(f"The database rejected it: {results.error}")
+        if results.row_count == 0 and self.options.repair_empty:
+            issues = self.checker.check(candidate.sql) if self.checker else []
+            lines = [i.describe() for i in issues]
+            text = "It ran but returned no rows."
+            if lines:
+                text += " " + " ".join(lines) + "."
+            return _Problem(text, issues=issues)
+        return None
+
+    def _fix_predicates(
+        self, candidate: Candidate, issues: list[PredicateIssue]
+    ) -> Candidate | None:
+        assert self.checker is not None
+        try:
+            sql = self.checker.apply(candidate.sql, issues)
+        except Exception as exc:  # a rewrite we cannot parse back is simply not applied
+            log.debug("predicate rewrite failed on %r: %s", candidate.sql, exc)
+            return None
+        if sql is None:
+            return None
+        notes = [
+            f"{i.table}.{i.column}: '{i.literal}' -> '{i.suggestions[0]}'"
+            for i in issues
+            if i.certain
+        ]
+        fixed = Candidate(
+            sql=sql,
+            reasoning=candidate.reasoning,
+            model=candidate.model,
+            sample=candidate.sample,
+            tier=candidate.tier,
+            repairs=candidate.repairs,
+            notes=[*candidate.notes, *(f"predicate fixed: {n}" for n in notes)],
+            prompt_tokens=candidate.prompt_tokens,
+            completion_tokens=candidate.completion_tokens,
+        )
+        return self.execute(fixed)
+
+    def _repair(
+        self, candidate: Candidate, history: list[Message], problem: _Problem, attempt: int
+    ) -> Candidate | None:
+        assert self.llm is not None
+        shown = strip_comments(candidate.sql) if candidate.sql else "(no SQL)"
+        history.append({"role": "assistant", "content": f"```sql\n{shown}\n```"})
+        history.append({"role": "user", "content": render("repair.j2", problem=problem.text)})
+        try:
+            reply = self.llm.chat(
+                history,
+                max_tokens=self.options.max_tokens,
+                temperature=0.0,
+                seed=candidate.sample,
+            )
+        except LLMError as exc:
+            log.warning("repair %d failed: %s", attempt, exc)
+            return None
+        repaired = candidate_from_reply(reply.text, candidate.model, candidate.sample)
+        repaired.tier = candidate.tier
+        repaired.repairs = candidate.repairs + 1
+        repaired.notes = [*candidate.notes, f"repair {attempt}: {problem.text[:200]}"]
+        repaired.prompt_tokens = candidate.prompt_tokens + reply.prompt_tokens
+        repaired.completion_tokens = candidate.completion_tokens + reply.completion_tokens
+        if not repaired.sql:
+            return repaired  # a failed candidate; the next round may try again
+        return self.execute(repaired)
+
+
+@dataclass
+class _Problem:
+    text: str
+    repairable: bool = True
+    issues: list[PredicateIssue] | None = None

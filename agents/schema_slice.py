@@ -1,0 +1,196 @@
+"""The schema slice of a prompt: the tables that matter, as compact annotated DDL.
+
+``SchemaCatalog`` holds the profiled Table and Column entries of one database (reloaded when
+the store's version moves). ``SchemaCatalog.render(tables, ...)`` writes them as
+``CREATE TABLE`` statements with typed columns, keys, foreign keys and, as comments,
+descriptions and example values. Wide tables keep their key, joined and mentioned columns
+in full and list the rest by name; tables past the token budget shrink to one line.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from indices.evidence import estimate_tokens
+from kb.store import KnowledgeStore
+from ukf import BaseUKF
+
+
+@dataclass
+class TableSchema:
+    entry: BaseUKF
+    columns: list[BaseUKF] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.entry.content_resources.get("table") or self.entry.name
+
+    @property
+    def foreign_keys(self) -> list[dict]:
+        return list(self.entry.content_resources.get("foreign_keys") or [])
+
+
+class SchemaCatalog:
+    """Profiled tables and columns of ``database`` in ``store``, in table order."""
+
+    def __init__(self, store: KnowledgeStore, database: str) -> None:
+        self.store, self.database = store, database
+        self._tables: dict[str, TableSchema] = {}
+        self._version = -1
+        self._lock = threading.Lock()
+
+    @property
+    def tables(self) -> dict[str, TableSchema]:
+        """Table name -> schema, reloaded when the store has changed."""
+        version = self.store.version
+        with self._lock:
+            if version != self._version:
+                self._tables = self._load()
+                self._version = version
+            return self._tables
+
+    def _load(self) -> dict[str, TableSchema]:
+        tables: dict[str, TableSchema] = {}
+        for entry in self.store.iterate(type="table"):
+            if entry.content_resources.get("database") == self.database:
+                tables[entry.content_resources.get("table") or entry.name] = TableSchema(entry)
+        for entry in self.store.iterate(type="column"):
+            r = entry.content_resources
+            if r.get("database") == self.database and r.get("table") in tables:
+                tables[r["table"]].columns.append(entry)
+        for table in tables.values():
+            order = {name: i for i, name in enumerate(table.entry.content_resources["columns"])}
+            table.columns.sort(key=lambda c: order.get(c.content_resources["column"], 1 << 30))
+        return dict(sorted(tables.items()))
+
+    def render(
+        self,
+        tables: Sequence[str] | None = None,
+        *,
+        mentioned_columns: Iterable[tuple[str, str]] = (),
+        budget_tokens: int = 1200,
+        max_columns: int = 24,
+        examples: bool = True,
+    ) -> str:
+        """DDL for ``tables`` (default: all), most relevant first.
+
+        Args:
+            tables: table names in order of relevance; unknown names are skipped.
+            mentioned_columns: (table, column) pairs the question refers to: always shown.
+            budget_tokens: past it, tables are listed in one line each.
+            max_columns: columns shown in full per table; the others are listed by name.
+            examples: add example values and descriptions as comments.
+        """
+        known = self.tables
+        names = [t for t in (tables if tables is not None else known) if t in known]
+        mentioned = {(t.lower(), c.lower()) for t, c in mentioned_columns}
+        parts: list[str] = []
+        used = 0
+        for name in names:
+            full = _table_ddl(known[name], mentioned, max_columns, examples)
+            cost = estimate_tokens(full)
+            if used + cost > budget_tokens and parts:
+                full = _table_line(known[name])
+                cost = estimate_tokens(full)
+            parts.append(full)
+            used += cost
+        return "\n\n".join(parts)
+
+
+def _table_ddl(
+    table: TableSchema, mentioned: set[tuple[str, str]], max_columns: int, examples: bool
+) -> str:
+    r = table.entry.content_resources
+    pk = list(r.get("primary_key") or [])
+    fk_columns = {c for fk in table.foreign_keys for c in fk["columns"]}
+    keep = _columns_in_full(table, mentioned, pk, fk_columns, max_columns)
+    head = f"CREATE TABLE {_quote(table.name)} ("
+    if examples and (table.entry.description or r.get("row_count") is not None):
+        notes = [table.entry.description.strip()] if table.entry.description else []
+        if r.get("row_count") is not None:
+            notes.append(f"{r['row_count']} rows")
+        head += "  -- " + "; ".join(notes)
+    lines = [head]
+    body: list[str] = []
+    for column in table.columns:
+        if column.content_resources["column"] in keep:
+            body.append(_column_line(column, single_pk=pk, examples=examples))
+    if len(pk) > 1:
+        body.append(f"  PRIMARY KEY ({', '.join(_quote(c) for c in pk)})")
+    for fk in table.foreign_keys:
+        body.append(
+            f"  FOREIGN KEY ({', '.join(_quote(c) for c in fk['columns'])}) REFERENCES "
+            f"{_quote(fk['ref_table'])}({', '.join(_quote(c) for c in fk['ref_columns'])})"
+        )
+    lines.append(",\n".join(body))
+    lines.append(");")
+    rest = [c.content_resources["column"] for c in table.columns]
+    rest = [c for c in rest if c not in keep]
+    if rest:
+        lines.append(f"-- {table.name} also has columns: {', '.join(rest)}")
+    return "\n".join(lines)
+
+
+def _columns_in_full(
+    table: TableSchema,
+    mentioned: set[tuple[str, str]],
+    pk: list[str],
+    fk_columns: set[str],
+    max_columns: int,
+) -> set[str]:
+    names = [c.content_resources["column"] for c in table.columns]
+    if len(names) <= max_columns:
+        return set(names)
+    first = [
+        n
+        for n in names
+        if n in pk or n in fk_columns or (table.name.lower(), n.lower()) in mentioned
+    ]
+    keep = set(first)
+    for n in names:
+        if len(keep) >= max(max_columns, len(first)):
+            break
+        keep.add(n)
+    return keep
+
+
+def _column_line(column: BaseUKF, *, single_pk: list[str], examples: bool) -> str:
+    r = column.content_resources
+    line = f"  {_quote(r['column'])} {r.get('data_type') or ''}".rstrip()
+    if len(single_pk) == 1 and single_pk[0] == r["column"]:
+        line += " PRIMARY KEY"
+    if not examples:
+        return line
+    notes = []
+    if column.description:
+        notes.append(column.description.strip())
+    shown = _examples(r)
+    if shown:
+        notes.append("e.g. " + ", ".join(shown))
+    return f"{line}  -- {'; '.join(notes)}" if notes else line
+
+
+def _examples(resources: dict) -> list[str]:
+    if resources.get("semantic_type") in ("identifier", None) and resources.get("primary_key"):
+        return []
+    values = []
+    for value in (resources.get("examples") or [])[:3]:
+        if isinstance(value, str):
+            text = value if len(value) <= 30 else value[:27] + "..."
+            values.append("'" + text.replace("'", "''") + "'")
+        elif value is not None:
+            values.append(str(value))
+    return values
+
+
+def _table_line(table: TableSchema) -> str:
+    cols = ", ".join(c.content_resources["column"] for c in table.columns)
+    return f"-- table {table.name}({cols})"
+
+
+def _quote(name: str) -> str:
+    if name.replace("_", "").isalnum() and not name[:1].isdigit():
+        return name
+    return '"' + name.replace('"', '""') + '"'

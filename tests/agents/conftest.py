@@ -1,0 +1,45 @@
+"""Fixtures of the agent tests: a profiled Spider database and the real embedded model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.llm import LlamaCppLLM
+from agents.models import TEST_MODEL, pull
+from bench.datasets.registry import default_data_root
+from indices.retriever import Retriever
+from kb.database import Database
+from kb.profile import ProfileOptions, profile_database
+from kb.store import KnowledgeStore
+
+SPIDER = default_data_root() / "spider_dev" / "database"
+
+
+def spider_path(name: str) -> Path:
+    path = SPIDER / name / f"{name}.sqlite"
+    if not path.exists():
+        pytest.skip(f"Spider database {name} not found under {SPIDER}")
+    return path
+
+
+@pytest.fixture
+def concert(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, Database, Retriever]]:
+    """concert_singer profiled into a fresh SQLite store."""
+    store = KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    database = Database(f"sqlite:///{spider_path('concert_singer')}")
+    profile_database(
+        database, store, database_name="concert_singer", options=ProfileOptions(progress=False)
+    )
+    yield store, database, Retriever.from_store(store)
+    database.close()
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def embedded_llm(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppLLM:
+    """The real embedded test model (Qwen2.5-Coder 0.5B), loaded once."""
+    path = pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False)
+    return LlamaCppLLM(str(path), n_ctx=4096, n_threads=2, seed=11)

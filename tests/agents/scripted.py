@@ -1,0 +1,53 @@
+"""A scripted LLM for orchestration tests: replies come from a function or a list."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agents.llm import ChatResult, Completion, LLMTimeoutError, Message
+
+Reply = str | Exception | Callable[[list[Message], dict[str, Any]], str]
+
+
+class ScriptedLLM:
+    """Answers each call with the next scripted reply (the last one repeats).
+
+    A reply may be a string, an exception to raise, or ``f(messages, options) -> str``.
+    ``delay_s`` simulates a slow model (a ``timeout`` shorter than it raises
+    :class:`LLMTimeoutError`, like the real backends).
+    """
+
+    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted", delay_s: float = 0.0):
+        self.replies, self.name, self.delay_s = list(replies), name, delay_s
+        self.calls: list[tuple[list[Message], dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+        with self._lock:
+            index = len(self.calls)
+            self.calls.append((list(messages), options))
+            reply = self.replies[min(index, len(self.replies) - 1)]
+        timeout = options.get("timeout")
+        if self.delay_s:
+            if timeout is not None and timeout < self.delay_s:
+                time.sleep(timeout)
+                raise LLMTimeoutError(f"{self.name}: no answer within {timeout} s")
+            time.sleep(self.delay_s)
+        if isinstance(reply, Exception):
+            raise reply
+        text = reply(list(messages), options) if callable(reply) else reply
+        n = options.get("n", 1)
+        return ChatResult(
+            completions=[Completion(text, "stop") for _ in range(n)],
+            model=self.name,
+            prompt_tokens=sum(len(m["content"]) // 4 for m in messages),
+            completion_tokens=len(text) // 4,
+            latency_s=self.delay_s,
+        )
+
+
+def sql_reply(sql: str, reasoning: str = "scripted") -> str:
+    return f"```sql\n-- Tables: any\n-- Reasoning: {reasoning}\n{sql}\n```"

@@ -1,0 +1,122 @@
+"""The cascade and test-time scaling loop, with scripted models over a real database."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from agents.cascade import Cascade, Tier
+from agents.generate import SqlGenerator
+from agents.rag import RagAgent
+from agents.refine import Refiner
+from agents.schema_slice import SchemaCatalog
+from tests.agents.scripted import ScriptedLLM, sql_reply
+
+COUNT = "SELECT count(*) FROM singer"
+FRANCE = "SELECT name FROM singer WHERE country = 'France'"
+WRONG = "SELECT count(*) FROM stadium"
+
+
+def tier(name, llm, database, samples=2, **kw) -> Tier:
+    return Tier(name, SqlGenerator(llm, "sqlite"), Refiner(database, llm), samples, **kw)
+
+
+def by_seed(table: dict[int, str]):
+    """Reply with table[seed] (the seed is the sample index)."""
+    return lambda messages, options: sql_reply(table[options["seed"]])
+
+
+@pytest.fixture
+def rag(concert):
+    store, _, retriever = concert
+    return RagAgent(retriever, SchemaCatalog(store, "concert_singer")).run("How many singers?")
+
+
+def test_two_agreeing_small_samples_answer_without_the_large_tier(concert, rag):
+    _, database, _ = concert
+    small = ScriptedLLM([by_seed({0: COUNT, 1: "SELECT COUNT(singer_id) FROM singer"})])
+    large = ScriptedLLM([sql_reply(WRONG)], name="large")
+    outcome = Cascade(
+        [tier("small", small, database, samples=3), tier("large", large, database)],
+        dialect="sqlite",
+    ).run(rag)
+    assert outcome.tier == "small" and outcome.winner.results.rows == [(6,)]
+    assert outcome.tiers_tried == ["small"] and outcome.cancelled == 1
+    assert len(small.calls) == 2 and large.calls == []
+    assert outcome.confidence == 1.0
+
+
+def test_disagreement_escalates_and_the_last_tier_votes(concert, rag):
+    _, database, _ = concert
+    small = ScriptedLLM([by_seed({0: COUNT, 1: WRONG})], name="small")
+    large = ScriptedLLM([by_seed({0: FRANCE, 1: FRANCE})], name="large")
+    outcome = Cascade(
+        [tier("small", small, database), tier("large", large, database)], dialect="sqlite"
+    ).run(rag)
+    assert outcome.tiers_tried == ["small", "large"] and outcome.tier == "large"
+    assert "France" in outcome.winner.sql
+    assert len(outcome.candidates) == 4
+
+
+def test_empty_results_do_not_count_as_agreement(concert, rag):
+    _, database, _ = concert
+    nothing = "SELECT name FROM singer WHERE age > 1000"
+    small = ScriptedLLM([sql_reply(nothing)], name="small")
+    large = ScriptedLLM([sql_reply(COUNT)], name="large")
+    refine_off = {"rounds": 0}
+    tiers = [tier("small", small, database), tier("large", large, database, samples=1)]
+    for t in tiers:
+        t.refiner.options.rounds = refine_off["rounds"]
+    outcome = Cascade(tiers, dialect="sqlite").run(rag)
+    assert outcome.tier == "large" and outcome.winner.results.rows == [(6,)]
+
+
+def test_all_failed_gives_an_empty_vote(concert, rag):
+    _, database, _ = concert
+    garbage = ScriptedLLM(["I am not sure what you mean."])
+    single = tier("only", garbage, database, samples=3, stop_early=False)
+    single.refiner.options.rounds = 1
+    outcome = Cascade([single], dialect="sqlite").run(rag)
+    assert outcome.winner is None and outcome.confidence == 0.0
+    assert len(outcome.candidates) == 3 and all(not c.ok for c in outcome.candidates)
+
+
+def test_tts_draws_every_sample_and_takes_the_majority(concert, rag):
+    _, database, _ = concert
+    llm = ScriptedLLM([by_seed({0: WRONG, 1: COUNT, 2: COUNT, 3: WRONG, 4: COUNT})])
+    outcome = Cascade([tier("m", llm, database, samples=5, stop_early=False)], dialect="sqlite").run(
+        rag
+    )
+    assert len(llm.calls) == 5 and outcome.winner.results.rows == [(6,)]
+    assert outcome.confidence == pytest.approx(0.6)
+    temperatures = [options["temperature"] for _, options in llm.calls]
+    assert temperatures[0] == 0.0 and all(t > 0 for t in temperatures[1:])
+
+
+def test_parallel_samples_are_cancelled_once_two_agree(concert, rag):
+    _, database, _ = concert
+    started = []
+    lock = threading.Lock()
+
+    def slow_after_two(messages, options):
+        with lock:
+            started.append(options["seed"])
+        if options["seed"] >= 2:
+            time.sleep(0.5)
+        return sql_reply(COUNT)
+
+    llm = ScriptedLLM([slow_after_two])
+    small = tier("small", llm, database, samples=8, parallel=2)
+    large = tier("large", ScriptedLLM([sql_reply(WRONG)]), database)
+    outcome = Cascade([small, large], dialect="sqlite").run(rag)
+    assert outcome.tier == "small" and outcome.cancelled >= 5
+    assert len(started) < 8
+
+
+def test_a_cascade_tier_must_sample_at_least_twice(concert):
+    _, database, _ = concert
+    llm = ScriptedLLM([sql_reply(COUNT)])
+    with pytest.raises(ValueError, match=">= 2 samples"):
+        Cascade([tier("a", llm, database, samples=1), tier("b", llm, database)], dialect="sqlite")

@@ -1,0 +1,55 @@
+"""End to end with the real embedded model (Qwen2.5-Coder 0.5B) on a profiled Spider database."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from agents.pipeline import AskOptions, ModelTier, Pipeline
+
+# (question, gold SQL) from Spider dev, concert_singer
+QUESTIONS = [
+    ("How many singers do we have?", "SELECT count(*) FROM singer"),
+    (
+        "What are the names of the singers from France older than 30?",
+        "SELECT name FROM singer WHERE country = 'France' AND age > 30",
+    ),
+    (
+        "Show the stadium name and capacity with most number of concerts in year 2014 or after.",
+        "SELECT T2.name, T2.capacity FROM concert AS T1 JOIN stadium AS T2 "
+        "ON T1.stadium_id = T2.stadium_id WHERE T1.year >= 2014 GROUP BY T2.stadium_id "
+        "ORDER BY count(*) DESC LIMIT 1",
+    ),
+]
+
+
+@pytest.fixture
+def pipeline(concert, embedded_llm) -> Pipeline:
+    store, database, retriever = concert
+    return Pipeline(
+        store=store,
+        retriever=retriever,
+        database=database,
+        database_name="concert_singer",
+        tiers=[ModelTier("0.5b-a", embedded_llm), ModelTier("0.5b-b", embedded_llm)],
+    )
+
+
+@pytest.mark.parametrize(("question", "gold"), QUESTIONS, ids=["count", "filter", "join-group"])
+def test_the_embedded_model_answers_spider_questions_with_the_right_rows(
+    pipeline, question, gold
+):
+    answer = pipeline.ask(question)
+    expected = pipeline.database.execute(gold)
+    assert answer.error is None, answer.error
+    assert Counter(map(tuple, answer.rows)) == Counter(expected.rows), answer.sql
+    assert answer.knowledge and answer.stage("generate").completion_tokens > 0
+
+
+def test_a_cascade_on_the_embedded_model(pipeline):
+    answer = pipeline.ask(QUESTIONS[0][0], options=AskOptions(cascade=True))
+    assert answer.error is None and answer.rows == [[6]]
+    # greedy and a sampled answer of the small tier agree on this easy question
+    assert answer.tier == "0.5b-a" and answer.confidence == 1.0
+    assert {c.tier for c in answer.candidates} == {"0.5b-a"} and len(answer.candidates) == 2
