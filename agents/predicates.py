@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
+from agents.store_watch import StoreWatch
 from kb.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class PredicateChecker:
         self.store, self.database, self.dialect = store, database, dialect
         self._values: dict[tuple[str, str], dict[str, str]] = {}
         self._columns: dict[str, set[str]] = {}
-        self._version = -1
+        self._watch = StoreWatch(store, ("enum", "column"), database)
         self._lock = threading.Lock()
 
     def check(self, sql: str) -> list[PredicateIssue]:
@@ -98,9 +99,8 @@ class PredicateChecker:
         return owners[0] if len(owners) == 1 else None
 
     def _load(self) -> dict[tuple[str, str], dict[str, str]]:
-        version = self.store.version
         with self._lock:
-            if version == self._version:
+            if not self._watch.changed():
                 return self._values
             values: dict[tuple[str, str], dict[str, str]] = {}
             columns: dict[str, set[str]] = {}
@@ -117,7 +117,7 @@ class PredicateChecker:
                 r = entry.content_resources
                 if r.get("database") == self.database:
                     columns.setdefault(str(r["table"]).lower(), set()).add(str(r["column"]).lower())
-            self._values, self._columns, self._version = values, columns, version
+            self._values, self._columns = values, columns
             return values
 
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agents.store_watch import StoreWatch
 from indices.evidence import estimate_tokens
 from kb.store import KnowledgeStore
 from ukf import BaseUKF
@@ -38,17 +39,15 @@ class SchemaCatalog:
     def __init__(self, store: KnowledgeStore, database: str) -> None:
         self.store, self.database = store, database
         self._tables: dict[str, TableSchema] = {}
-        self._version = -1
+        self._watch = StoreWatch(store, ("table", "column"), database)
         self._lock = threading.Lock()
 
     @property
     def tables(self) -> dict[str, TableSchema]:
         """Table name -> schema, reloaded when the store has changed."""
-        version = self.store.version
         with self._lock:
-            if version != self._version:
+            if self._watch.changed():
                 self._tables = self._load()
-                self._version = version
             return self._tables
 
     def _load(self) -> dict[str, TableSchema]:

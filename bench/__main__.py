@@ -7,10 +7,13 @@ import logging
 import sys
 from pathlib import Path
 
+from tqdm import tqdm
+
 from bench.datasets import load_dataset
 from bench.report import mean_scores, write_report
 from bench.run import RunConfig, Runner, write_run_manifest
-from bench.systems import make_system, system_names
+from bench.sampling import stratified_sample
+from bench.systems import LearningSystem, Prediction, make_system, system_names
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,6 +37,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave out questions whose gold SQL fails (GeoQuery has 5)",
     )
+    run.add_argument(
+        "--learn-split",
+        help="first reveal this split's questions and gold SQL to the system (no predictions),"
+        " e.g. train; combine with --split test",
+    )
+    run.add_argument(
+        "--stratify",
+        type=int,
+        metavar="N",
+        help="a stratified sample of N questions (by difficulty, then database), seeded",
+    )
+    models = run.add_argument_group("LLM systems")
+    models.add_argument("--model", help="default model: packaged name or GGUF path")
+    models.add_argument("--small-model", help="small cascade tier: packaged name or GGUF path")
+    models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
+    models.add_argument("--threads", type=int, help="llama.cpp threads")
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
     return parser
@@ -41,10 +60,22 @@ def _parser() -> argparse.ArgumentParser:
 
 def run_command(args: argparse.Namespace) -> int:
     options = {"drop_failing_gold": True} if args.drop_failing_gold else {}
-    dataset = load_dataset(args.dataset, **options)
+    full = load_dataset(args.dataset, **options)
+    dataset = full
     if args.split or args.limit is not None:
         dataset = dataset.filter(split=args.split, limit=args.limit)
-    system = make_system(args.system)
+    if args.stratify:
+        dataset = stratified_sample(dataset, args.stratify)
+    system = make_system(args.system, **_system_options(args))
+    prepare = getattr(system, "prepare", None)
+    if prepare is not None:
+        prepare({e.database: e.database_url for e in full.examples if e.database_url})
+    if args.learn_split:
+        revealed = full.filter(split=args.learn_split).examples
+        if not isinstance(system, LearningSystem):
+            raise ValueError(f"system {args.system!r} does not learn (--learn-split)")
+        for example in tqdm(revealed, desc=f"learning {args.learn_split}", unit="q"):
+            system.observe(example, Prediction(), True)
     label = Path(args.dataset).stem if Path(args.dataset).exists() else args.dataset
     suffix = f"-{args.stream}" if args.stream else ""
     out_dir = args.out or Path("bench/out") / f"{label}-{args.system}{suffix}"
@@ -54,6 +85,10 @@ def run_command(args: argparse.Namespace) -> int:
         "split": args.split,
         "limit": args.limit,
         "stream": args.stream,
+        "learn_split": args.learn_split,
+        "stratify": args.stratify,
+        "model": args.model,
+        "small_model": args.small_model,
         "questions": len(dataset),
     }
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
@@ -79,6 +114,11 @@ def run_command(args: argparse.Namespace) -> int:
     )
     print(f"report: {report}")
     return 0
+
+
+def _system_options(args: argparse.Namespace) -> dict[str, object]:
+    keys = ("model", "small_model", "llm_cache", "threads")
+    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,6 +54,7 @@ def register_system(name: str) -> Callable[[SystemFactory], SystemFactory]:
 
 def make_system(name: str, **options: Any) -> System:
     """Build the system registered as ``name``."""
+    _register_builtin()
     try:
         factory = _SYSTEMS[name]
     except KeyError:
@@ -62,7 +63,13 @@ def make_system(name: str, **options: Any) -> System:
 
 
 def system_names() -> list[str]:
+    _register_builtin()
     return sorted(_SYSTEMS)
+
+
+def _register_builtin() -> None:
+    """Import the LLM systems (registered on import; they load models only when built)."""
+    import bench.agent_systems  # noqa: F401
 
 
 @register_system("gold")
@@ -70,6 +77,9 @@ class GoldSystem:
     """Answers with the canonical gold SQL: every metric must come out at 1.0."""
 
     name = "gold"
+
+    def __init__(self, **_options: Any) -> None:
+        """Model options of the LLM systems do not apply."""
 
     def predict(self, example: Example, dialect: str) -> Prediction:
         return Prediction(sql=example.gold_for(dialect)[0])

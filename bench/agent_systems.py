@@ -1,0 +1,186 @@
+"""The LLM systems under benchmark; all use the same model.
+
+- ``ddl-only``: the whole schema as DDL in the prompt, one greedy answer.
+- ``vanna-style``: what today's most popular open-source tool does: the DDL, documentation and
+  question-SQL pairs most similar to the question by embedding, one greedy answer.
+- ``almanac``: the full chain (RAG -> SQL-gen -> refine -> vote), n = 1.
+- ``almanac-tts``: the full chain with n = 5 and a majority vote.
+- ``almanac-cascade``: the full chain with tiers 0.5B x 2 -> 1.5B.
+
+Systems learn from the stream: with gold revealed (``--stream labeled``) the question and its
+gold SQL become a labeled experience (almanac) or a training pair (vanna-style).
+Options (``python -m bench run ... --model M --small-model M --llm-cache FILE``) choose the
+models; see ``bench.agent_workspace.ModelChoice``.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from agents.generate import SqlGenerator, prompt_messages
+from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
+from agents.schema_slice import SchemaCatalog
+from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
+from bench.datasets import Example
+from bench.systems import Prediction, register_system
+from bench.vanna_style import VannaMemory
+
+
+def _choice(options: dict[str, Any]) -> ModelChoice:
+    choice = ModelChoice()
+    for key in ("model", "small_model", "threads"):
+        if options.get(key) is not None:
+            setattr(choice, key, options[key])
+    for key in ("data_dir", "llm_cache"):
+        if options.get(key) is not None:
+            setattr(choice, key, Path(options[key]))
+    return choice
+
+
+class _LLMSystem:
+    name = "llm"
+
+    def __init__(self, **options: Any) -> None:
+        self.choice = _choice(options)
+        self.workspace = AgentWorkspace(options.get("store_url"))
+        self.llm = load_llm(self.choice.model, self.choice)
+        self._lock = threading.Lock()
+
+    def prepare(self, databases: dict[str, str]) -> None:
+        """Profile every database up front and build the indices, so that question latency
+        does not include knowledge-base construction."""
+        for name, url in tqdm(sorted(databases.items()), desc="preparing databases", unit="db"):
+            self.workspace.prepare(name, url)
+        self.workspace.retriever.refresh()
+
+    def _metadata(self, candidate: Any) -> dict[str, Any]:
+        return {
+            "prompt_tokens": candidate.prompt_tokens,
+            "completion_tokens": candidate.completion_tokens,
+        }
+
+
+@register_system("ddl-only")
+class DDLOnlySystem(_LLMSystem):
+    """The schema as DDL and the question; n = 1, no retrieval, no repair."""
+
+    name = "ddl-only"
+
+    def predict(self, example: Example, dialect: str) -> Prediction:
+        self.workspace.database(example)
+        schema = SchemaCatalog(self.workspace.store, example.database).render(
+            examples=False, budget_tokens=2500, max_columns=200
+        )
+        messages = prompt_messages(
+            "baseline_ddl.j2", dialect, schema=schema, question=example.question
+        )
+        candidate = SqlGenerator(self.llm, dialect).sample(messages, 0)
+        return Prediction(
+            sql=candidate.sql or None, error=candidate.error, metadata=self._metadata(candidate)
+        )
+
+
+@register_system("vanna-style")
+class VannaStyleSystem(_LLMSystem):
+    """Top-k related DDL, documentation and question-SQL pairs by embedding; n = 1."""
+
+    name = "vanna-style"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.memory = VannaMemory(self.workspace.store, self.workspace.embedder)
+
+    def predict(self, example: Example, dialect: str) -> Prediction:
+        self.workspace.database(example)
+        related = self.memory.related(example.question, example.database)
+        messages = prompt_messages(
+            "baseline_vanna.j2",
+            dialect,
+            ddl=related.ddl,
+            docs=related.docs,
+            pairs=related.pairs,
+            question=example.question,
+        )
+        candidate = SqlGenerator(self.llm, dialect).sample(messages, 0)
+        return Prediction(
+            sql=candidate.sql or None, error=candidate.error, metadata=self._metadata(candidate)
+        )
+
+    def observe(self, example: Example, prediction: Prediction, gold_revealed: bool) -> None:
+        if gold_revealed:
+            self.memory.add_pair(example.database, example.question, example.gold_sql[0])
+
+
+class _AlmanacSystem(_LLMSystem):
+    """The full chain; ``ask`` options set by the subclasses."""
+
+    ask_options = AskOptions()
+    tiers_needed = 1
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.small = (
+            load_llm(self.choice.small_model, self.choice) if self.tiers_needed > 1 else None
+        )
+        self.pipelines: dict[str, Pipeline] = {}
+
+    def pipeline(self, example: Example) -> Pipeline:
+        database = self.workspace.database(example)
+        with self._lock:
+            if example.database not in self.pipelines:
+                tiers = [ModelTier("default", self.llm)]
+                if self.small is not None:
+                    tiers.insert(0, ModelTier("small", self.small, samples=2))
+                self.pipelines[example.database] = Pipeline(
+                    store=self.workspace.store,
+                    retriever=self.workspace.retriever,
+                    database=database,
+                    database_name=example.database,
+                    tiers=tiers,
+                    options=PipelineOptions(),
+                )
+            return self.pipelines[example.database]
+
+    def predict(self, example: Example, dialect: str) -> Prediction:
+        context = example.context.model_dump(mode="json")
+        answer = self.pipeline(example).ask(example.question, context, self.ask_options)
+        sql = answer.sql
+        return Prediction(
+            sql=sql,
+            error=answer.error if sql is None else None,
+            metadata={
+                "confidence": answer.confidence,
+                "tier": answer.tier,
+                "prompt_tokens": answer.prompt_tokens,
+                "completion_tokens": answer.completion_tokens,
+                "stages": {s.stage: round(s.seconds, 3) for s in answer.stages},
+                "candidates": len(answer.candidates),
+                "knowledge": len(answer.knowledge),
+            },
+        )
+
+    def observe(self, example: Example, prediction: Prediction, gold_revealed: bool) -> None:
+        if gold_revealed:
+            self.workspace.learn(example, example.gold_sql[0])
+
+
+@register_system("almanac")
+class AlmanacSystem(_AlmanacSystem):
+    name = "almanac"
+
+
+@register_system("almanac-tts")
+class AlmanacTTSSystem(_AlmanacSystem):
+    name = "almanac-tts"
+    ask_options = AskOptions(n=5)
+
+
+@register_system("almanac-cascade")
+class AlmanacCascadeSystem(_AlmanacSystem):
+    name = "almanac-cascade"
+    ask_options = AskOptions(cascade=True)
+    tiers_needed = 2

@@ -1,0 +1,157 @@
+"""What the LLM systems under benchmark share: models, a knowledge store, prepared databases.
+
+``AgentWorkspace`` owns one knowledge store (SQLite in a temporary folder unless given) that
+holds every benchmark database's profile; a database is profiled the first time one of its
+questions comes, and a knowledge pack lying beside its SQLite file (``knowledge.jsonl``, as
+AutoFin writes it) is imported then. Models are loaded once per process and optionally wrapped
+in the response cache (``agents.llm_cache``) so reruns cost nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from agents.llm import LLM, LlamaCppLLM
+from agents.models import DEFAULT_MODEL, TEST_MODEL, get_model, pull
+from bench.datasets import Example
+from indices.retriever import Retriever
+from indices.sketch import QuerySketcher
+from indices.string import StringIndex
+from indices.vector import VectorIndex
+from kb.database import Database
+from kb.embeddings import Embedder, shared_minilm
+from kb.profile import ProfileOptions, profile_database
+from kb.store import KnowledgeStore
+from ukf import ExperienceUKF
+
+log = logging.getLogger(__name__)
+KNOWLEDGE_PACK = "knowledge.jsonl"
+_LLMS: dict[tuple[str, str | None], LLM] = {}
+_LLMS_LOCK = threading.Lock()
+
+
+@dataclass
+class ModelChoice:
+    """Where the benchmark's models come from.
+
+    Attributes:
+        model: the default (large) model: a packaged name or a GGUF path.
+        small_model: the small cascade tier.
+        data_dir: where packaged models are cached.
+        llm_cache: response cache file (None: no cache).
+        threads: llama.cpp threads (None: its default).
+    """
+
+    model: str = DEFAULT_MODEL
+    small_model: str = TEST_MODEL
+    data_dir: Path | None = None
+    llm_cache: Path | None = None
+    threads: int | None = None
+
+
+def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
+    """One in-process model per (file, cache) per process."""
+    path = _model_file(name_or_path, choice.data_dir)
+    key = (str(path), str(choice.llm_cache) if choice.llm_cache else None)
+    with _LLMS_LOCK:
+        if key not in _LLMS:
+            llm: LLM = LlamaCppLLM(str(path), n_ctx=4096, n_threads=choice.threads)
+            if choice.llm_cache is not None:
+                from agents.llm_cache import CachedLLM
+
+                llm = CachedLLM(llm, choice.llm_cache)
+            _LLMS[key] = llm
+        return _LLMS[key]
+
+
+def _model_file(name_or_path: str, data_dir: Path | None) -> Path:
+    if Path(name_or_path).suffix == ".gguf":
+        return Path(name_or_path)
+    get_model(name_or_path)  # a clear error for unknown names
+    from server.settings import default_data_dir
+
+    return pull(name_or_path, data_dir or default_data_dir(), progress=False)
+
+
+class AgentWorkspace:
+    """Profiles benchmark databases into one store and keeps their connections."""
+
+    def __init__(self, store_url: str | None = None, embedder: Embedder | None = None) -> None:
+        if store_url is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="almanac-bench-")
+            store_url = f"sqlite:///{Path(self._tmp.name) / 'knowledge.db'}"
+        self.store = KnowledgeStore(store_url)
+        self.embedder = embedder or shared_minilm()
+        self.databases: dict[str, Database] = {}
+        self._retriever: Retriever | None = None
+        self._types: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def database(self, example: Example) -> Database:
+        """The example's database, profiled (and its knowledge pack imported) on first use."""
+        if not example.database_url:
+            raise ValueError(f"example {example.id} has no database_url")
+        return self.prepare(example.database, example.database_url)
+
+    def prepare(self, name: str, url: str) -> Database:
+        """Database ``name`` at ``url``, profiled and with its knowledge pack, once."""
+        with self._lock:
+            if name not in self.databases:
+                database = Database(url)
+                profile_database(
+                    database, self.store, database_name=name, options=ProfileOptions(progress=False)
+                )
+                self._import_pack(url)
+                self.databases[name] = database
+            return self.databases[name]
+
+    @property
+    def retriever(self) -> Retriever:
+        """The fused retriever over the store (built after the first database is ready)."""
+        with self._lock:
+            if self._retriever is None:
+                strings = StringIndex.from_store(self.store)
+                sketcher = QuerySketcher(strings, self._type_of, mask=("enum",))
+                vectors = VectorIndex.from_store(self.store, self.embedder, sketch=sketcher.sketch)
+                self._retriever = Retriever.from_store(self.store, vectors=vectors)
+            return self._retriever
+
+    def _type_of(self, ukf_id: str) -> str | None:
+        if ukf_id not in self._types:
+            found = self.store.get_many([ukf_id])
+            self._types[ukf_id] = found[ukf_id].type if ukf_id in found else None
+        return self._types[ukf_id]
+
+    def learn(self, example: Example, sql: str) -> None:
+        """Store ``example`` with ``sql`` as a labeled experience."""
+        self.store.upsert(
+            ExperienceUKF.create(
+                example.question,
+                sql,
+                database=example.database,
+                context=example.context,
+                labeled=True,
+                creator="benchmark",
+                content_resources={"example": example.id},
+            )
+        )
+
+    def _import_pack(self, url: str) -> None:
+        database = make_url(url).database
+        if not database:
+            return
+        pack = Path(database).parent / KNOWLEDGE_PACK
+        if pack.exists():
+            count = self.store.import_jsonl(pack)
+            log.info("imported %d knowledge entries from %s", count, pack)
+
+    def close(self) -> None:
+        for database in self.databases.values():
+            database.close()
+        self.store.close()

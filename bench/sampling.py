@@ -1,0 +1,43 @@
+"""Stratified samples of a dataset: the same share of every difficulty, spread over databases."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+from bench.datasets import Dataset
+
+
+def stratified_sample(dataset: Dataset, size: int, *, seed: int = 0) -> Dataset:
+    """``size`` examples with each difficulty in proportion (largest remainders), drawn
+    round-robin over databases within a difficulty, in a seeded order; source order kept."""
+    if size <= 0:
+        raise ValueError(f"sample size must be positive, got {size}")
+    if size >= len(dataset):
+        return dataset
+    rng = random.Random(seed)
+    strata: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for example in dataset.examples:
+        strata[example.difficulty or "unknown"][example.database].append(example)
+    total = len(dataset)
+    counts = {
+        name: len([e for group in groups.values() for e in group])
+        for name, groups in strata.items()
+    }
+    quota = {name: size * n // total for name, n in counts.items()}
+    remainders = sorted(counts, key=lambda name: (-(size * counts[name] % total), name))
+    for name in remainders[: size - sum(quota.values())]:
+        quota[name] += 1
+    chosen: set[str] = set()
+    for name, groups in sorted(strata.items()):
+        queues = {db: rng.sample(group, len(group)) for db, group in sorted(groups.items())}
+        order = list(queues)
+        rng.shuffle(order)
+        taken = 0
+        while taken < quota[name]:
+            for db in order:
+                if queues[db] and taken < quota[name]:
+                    chosen.add(queues[db].pop().id)
+                    taken += 1
+    examples = [e for e in dataset.examples if e.id in chosen]
+    return Dataset(f"{dataset.name}", examples, dict(dataset.databases))

@@ -1,0 +1,80 @@
+"""The LLM systems under benchmark, on the real embedded 0.5B model, and stratified sampling."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from agents.models import TEST_MODEL
+from bench.__main__ import main as bench_main
+from bench.datasets import load_dataset
+from bench.sampling import stratified_sample
+from bench.systems import make_system, system_names
+
+
+@pytest.fixture(scope="module")
+def spider():
+    try:
+        return load_dataset("spider_dev")
+    except FileNotFoundError:
+        pytest.skip("Spider dev is not on this machine")
+
+
+def test_stratified_sample_keeps_difficulty_shares_and_is_seeded(spider):
+    sample = stratified_sample(spider, 100)
+    assert len(sample) == 100 and len({e.id for e in sample}) == 100
+    full = Counter(e.difficulty for e in spider)
+    got = Counter(e.difficulty for e in sample)
+    for level, n in full.items():
+        assert abs(got[level] - 100 * n / len(spider)) <= 1
+    assert len({e.database for e in sample}) >= 15
+    assert [e.id for e in stratified_sample(spider, 100)] == [e.id for e in sample]
+    assert [e.id for e in stratified_sample(spider, 100, seed=1)] != [e.id for e in sample]
+    with pytest.raises(ValueError):
+        stratified_sample(spider, 0)
+
+
+def test_every_llm_system_is_registered():
+    assert {"ddl-only", "vanna-style", "almanac", "almanac-tts", "almanac-cascade"} <= set(
+        system_names()
+    )
+
+
+@pytest.mark.parametrize("name", ["ddl-only", "vanna-style", "almanac"])
+def test_llm_systems_answer_with_the_embedded_model(spider, name):
+    system = make_system(name, model=TEST_MODEL, small_model=TEST_MODEL)
+    example = next(e for e in spider if e.question == "How many singers do we have?")
+    system.prepare({example.database: example.database_url})
+    prediction = system.predict(example, "sqlite")
+    assert prediction.sql and "singer" in prediction.sql.lower(), prediction
+    if name == "vanna-style":
+        system.observe(example, prediction, True)
+        assert system.memory.related("How many singers?", example.database).pairs
+
+
+def test_learn_split_reveals_train_questions_before_the_test(tmp_path, capsys):
+    """The CLI end to end: AutoFin-like flow on GeoQuery with two test questions."""
+    code = bench_main(
+        [
+            "run",
+            "--dataset",
+            "geoquery",
+            "--system",
+            "almanac",
+            "--split",
+            "test",
+            "--limit",
+            "2",
+            "--learn-split",
+            "train",
+            "--model",
+            TEST_MODEL,
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "almanac on geoquery: 2/2 scored" in printed
+    assert (tmp_path / "out" / "report.md").exists()
