@@ -5,7 +5,8 @@ applied in order and recorded in ``schema_migrations``. Opening a store migrates
 processes opening a fresh store at once are serialised (SQLite ``BEGIN IMMEDIATE``,
 PostgreSQL advisory lock). A store written by a newer schema is refused rather than guessed at.
 
-Migration 1 creates the tables as :mod:`kb.schema` declares them. Once a later migration
+Migration 1 creates the knowledge tables and migration 2 the server's (API keys, jobs, audit
+log) as :mod:`kb.schema` declares them. Once a later migration
 changes a table, migration 1 must keep creating the *original* layout (freeze its DDL here).
 """
 
@@ -38,10 +39,15 @@ def _initial_schema(conn: Connection) -> None:
     conn.execute(insert(schema.store_meta).values(key="version", value=0))
 
 
+def _server_tables(conn: Connection) -> None:
+    schema.metadata.create_all(conn, tables=list(schema.SERVER_TABLES), checkfirst=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "entries, facet tables (tags, synonyms, related, auths), version", _initial_schema
     ),
+    Migration(2, "server tables: api keys, jobs, job logs, audit log", _server_tables),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

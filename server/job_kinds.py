@@ -1,0 +1,271 @@
+"""The kinds of job the server runs, their parameters, and who may submit them.
+
+- ``profile``: profile the target database into Table / Column / Enum UKF (incremental);
+- ``describe``: the same, with an LLM describer filling missing descriptions and synonyms
+  (any :class:`kb.profile_model.Describer`, made by the app state's describer factory);
+- ``reindex``: rebuild the string, graph and vector indices from the store and swap them in;
+- ``import``: import a JSONL file from the import folder, or JSONL sent inline.
+
+Later kinds (``mine``, ``augment``, ``distill``) register here with their own permission.
+Writes to the store are audited with the submitter's identity and the job id; a cancelled
+profiling run stops before it writes anything.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from kb.jsonl import read_jsonl
+from kb.profile import ProfileOptions, profile_database
+from kb.profile_model import ColumnProfile, Describer, Description, TableProfile
+from server.auth import Identity, Permission
+from server.worker import JobContext, JobRunner
+
+if TYPE_CHECKING:
+    from server.state import AppState
+
+
+class ProfileParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    database_name: str | None = Field(
+        default=None, description="[DATABASE:...] tag; default the configured target name"
+    )
+    sample_rows: int | None = Field(default=None, gt=0)
+    exact_max_rows: int | None = Field(default=None, ge=0)
+    enum_max_distinct: int | None = Field(default=None, ge=0)
+
+
+class ReindexParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ImportParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = Field(default=None, description="file name inside the import folder")
+    jsonl: str | None = Field(default=None, description="JSON Lines sent inline")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ImportParams:
+        if (self.path is None) == (self.jsonl is None):
+            raise ValueError("give exactly one of 'path' and 'jsonl'")
+        return self
+
+
+Run = Callable[["AppState", JobContext, Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """A job kind: its parameter model, the permission to submit it, and its runner."""
+
+    name: str
+    description: str
+    params: type[BaseModel]
+    permission: Permission
+    run: Run
+    unavailable: Callable[[AppState], str | None] = lambda _state: None
+
+
+# ---------------------------------------------------------------------- profile / describe
+class _GuardedStore:
+    """The store as profiling sees it: cancellation is honoured until the first write."""
+
+    def __init__(self, store: Any, context: JobContext) -> None:
+        self._store, self._context = store, context
+        self.writing = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def _before_write(self) -> None:
+        if not self.writing:
+            self._context.check()
+            self._context.progress(0.9, "writing to the knowledge store")
+            self.writing = True
+
+    def upsert_many(self, *args: Any, **kwargs: Any) -> int:
+        self._before_write()
+        return self._store.upsert_many(*args, **kwargs)
+
+    def remove(self, *args: Any, **kwargs: Any) -> int:
+        self._before_write()
+        return self._store.remove(*args, **kwargs)
+
+
+class _ReportingDescriber:
+    """Wraps a describer: a cancellation check and a progress line before each call."""
+
+    def __init__(self, inner: Describer, context: JobContext) -> None:
+        self.inner, self.context, self.calls = inner, context, 0
+
+    def _step(self, what: str) -> None:
+        self.calls += 1
+        self.context.progress(None, f"describing {what} ({self.calls} so far)")
+
+    def describe_table(self, table: TableProfile) -> Description:
+        self._step(f"table {table.name}")
+        return self.inner.describe_table(table)
+
+    def describe_column(self, table: TableProfile, column: ColumnProfile) -> Description:
+        self._step(f"column {table.name}.{column.name}")
+        return self.inner.describe_column(table, column)
+
+    def describe_enum(self, table: TableProfile, column: ColumnProfile, value: Any) -> Description:
+        self._step(f"value {value!r} of {table.name}.{column.name}")
+        return self.inner.describe_enum(table, column, value)
+
+
+def _profile(
+    state: AppState, context: JobContext, params: ProfileParams, describer: Describer | None
+) -> dict[str, Any]:
+    if state.target is None:
+        raise RuntimeError("no target database is configured (ALMANAC_TARGET_URL)")
+    name = params.database_name or state.settings.resolved_target_name or "target"
+    overrides = params.model_dump(exclude={"database_name"}, exclude_none=True)
+    options = ProfileOptions(progress=False, **overrides)
+    action = "describe" if describer else "profile"
+    context.progress(0.02, f"profiling {state.target.url} as {name!r}")
+    state.target.refresh()
+    store = _GuardedStore(state.store, context)
+    wrapped = _ReportingDescriber(describer, context) if describer else None
+    report = profile_database(
+        state.target, store, database_name=name, describer=wrapped, options=options
+    )
+    written = [*report.added, *report.updated, *report.invalidated]
+    summary = {
+        "database": name,
+        "summary": report.summary(),
+        "tables": report.profile.table_count,
+        "columns": report.profile.column_count,
+        "added": len(report.added),
+        "updated": len(report.updated),
+        "unchanged": len(report.unchanged),
+        "invalidated": len(report.invalidated),
+        "described": wrapped.calls if wrapped else 0,
+        "store_version": report.store_version,
+    }
+    context.log(report.summary())
+    if written:
+        state.knowledge.record_job_writes(
+            action,
+            Identity.from_dict(context.submitter),
+            written,
+            report.store_version,
+            {k: v for k, v in summary.items() if k != "summary"},
+            context.job_id,
+        )
+    return summary
+
+
+def run_profile(state: AppState, context: JobContext, params: ProfileParams) -> dict[str, Any]:
+    return _profile(state, context, params, None)
+
+
+def run_describe(state: AppState, context: JobContext, params: ProfileParams) -> dict[str, Any]:
+    if state.describer_factory is None:
+        raise RuntimeError("no describer is configured")
+    return _profile(state, context, params, state.describer_factory())
+
+
+def _needs_target(state: AppState) -> str | None:
+    return None if state.target is not None else "no target database is configured"
+
+
+def _needs_describer(state: AppState) -> str | None:
+    if state.describer_factory is None:
+        return "no describer (LLM) is configured"
+    return _needs_target(state)
+
+
+# --------------------------------------------------------------------------- reindex
+def run_reindex(state: AppState, context: JobContext, _params: ReindexParams) -> dict[str, Any]:
+    from server.state import analyze_store
+
+    context.progress(0.01, "refreshing the store's query statistics")
+    analyze_store(state.engine)
+    return state.indices.rebuild(progress=context.progress)
+
+
+# ---------------------------------------------------------------------------- import
+def import_path(import_dir: Path, name: str) -> Path:
+    """``name`` inside ``import_dir``; ValueError for anything that escapes it."""
+    root = import_dir.resolve()
+    path = (root / name).resolve()
+    if not path.is_relative_to(root) or path == root:
+        raise ValueError(f"import path {name!r} is outside the import folder {root}")
+    if not path.is_file():
+        raise FileNotFoundError(f"no file {name!r} in the import folder {root}")
+    return path
+
+
+def run_import(state: AppState, context: JobContext, params: ImportParams) -> dict[str, Any]:
+    if params.path is not None:
+        path = import_path(state.settings.resolved_import_dir, params.path)
+        context.progress(0.05, f"validating {path.name}")
+        entries, source = read_jsonl(path), path.name
+    else:
+        context.progress(0.05, "validating inline JSON Lines")
+        entries, source = read_jsonl(io.StringIO(params.jsonl or "")), "inline"
+    context.progress(0.5, f"{len(entries)} entries valid; importing")
+    context.check()
+    identity = Identity.from_dict(context.submitter)
+    return state.knowledge.import_entries(
+        entries, identity, source=f"job:{source}", job_id=context.job_id
+    )
+
+
+JOB_KINDS: dict[str, JobKind] = {
+    kind.name: kind
+    for kind in (
+        JobKind(
+            "profile",
+            "profile the target database into schema knowledge",
+            ProfileParams,
+            Permission.JOBS_WRITE,
+            run_profile,
+            _needs_target,
+        ),
+        JobKind(
+            "describe",
+            "profile, and describe what has no description with the LLM",
+            ProfileParams,
+            Permission.JOBS_WRITE,
+            run_describe,
+            _needs_describer,
+        ),
+        JobKind(
+            "reindex",
+            "rebuild the search indices and swap them in",
+            ReindexParams,
+            Permission.JOBS_WRITE,
+            run_reindex,
+        ),
+        JobKind(
+            "import",
+            "import JSON Lines knowledge (a file in the import folder, or inline)",
+            ImportParams,
+            Permission.JOBS_WRITE,
+            run_import,
+        ),
+    )
+}
+
+
+def runners_for(state: AppState) -> dict[str, JobRunner]:
+    """Runners bound to ``state``: each parses its job's params and runs the kind."""
+
+    def bind(kind: JobKind) -> JobRunner:
+        def runner(context: JobContext) -> dict[str, Any]:
+            return kind.run(state, context, kind.params.model_validate(context.params))
+
+        return runner
+
+    return {name: bind(kind) for name, kind in state.job_kinds.items()}

@@ -1,0 +1,385 @@
+"""The job queue, kept in the store's database (tables ``jobs`` and ``job_logs``).
+
+States: ``queued`` → ``running`` → ``succeeded`` | ``failed`` | ``cancelled``; a queued job can
+be cancelled at once, a running one is asked to stop (``cancel_requested``) and its worker
+stops at the next check. Workers claim jobs atomically (PostgreSQL ``FOR UPDATE SKIP LOCKED``,
+SQLite ``BEGIN IMMEDIATE``), send heartbeats while they run one, and every update of a running
+job is fenced by the worker's id, so a worker that lost its job cannot overwrite it.
+
+Recovery: a running job whose heartbeat is older than the lease (its process died or hung) is
+queued again while it has attempts left, and failed otherwise. A restart therefore runs the
+jobs that were queued, and retries or fails the ones that were running.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, case, func, insert, select, update
+
+from kb import schema
+from kb.engine import read_transaction, write_transaction
+
+_J, _L = schema.jobs, schema.job_logs
+QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+)
+STATES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)
+FINISHED = frozenset({SUCCEEDED, FAILED, CANCELLED})
+
+
+class JobNotFoundError(KeyError):
+    def __init__(self, job_id: str) -> None:
+        super().__init__(job_id)
+        self.job_id = job_id
+
+    def __str__(self) -> str:
+        return f"unknown job id {self.job_id!r}"
+
+
+class JobStateError(RuntimeError):
+    """The job is not in a state that allows the operation (e.g. cancelling a finished job)."""
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    id: int
+    at: datetime
+    level: str
+    line: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "at": self.at, "level": self.level, "line": self.line}
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    kind: str
+    state: str
+    params: dict[str, Any]
+    submitter: dict[str, Any]
+    progress: float
+    message: str
+    result: dict[str, Any] | None
+    error: str | None
+    attempts: int
+    max_attempts: int
+    cancel_requested: bool
+    worker_id: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+    log: list[LogLine] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "state": self.state,
+            "params": self.params,
+            "submitted_by": self.submitter,
+            "progress": self.progress,
+            "message": self.message,
+            "result": self.result,
+            "error": self.error,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "cancel_requested": self.cancel_requested,
+            "worker_id": self.worker_id,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "heartbeat_at": self.heartbeat_at,
+            "log": [line.to_dict() for line in self.log],
+        }
+
+
+def _job(row: Any, log: list[LogLine] | None = None) -> Job:
+    return Job(
+        id=row.id,
+        kind=row.kind,
+        state=row.state,
+        params=json.loads(row.params),
+        submitter=json.loads(row.submitter),
+        progress=row.progress,
+        message=row.message,
+        result=json.loads(row.result) if row.result is not None else None,
+        error=row.error,
+        attempts=row.attempts,
+        max_attempts=row.max_attempts,
+        cancel_requested=row.cancel_requested,
+        worker_id=row.worker_id,
+        created_at=_utc(row.created_at),
+        started_at=_utc(row.started_at),
+        finished_at=_utc(row.finished_at),
+        heartbeat_at=_utc(row.heartbeat_at),
+        log=log or [],
+    )
+
+
+class JobQueue:
+    """Jobs and their logs.
+
+    Args:
+        engine: an engine on the knowledge store's database (migrated).
+        max_attempts: runs a job gets when its worker dies under it (1: never retried).
+    """
+
+    def __init__(self, engine: Engine, *, max_attempts: int = 2) -> None:
+        self._engine, self.max_attempts = engine, max_attempts
+
+    # ----------------------------------------------------------------- clients
+    def submit(self, kind: str, params: dict[str, Any], submitter: dict[str, Any]) -> Job:
+        job_id = uuid.uuid4().hex
+        with write_transaction(self._engine) as conn:
+            conn.execute(
+                insert(_J).values(
+                    id=job_id,
+                    kind=kind,
+                    state=QUEUED,
+                    params=json.dumps(params, sort_keys=True),
+                    submitter=json.dumps(submitter, sort_keys=True),
+                    progress=0.0,
+                    message="queued",
+                    attempts=0,
+                    max_attempts=self.max_attempts,
+                    cancel_requested=False,
+                    created_at=_now(),
+                )
+            )
+            self._append(conn, job_id, "info", f"submitted by {submitter.get('user')}")
+        return self.get(job_id)
+
+    def get(self, job_id: str, *, log_lines: int = 200) -> Job:
+        with read_transaction(self._engine) as conn:
+            row = conn.execute(select(_J).where(_J.c.id == job_id)).first()
+            if row is None:
+                raise JobNotFoundError(job_id)
+            lines = conn.execute(
+                select(_L).where(_L.c.job_id == job_id).order_by(_L.c.id.desc()).limit(log_lines)
+            ).all()
+        return _job(row, [LogLine(r.id, _utc(r.at), r.level, r.line) for r in reversed(lines)])
+
+    def list(
+        self, *, state: str | None = None, kind: str | None = None, limit: int = 50
+    ) -> list[Job]:
+        query = select(_J).order_by(_J.c.created_at.desc(), _J.c.id).limit(limit)
+        if state is not None:
+            query = query.where(_J.c.state == state)
+        if kind is not None:
+            query = query.where(_J.c.kind == kind)
+        with read_transaction(self._engine) as conn:
+            return [_job(row) for row in conn.execute(query)]
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a queued job, or ask a running one to stop; 409-worthy if it has finished."""
+        with write_transaction(self._engine) as conn:
+            row = conn.execute(select(_J.c.state).where(_J.c.id == job_id)).first()
+            if row is None:
+                raise JobNotFoundError(job_id)
+            if row.state in FINISHED:
+                raise JobStateError(f"job {job_id} has already {row.state}")
+            if row.state == QUEUED:
+                conn.execute(
+                    update(_J)
+                    .where(_J.c.id == job_id)
+                    .values(state=CANCELLED, finished_at=_now(), message="cancelled before it ran")
+                )
+                self._append(conn, job_id, "info", "cancelled before it ran")
+            else:
+                conn.execute(update(_J).where(_J.c.id == job_id).values(cancel_requested=True))
+                self._append(conn, job_id, "info", "cancellation requested")
+        return self.get(job_id)
+
+    def counts_by_state(self) -> dict[str, int]:
+        with read_transaction(self._engine) as conn:
+            rows = conn.execute(select(_J.c.state, func.count()).group_by(_J.c.state)).all()
+        counts = dict.fromkeys(STATES, 0)
+        counts.update({state: int(n) for state, n in rows})
+        return counts
+
+    # ----------------------------------------------------------------- workers
+    def claim(self, worker_id: str, kinds: list[str]) -> Job | None:
+        """Atomically take the oldest queued job of ``kinds``; None when there is none."""
+        now = _now()
+        with write_transaction(self._engine) as conn:
+            found = conn.execute(
+                select(_J.c.id)
+                .where(_J.c.state == QUEUED, _J.c.kind.in_(kinds))
+                .order_by(_J.c.created_at, _J.c.id)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            ).first()
+            if found is None:
+                return None
+            claimed = conn.execute(
+                update(_J)
+                .where(_J.c.id == found.id, _J.c.state == QUEUED)
+                .values(
+                    state=RUNNING,
+                    worker_id=worker_id,
+                    attempts=_J.c.attempts + 1,
+                    started_at=now,
+                    heartbeat_at=now,
+                    message="running",
+                )
+            ).rowcount
+            if claimed != 1:
+                return None
+            self._append(conn, found.id, "info", f"started on worker {worker_id}")
+        return self.get(found.id)
+
+    def heartbeat(self, job_id: str, worker_id: str) -> bool | None:
+        """Renew the lease; return ``cancel_requested``, or None when the job is no longer ours."""
+        with write_transaction(self._engine) as conn:
+            touched = conn.execute(
+                update(_J)
+                .where(_J.c.id == job_id, _J.c.worker_id == worker_id, _J.c.state == RUNNING)
+                .values(heartbeat_at=_now())
+            ).rowcount
+            if touched != 1:
+                return None
+            return bool(
+                conn.execute(select(_J.c.cancel_requested).where(_J.c.id == job_id)).scalar_one()
+            )
+
+    def report(
+        self, job_id: str, worker_id: str, progress: float | None, message: str | None
+    ) -> bool:
+        """Record progress (0..1) and a status message; False when the job is no longer ours."""
+        values: dict[str, Any] = {"heartbeat_at": _now()}
+        if progress is not None:
+            values["progress"] = min(1.0, max(0.0, progress))
+        if message is not None:
+            values["message"] = message
+        with write_transaction(self._engine) as conn:
+            return (
+                conn.execute(
+                    update(_J)
+                    .where(_J.c.id == job_id, _J.c.worker_id == worker_id, _J.c.state == RUNNING)
+                    .values(**values)
+                ).rowcount
+                == 1
+            )
+
+    def log(self, job_id: str, line: str, level: str = "info") -> None:
+        with write_transaction(self._engine) as conn:
+            self._append(conn, job_id, level, line)
+
+    def finish(
+        self,
+        job_id: str,
+        worker_id: str,
+        state: str,
+        *,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        message: str | None = None,
+    ) -> bool:
+        """End a running job held by ``worker_id``; False when it was no longer ours."""
+        if state not in FINISHED:
+            raise ValueError(f"not a final state: {state!r}")
+        values: dict[str, Any] = {
+            "state": state,
+            "finished_at": _now(),
+            "message": message or state,
+            "result": json.dumps(result, sort_keys=True, default=str) if result else None,
+            "error": error,
+        }
+        if state == SUCCEEDED:
+            values["progress"] = 1.0
+        with write_transaction(self._engine) as conn:
+            done = conn.execute(
+                update(_J)
+                .where(_J.c.id == job_id, _J.c.worker_id == worker_id, _J.c.state == RUNNING)
+                .values(**values)
+            ).rowcount
+            if done == 1:
+                self._append(conn, job_id, "error" if error else "info", message or state)
+        return done == 1
+
+    def release(self, job_id: str, worker_id: str, reason: str) -> bool:
+        """Give a running job back to the queue (worker shutting down); the run is not counted."""
+        with write_transaction(self._engine) as conn:
+            done = conn.execute(
+                update(_J)
+                .where(_J.c.id == job_id, _J.c.worker_id == worker_id, _J.c.state == RUNNING)
+                .values(
+                    state=QUEUED,
+                    worker_id=None,
+                    attempts=case((_J.c.attempts > 0, _J.c.attempts - 1), else_=0),
+                    message=f"queued again: {reason}",
+                )
+            ).rowcount
+            if done == 1:
+                self._append(conn, job_id, "warning", f"queued again: {reason}")
+        return done == 1
+
+    def recover(self, lease_s: float) -> list[tuple[str, str]]:
+        """Requeue or fail running jobs whose heartbeat is older than ``lease_s``.
+
+        Returns ``(job_id, new_state)`` for each recovered job.
+        """
+        cutoff = _now() - timedelta(seconds=lease_s)
+        recovered: list[tuple[str, str]] = []
+        with write_transaction(self._engine) as conn:
+            stale = conn.execute(
+                select(_J.c.id, _J.c.attempts, _J.c.max_attempts, _J.c.worker_id, _J.c.kind)
+                .where(_J.c.state == RUNNING, _J.c.heartbeat_at < cutoff)
+                .with_for_update(skip_locked=True)
+            ).all()
+            for row in stale:
+                retry = row.attempts < row.max_attempts
+                reason = (
+                    f"worker {row.worker_id} stopped responding (no heartbeat for {lease_s:g} s)"
+                )
+                values: dict[str, Any] = (
+                    {"state": QUEUED, "worker_id": None, "message": f"retrying: {reason}"}
+                    if retry
+                    else {
+                        "state": FAILED,
+                        "finished_at": _now(),
+                        "error": f"interrupted: {reason}; no attempts left "
+                        f"({row.attempts}/{row.max_attempts})",
+                        "message": "failed: interrupted",
+                    }
+                )
+                conn.execute(
+                    update(_J).where(_J.c.id == row.id, _J.c.state == RUNNING).values(**values)
+                )
+                line = (
+                    f"{reason}; queued again (attempt {row.attempts + 1}/{row.max_attempts})"
+                    if retry
+                    else f"{reason}; failed after {row.attempts}/{row.max_attempts} attempts"
+                )
+                self._append(conn, row.id, "warning" if retry else "error", line)
+                recovered.append((row.id, QUEUED if retry else FAILED))
+        return recovered
+
+    @staticmethod
+    def _append(conn: Any, job_id: str, level: str, line: str) -> None:
+        conn.execute(insert(_L).values(job_id=job_id, at=_now(), level=level, line=line))

@@ -1,0 +1,200 @@
+"""API keys: random secrets shown once, stored as salted and peppered hashes.
+
+A key reads ``alm_<id>_<secret>``. The ``id`` (12 hex digits) is stored in clear and finds the
+row; the secret (256 random bits) is stored only as ``HMAC-SHA256(pepper, salt + secret)``.
+The pepper lives outside the database (a setting or a file in the data dir), so a copy of the
+database alone cannot check guesses. The secrets are random, not passwords: a fast keyed hash
+is enough, and lets every request be checked in microseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, insert, select, update
+
+from kb import schema
+from kb.engine import read_transaction, write_transaction
+
+PREFIX = "alm"
+_KEY = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{20,128}})$")
+_K = schema.api_keys
+
+
+class KeyNotFoundError(KeyError):
+    """No API key with this id."""
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(key_id)
+        self.key_id = key_id
+
+    def __str__(self) -> str:
+        return f"unknown API key id {self.key_id!r}"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A stored key (never its secret)."""
+
+    id: str
+    role: str
+    user: str
+    workspace: str | None
+    groups: tuple[str, ...]
+    label: str
+    created_at: datetime
+    created_by: str | None = None
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "role": self.role,
+            "user": self.user,
+            "workspace": self.workspace,
+            "groups": list(self.groups),
+            "label": self.label,
+            "created_at": self.created_at,
+            "created_by": self.created_by,
+            "last_used_at": self.last_used_at,
+            "revoked_at": self.revoked_at,
+            "active": self.active,
+        }
+
+
+def parse_key(presented: str) -> tuple[str, str] | None:
+    """``(id, secret)`` of a well-formed key, else None."""
+    match = _KEY.match(presented.strip())
+    return (match.group(1), match.group(2)) if match else None
+
+
+def hash_secret(secret: str, salt: str, pepper: bytes) -> str:
+    return hmac.new(pepper, f"{salt}:{secret}".encode(), hashlib.sha256).hexdigest()
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def _from_row(row: object) -> ApiKey:
+    return ApiKey(
+        id=row.id,
+        role=row.role,
+        user=row.user_name,
+        workspace=row.workspace,
+        groups=tuple(json.loads(row.groups)),
+        label=row.label,
+        created_at=_utc(row.created_at),
+        created_by=row.created_by,
+        last_used_at=_utc(row.last_used_at),
+        revoked_at=_utc(row.revoked_at),
+    )
+
+
+class KeyStore:
+    """The ``api_keys`` table.
+
+    Args:
+        engine: an engine on the knowledge store's database (migrated).
+        pepper: the server-wide secret mixed into every hash.
+    """
+
+    def __init__(self, engine: Engine, pepper: bytes) -> None:
+        if len(pepper) < 16:
+            raise ValueError("the API key pepper must be at least 16 bytes")
+        self._engine, self._pepper = engine, pepper
+
+    def create(
+        self,
+        *,
+        role: str,
+        user: str,
+        workspace: str | None = None,
+        groups: tuple[str, ...] | list[str] = (),
+        label: str = "",
+        created_by: str | None = None,
+    ) -> tuple[ApiKey, str]:
+        """A new key and its full secret (shown once, never stored)."""
+        key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
+        salt = secrets.token_hex(16)
+        key = ApiKey(
+            id=key_id,
+            role=role,
+            user=user,
+            workspace=workspace,
+            groups=tuple(sorted(set(groups))),
+            label=label,
+            created_at=datetime.now(UTC),
+            created_by=created_by,
+        )
+        with write_transaction(self._engine) as conn:
+            conn.execute(
+                insert(_K).values(
+                    id=key.id,
+                    salt=salt,
+                    secret_hash=hash_secret(secret, salt, self._pepper),
+                    role=role,
+                    user_name=user,
+                    workspace=workspace,
+                    groups=json.dumps(list(key.groups)),
+                    label=label,
+                    created_at=key.created_at,
+                    created_by=created_by,
+                )
+            )
+        return key, f"{PREFIX}_{key_id}_{secret}"
+
+    def verify(self, presented: str) -> ApiKey | None:
+        """The active key ``presented`` is, or None (malformed, unknown, revoked, wrong secret)."""
+        parsed = parse_key(presented)
+        if parsed is None:
+            return None
+        key_id, secret = parsed
+        with read_transaction(self._engine) as conn:
+            row = conn.execute(select(_K).where(_K.c.id == key_id)).first()
+        if row is None or row.revoked_at is not None:
+            return None
+        expected = hash_secret(secret, row.salt, self._pepper)
+        return _from_row(row) if hmac.compare_digest(expected, row.secret_hash) else None
+
+    def get(self, key_id: str) -> ApiKey:
+        with read_transaction(self._engine) as conn:
+            row = conn.execute(select(_K).where(_K.c.id == key_id)).first()
+        if row is None:
+            raise KeyNotFoundError(key_id)
+        return _from_row(row)
+
+    def list(self, *, include_revoked: bool = False) -> list[ApiKey]:
+        query = select(_K).order_by(_K.c.created_at, _K.c.id)
+        if not include_revoked:
+            query = query.where(_K.c.revoked_at.is_(None))
+        with read_transaction(self._engine) as conn:
+            return [_from_row(row) for row in conn.execute(query)]
+
+    def revoke(self, key_id: str) -> ApiKey:
+        """Revoke a key (idempotent); :class:`KeyNotFoundError` for an unknown id."""
+        with write_transaction(self._engine) as conn:
+            conn.execute(
+                update(_K)
+                .where(_K.c.id == key_id, _K.c.revoked_at.is_(None))
+                .values(revoked_at=datetime.now(UTC))
+            )
+        return self.get(key_id)
+
+    def touch(self, key_id: str, when: datetime) -> None:
+        """Record that the key was used (callers throttle this)."""
+        with write_transaction(self._engine) as conn:
+            conn.execute(update(_K).where(_K.c.id == key_id).values(last_used_at=when))

@@ -1,0 +1,137 @@
+"""The LLM tiers of the serving cascade, built from settings.
+
+Each tier (:class:`server.settings.LLMTierSettings`) is one of
+
+- ``packaged``: a packaged GGUF model by name (``agents.models``; assembled from its PyPI
+  parts into ``<data_dir>/models`` on first use, never downloaded) run by llama.cpp;
+- ``gguf``: any GGUF file run by llama.cpp;
+- ``openai``: an OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, hosted APIs),
+
+wrapped in :class:`agents.llm.ResilientLLM` (retries, a concurrency limit, a bounded wait
+that raises ``LLMBusyError``) and in :class:`MeteredLLM` (tokens, calls and latency per tier
+in the metrics). Tiers are built lazily: loading a model costs seconds and memory, and a
+server that only serves knowledge never needs one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.llm import (
+    LLM,
+    ChatResult,
+    LlamaCppLLM,
+    LLMBusyError,
+    LLMError,
+    Message,
+    OpenAICompatibleLLM,
+    ResilientLLM,
+)
+from server.metrics import Metrics
+from server.settings import LLMTierSettings
+
+log = logging.getLogger(__name__)
+
+
+class MeteredLLM:
+    """Counts tokens, calls and latency of ``inner`` under the tier's name."""
+
+    def __init__(self, inner: LLM, tier: str, metrics: Metrics) -> None:
+        self.inner, self.tier, self.metrics = inner, tier, metrics
+        self.name = inner.name
+
+    def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+        started = time.perf_counter()
+        try:
+            result = self.inner.chat(messages, **options)
+        except LLMBusyError:
+            self.metrics.record_llm(self.tier, time.perf_counter() - started, outcome="busy")
+            raise
+        except LLMError:
+            self.metrics.record_llm(self.tier, time.perf_counter() - started, outcome="error")
+            raise
+        self.metrics.record_llm(
+            self.tier,
+            time.perf_counter() - started,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+        )
+        return result
+
+
+def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
+    """The bare backend of one tier (no retries, no metrics)."""
+    if tier.backend == "openai":
+        api_key = tier.api_key.get_secret_value() if tier.api_key else "not-needed"
+        return OpenAICompatibleLLM(
+            str(tier.base_url), str(tier.model), api_key, timeout=tier.timeout_s
+        )
+    if tier.backend == "gguf":
+        path = Path(str(tier.path)).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"LLM tier {tier.name!r}: GGUF file {path} does not exist")
+    else:
+        from agents.models import DEFAULT_MODEL, pull
+
+        path = pull(tier.model or DEFAULT_MODEL, data_dir, progress=False)
+    return LlamaCppLLM(str(path), n_ctx=tier.n_ctx, n_threads=tier.n_threads)
+
+
+def build_llm(tier: LLMTierSettings, data_dir: Path, metrics: Metrics) -> LLM:
+    """One tier, ready to serve: backend + retries/limits + metrics."""
+    resilient = ResilientLLM(
+        build_backend(tier, data_dir),
+        retries=tier.retries,
+        max_concurrency=tier.max_concurrency,
+        max_wait_s=tier.max_wait_s,
+    )
+    return MeteredLLM(resilient, tier.name, metrics)
+
+
+class LLMTiers:
+    """The configured tiers by name, each built on first use (thread-safe)."""
+
+    def __init__(self, tiers: Sequence[LLMTierSettings], data_dir: Path, metrics: Metrics) -> None:
+        if not tiers:
+            raise ValueError("at least one LLM tier is needed")
+        self._settings = {tier.name: tier for tier in tiers}
+        self.names = [tier.name for tier in tiers]
+        self.data_dir, self.metrics = data_dir, metrics
+        self._built: dict[str, LLM] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def default(self) -> str:
+        return self.names[0]
+
+    def get(self, name: str | None = None) -> LLM:
+        """Tier ``name`` (default: the first), building it when first asked."""
+        name = name or self.default
+        if name not in self._settings:
+            raise KeyError(f"unknown LLM tier {name!r}; configured: {self.names}")
+        with self._lock:
+            if name not in self._built:
+                log.info("loading LLM tier %s (%s)", name, self._settings[name].backend)
+                self._built[name] = build_llm(self._settings[name], self.data_dir, self.metrics)
+            return self._built[name]
+
+    def loaded(self) -> list[str]:
+        return sorted(self._built)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Tier names, backends and models, without secrets (for /v1/health)."""
+        return [
+            {
+                "name": tier.name,
+                "backend": tier.backend,
+                "model": tier.model or (str(tier.path) if tier.path else None),
+                "base_url": tier.base_url,
+                "loaded": tier.name in self._built,
+            }
+            for tier in self._settings.values()
+        ]

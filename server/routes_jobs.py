@@ -1,0 +1,89 @@
+"""Jobs over HTTP: submit (``POST /v1/jobs``), watch (``GET``), cancel (``DELETE``).
+
+Watching needs ``jobs:read``; submitting needs the permission of the job's kind (``jobs:write``
+for profile, describe, reindex and import).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from server.auth import Identity, Permission
+from server.deps import get_state, require
+from server.jobs import STATES
+from server.responses import FastJSONResponse
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+Watcher = Annotated[Identity, Depends(require(Permission.JOBS_READ))]
+
+
+class JobRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(description="profile | describe | reindex | import")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+@router.post("", status_code=202, summary="Queue a job")
+def submit_job(request: Request, identity: Watcher, body: JobRequest) -> Response:
+    state = get_state(request)
+    kind = state.job_kinds.get(body.kind)
+    if kind is None:
+        raise HTTPException(
+            422, f"unknown job kind {body.kind!r}; available: {sorted(state.job_kinds)}"
+        )
+    if not identity.can(kind.permission):
+        raise HTTPException(403, f"role {identity.role.value!r} may not submit {kind.name!r} jobs")
+    try:
+        params = kind.params.model_validate(body.params)
+    except ValidationError as exc:
+        raise HTTPException(
+            422, [{"loc": ["body", "params", *e["loc"]], "msg": e["msg"]} for e in exc.errors()]
+        ) from None
+    reason = kind.unavailable(state)
+    if reason:
+        raise HTTPException(409, f"cannot run {kind.name!r} jobs here: {reason}")
+    job = state.jobs.submit(kind.name, params.model_dump(exclude_none=True), identity.to_dict())
+    state.wake_workers()
+    return FastJSONResponse(job.to_dict(), status_code=202)
+
+
+@router.get("", summary="Recent jobs, newest first")
+def list_jobs(
+    request: Request,
+    _identity: Watcher,
+    state: Annotated[str | None, Query(description=" | ".join(STATES))] = None,
+    kind: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> Response:
+    if state is not None and state not in STATES:
+        raise HTTPException(422, f"unknown job state {state!r}; states: {list(STATES)}")
+    jobs = get_state(request).jobs.list(state=state, kind=kind, limit=limit)
+    return FastJSONResponse({"items": [job.to_dict() for job in jobs], "count": len(jobs)})
+
+
+@router.get("/{job_id}", summary="State, progress, result and log of a job")
+def get_job(
+    request: Request,
+    _identity: Watcher,
+    job_id: str,
+    log_lines: Annotated[int, Query(ge=0, le=10_000)] = 200,
+) -> Response:
+    return FastJSONResponse(get_state(request).jobs.get(job_id, log_lines=log_lines).to_dict())
+
+
+@router.delete("/{job_id}", summary="Cancel a queued job, or stop a running one")
+def cancel_job(request: Request, identity: Watcher, job_id: str) -> Response:
+    state = get_state(request)
+    job = state.jobs.get(job_id)
+    kind = state.job_kinds.get(job.kind)
+    permission = kind.permission if kind else Permission.JOBS_WRITE
+    if not identity.can(permission):
+        raise HTTPException(403, f"role {identity.role.value!r} may not cancel {job.kind!r} jobs")
+    cancelled = state.jobs.cancel(job_id)
+    state.cancel_local(job_id)
+    return FastJSONResponse(cancelled.to_dict())

@@ -1,0 +1,147 @@
+"""Knowledge over HTTP: list, get, create, patch, delete, search, import and export.
+
+Reads need ``knowledge:read`` and return only what the caller may see; writes need
+``knowledge:write``, are checked by :mod:`server.access` and audited (:mod:`server.audit`).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
+from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from kb.filters import UKFFilter
+from kb.jsonl import read_jsonl
+from server.auth import Identity, Permission
+from server.deps import get_state, require
+from server.limits import check_text_length
+from server.responses import FastJSONResponse
+from server.search import SearchRequest, search
+
+router = APIRouter(prefix="/v1/knowledge", tags=["knowledge"])
+Reader = Annotated[Identity, Depends(require(Permission.KNOWLEDGE_READ))]
+Writer = Annotated[Identity, Depends(require(Permission.KNOWLEDGE_WRITE))]
+Active = Literal["true", "false", "all"]
+
+
+def _filter(
+    type: Annotated[list[str] | None, Query(description="UKF types (OR)")] = None,
+    collection: str | None = None,
+    tag: Annotated[list[str] | None, Query(description="[SLOT:value]; * wildcards")] = None,
+    synonym_prefix: str | None = None,
+    name: str | None = None,
+    source: str | None = None,
+    workspace: str | None = None,
+    owner: str | None = None,
+    active: Active = "true",
+) -> UKFFilter:
+    return UKFFilter(
+        type=type,
+        collection=collection,
+        tags=tag,
+        synonym_prefix=synonym_prefix,
+        name=name,
+        source=source,
+        workspace=workspace,
+        owner=owner,
+        active=None if active == "all" else active == "true",
+    )
+
+
+Filter = Annotated[UKFFilter, Depends(_filter)]
+
+
+@router.get("", summary="List visible knowledge, highest priority first")
+def list_knowledge(
+    request: Request,
+    identity: Reader,
+    flt: Filter,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Response:
+    entries = get_state(request).knowledge.list(identity, flt, limit=limit, offset=offset)
+    return FastJSONResponse(
+        {
+            "items": [entry.to_dict() for entry in entries],
+            "count": len(entries),
+            "limit": limit,
+            "offset": offset,
+        }
+    )
+
+
+@router.get("/export", summary="Visible knowledge as canonical JSON Lines")
+def export_knowledge(
+    request: Request,
+    identity: Reader,
+    type: Annotated[list[str] | None, Query()] = None,
+    active: Active = "all",
+) -> Response:
+    flt = UKFFilter(type=type, active=None if active == "all" else active == "true")
+    lines = get_state(request).knowledge.export_lines(identity, flt)
+    return StreamingResponse(
+        lines,
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": 'attachment; filename="knowledge.jsonl"'},
+    )
+
+
+@router.post("/import", summary="Import JSON Lines (all lines validated, one transaction)")
+async def import_knowledge(request: Request, identity: Writer) -> Response:
+    raw = await request.body()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(400, f"the body is not UTF-8: {exc}") from None
+    state = get_state(request)
+
+    def work() -> dict[str, Any]:
+        entries = read_jsonl(io.StringIO(text))
+        return state.knowledge.import_entries(entries, identity, source="http")
+
+    return FastJSONResponse(await run_in_threadpool(work))
+
+
+@router.post("/search", summary="Search in string, facet, vector or graph mode")
+def search_knowledge(request: Request, identity: Reader, body: SearchRequest) -> Response:
+    state = get_state(request)
+    check_text_length(body.query, state.settings.limits.max_question_chars, "query")
+    try:
+        with state.metrics.stage(f"search.{body.mode}"):
+            found = search(state.indices, body, identity)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return FastJSONResponse(found)
+
+
+@router.get("/{ukf_id}", summary="One visible entry")
+def get_knowledge(request: Request, identity: Reader, ukf_id: str) -> Response:
+    return FastJSONResponse(get_state(request).knowledge.get(ukf_id, identity).to_dict())
+
+
+@router.post("", status_code=201, summary="Create an entry (UKF JSON)")
+def create_knowledge(
+    request: Request, identity: Writer, entry: Annotated[dict[str, Any], Body()]
+) -> Response:
+    created = get_state(request).knowledge.create(entry, identity)
+    return FastJSONResponse(created.to_dict(), status_code=201)
+
+
+@router.patch("/{ukf_id}", summary="Change non-identity fields of an entry")
+def patch_knowledge(
+    request: Request,
+    identity: Writer,
+    ukf_id: str,
+    changes: Annotated[dict[str, Any], Body()],
+) -> Response:
+    updated = get_state(request).knowledge.update(ukf_id, changes, identity)
+    return FastJSONResponse(updated.to_dict())
+
+
+@router.delete("/{ukf_id}", summary="Mark an entry inactive (lazy delete)")
+def delete_knowledge(request: Request, identity: Writer, ukf_id: str) -> Response:
+    version = get_state(request).knowledge.delete(ukf_id, identity)
+    return FastJSONResponse({"id": ukf_id, "inactive": True, "store_version": version})

@@ -1,0 +1,76 @@
+"""``GET /v1/health`` (no key needed) and ``GET /v1/metrics`` (Prometheus text)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from server.auth import Permission
+from server.deps import get_state, require
+from server.responses import FastJSONResponse
+from server.state import AppState
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/v1", tags=["system"])
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def almanac_version() -> str:
+    try:
+        return version("almanac")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "unknown"
+
+
+def _health(state: AppState) -> tuple[int, dict[str, Any]]:
+    body: dict[str, Any] = {"version": almanac_version(), "uptime_s": 0.0}
+    body["uptime_s"] = round(time.time() - state.started_at, 3)
+    try:
+        body["store"] = {
+            "ok": True,
+            "backend": state.store.backend,
+            "schema_version": state.store.schema_version,
+            "version": state.store.version,
+        }
+        body["jobs"] = state.jobs.counts_by_state()
+    except Exception as exc:
+        log.exception("health: the store is unreachable")
+        body["store"] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        body["status"] = "unavailable"
+        return 503, body
+    body["indices"] = state.indices.status()
+    body["workers"] = [
+        {"id": worker.worker_id, "job": worker.current_job} for worker in state.workers
+    ]
+    body["llm_tiers"] = state.llms.describe() if state.llms else []
+    body["target"] = state.settings.resolved_target_name if state.target else None
+    body["status"] = "ok" if body["indices"]["ready"] else "starting"
+    return 200, body
+
+
+@router.get("/health", summary="Liveness and readiness")
+async def health(request: Request) -> Response:
+    status, body = await run_in_threadpool(_health, get_state(request))
+    return FastJSONResponse(body, status_code=status)
+
+
+async def _metrics_permission(request: Request) -> None:
+    if not get_state(request).settings.metrics_public:
+        await require(Permission.METRICS)(request)
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=PlainTextResponse,
+    dependencies=[Depends(_metrics_permission)],
+)
+async def metrics(request: Request) -> Response:
+    text = await run_in_threadpool(get_state(request).metrics.render)
+    return PlainTextResponse(text, media_type=PROMETHEUS_TEXT)

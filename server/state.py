@@ -1,0 +1,254 @@
+"""Everything the HTTP app works with, built once from settings: :class:`AppState`.
+
+``build_state(settings)`` is the only place that turns configuration into objects: the
+knowledge store, the server tables (keys, jobs, audit), the indices, the LLM tiers, the target
+database, the limits and the metrics. Tests and embedders pass their own collaborators
+(an embedder, a describer factory, LLM tiers) instead of the configured ones.
+
+``state.start()`` starts the background threads (index loader and refresher, job workers) and
+``state.close()`` stops them and releases the connections; the app's lifespan calls both.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
+
+from kb.database import Database
+from kb.embeddings import Embedder
+from kb.engine import create_store_engine, write_transaction
+from kb.profile_model import Describer
+from kb.store import KnowledgeStore
+from server.audit import AuditLog
+from server.auth import Authenticator
+from server.jobs import JobQueue
+from server.keys import KeyStore
+from server.knowledge import KnowledgeService
+from server.limits import LLMGate, RateLimiter
+from server.llm_factory import LLMTiers
+from server.metrics import Metrics
+from server.search import SearchIndices
+from server.settings import Settings
+from server.worker import JobWorker
+
+if TYPE_CHECKING:
+    from server.job_kinds import JobKind
+
+log = logging.getLogger(__name__)
+DescriberFactory = Callable[[], Describer]
+
+
+class _Configured(Enum):
+    """Sentinel of :func:`build_state`: build this collaborator from the settings."""
+
+    FROM_SETTINGS = 0
+
+
+FROM_SETTINGS = _Configured.FROM_SETTINGS
+
+
+@dataclass
+class AppState:
+    """The server's collaborators (one per process)."""
+
+    settings: Settings
+    store: KnowledgeStore
+    engine: Engine
+    keys: KeyStore
+    auth: Authenticator
+    jobs: JobQueue
+    audit: AuditLog
+    indices: SearchIndices
+    knowledge: KnowledgeService
+    metrics: Metrics
+    rate_limiter: RateLimiter
+    llm_gate: LLMGate
+    llms: LLMTiers | None
+    target: Database | None
+    describer_factory: DescriberFactory | None
+    job_kinds: dict[str, JobKind] = field(default_factory=dict)
+    workers: list[JobWorker] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)
+
+    def start(self) -> None:
+        """Refresh the store's query statistics, start the indices and the job workers."""
+        from server.job_kinds import runners_for
+
+        analyze_store(self.engine)
+        self.indices.start()
+        if not self.workers:
+            runners = runners_for(self)
+            self.workers = [
+                JobWorker(
+                    self.jobs,
+                    runners,
+                    poll_s=self.settings.jobs.poll_s,
+                    lease_s=self.settings.jobs.lease_s,
+                    metrics=self.metrics,
+                )
+                for _ in range(self.settings.jobs.workers)
+            ]
+        for worker in self.workers:
+            worker.start()
+
+    def wake_workers(self) -> None:
+        for worker in self.workers:
+            worker.wake()
+
+    def cancel_local(self, job_id: str) -> None:
+        for worker in self.workers:
+            worker.cancel_local(job_id)
+
+    def stop(self) -> None:
+        """Stop the background threads (a running job goes back to the queue)."""
+        for worker in self.workers:
+            worker.stop()
+        self.workers = []
+        self.indices.stop()
+
+    def close(self) -> None:
+        self.stop()
+        if self.target is not None:
+            self.target.close()
+        self.engine.dispose()
+        self.store.close()
+
+
+def analyze_store(engine: Engine) -> None:
+    """Refresh SQLite's planner statistics (PostgreSQL's autovacuum keeps its own).
+
+    Without them SQLite drives facet queries from the ``type`` index instead of the tags and
+    runs several times slower. ``analysis_limit`` keeps this fast on large stores.
+    """
+    if engine.dialect.name != "sqlite":
+        return
+    started = time.perf_counter()
+    with write_transaction(engine) as conn:
+        conn.exec_driver_sql("PRAGMA analysis_limit=2000")
+        conn.exec_driver_sql("ANALYZE")
+    log.info("store statistics refreshed in %.2f s", time.perf_counter() - started)
+
+
+def resolve_pepper(settings: Settings) -> bytes:
+    """The API-key pepper: the setting, else a file in the data dir (created once, 0600)."""
+    if settings.api_key_pepper is not None:
+        return settings.api_key_pepper.get_secret_value().encode()
+    path = settings.data_dir / "secrets" / "api-key-pepper"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+        log.info("created the API key pepper %s", path)
+    return path.read_text().strip().encode()
+
+
+def open_keys(settings: Settings) -> tuple[KnowledgeStore, Engine, KeyStore]:
+    """The store (migrated), an engine on it, and its key table (``almanac keys``)."""
+    store = KnowledgeStore(settings.resolved_store_url)
+    engine = create_store_engine(settings.resolved_store_url)
+    return store, engine, KeyStore(engine, resolve_pepper(settings))
+
+
+def configured_embedder(settings: Settings) -> Embedder | None:
+    if settings.embedder == "none":
+        return None
+    from kb.embeddings import shared_minilm
+
+    return shared_minilm()
+
+
+def build_state(
+    settings: Settings,
+    *,
+    embedder: Embedder | _Configured | None = FROM_SETTINGS,
+    describer_factory: DescriberFactory | _Configured | None = FROM_SETTINGS,
+    llms: LLMTiers | _Configured | None = FROM_SETTINGS,
+) -> AppState:
+    """Wire every collaborator from ``settings`` (the keywords replace configured ones)."""
+    from server.job_kinds import JOB_KINDS
+
+    store, engine, keys = open_keys(settings)
+    metrics = Metrics()
+    limits = settings.limits
+    if llms is FROM_SETTINGS:
+        llms = LLMTiers(settings.llm_tiers, settings.data_dir, metrics)
+    if describer_factory is FROM_SETTINGS:
+        describer_factory = _llm_describer_factory(llms, settings) if llms else None
+    if embedder is FROM_SETTINGS:
+        embedder = configured_embedder(settings)
+    indices = SearchIndices(store, embedder, refresh_s=settings.index_refresh_s)
+    audit = AuditLog(engine)
+    target = (
+        Database(
+            settings.target_url,
+            timeout_s=settings.target_timeout_s,
+            max_rows=settings.target_max_rows,
+        )
+        if settings.target_url
+        else None
+    )
+    state = AppState(
+        settings=settings,
+        store=store,
+        engine=engine,
+        keys=keys,
+        auth=Authenticator(keys, cache_s=settings.auth_cache_s),
+        jobs=JobQueue(engine, max_attempts=settings.jobs.max_attempts),
+        audit=audit,
+        indices=indices,
+        knowledge=KnowledgeService(store, audit, indices),
+        metrics=metrics,
+        rate_limiter=RateLimiter(limits.rate_per_s, limits.rate_burst),
+        llm_gate=LLMGate(limits.llm_concurrency, limits.llm_queue, limits.llm_queue_wait_s),
+        llms=llms,
+        target=target,
+        describer_factory=describer_factory,
+        job_kinds=dict(JOB_KINDS),
+    )
+    _register_gauges(state)
+    return state
+
+
+def _llm_describer_factory(tiers: LLMTiers, settings: Settings) -> DescriberFactory:
+    def make() -> Describer:
+        from agents.describe import LLMDescriber
+
+        return LLMDescriber(tiers.get(settings.describe_tier))
+
+    return make
+
+
+def _register_gauges(state: AppState) -> None:
+    metrics, gate = state.metrics, state.llm_gate
+    metrics.add_gauge(
+        "almanac_jobs",
+        "Jobs in the queue by state",
+        ("state",),
+        lambda: {(s,): float(n) for s, n in state.jobs.counts_by_state().items()},
+    )
+    metrics.add_gauge(
+        "almanac_llm_gate",
+        "LLM gate: requests running, waiting, and refused so far",
+        ("kind",),
+        lambda: {
+            ("in_flight",): float(gate.in_flight),
+            ("waiting",): float(gate.waiting),
+            ("rejected_full",): float(gate.rejected_full),
+            ("rejected_timeout",): float(gate.rejected_timeout),
+        },
+    )
+    metrics.add_gauge(
+        "almanac_store_version",
+        "The knowledge store's write version",
+        (),
+        lambda: {(): float(state.store.version)},
+    )
