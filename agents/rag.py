@@ -82,6 +82,14 @@ class RagContext:
         return sum(estimate_tokens(p) for p in parts if p)
 
 
+@dataclass(frozen=True)
+class ProfileLink:
+    table: str
+    column: str
+    text: str
+
+
+PROFILE_MAX_TABLES = 2
 Explorer = Callable[[str, RagContext], list[BaseUKF]]
 
 
@@ -108,11 +116,13 @@ class RagAgent:
         self.retriever, self.catalog = retriever, catalog
         self.options = options or RagOptions()
         self.llm, self.explorer = llm, explorer
+        self._profile_links: list[ProfileLink] = []
 
     def run(self, question: str, context: Mapping[str, Any] | None = None) -> RagContext:
         started = time.perf_counter()
         ctx = {**(context or {}), "database": self.catalog.database}
         evidence = self.retriever.retrieve(question, ctx)
+        self._profile_links = self._link_profile(ctx.get("user_profile") or {})
         rag = self._compose(question, evidence)
         if self.explorer is not None and self._should_explore(rag):
             self._explore(question, rag)
@@ -124,7 +134,7 @@ class RagAgent:
     # ------------------------------------------------------------------ static pipeline
     def _compose(self, question: str, evidence: Evidence, extra: list[BaseUKF] = ()) -> RagContext:
         items = [*evidence.items, *(EvidenceItem(e, text=e.text()) for e in extra)]
-        tables = self._rank_tables(items, evidence)
+        tables = self._rank_tables(items, evidence, self._profile_links)
         mentioned = [
             (
                 i.entry.content_resources.get("table", ""),
@@ -162,15 +172,29 @@ class RagAgent:
                 rag.used.append(_used(item, question))
         return rag
 
-    def _rank_tables(self, items: list[EvidenceItem], evidence: Evidence) -> list[str]:
+    def _rank_tables(
+        self, items: list[EvidenceItem], evidence: Evidence, profile: list[ProfileLink]
+    ) -> list[str]:
         known = self.catalog.tables
         score: dict[str, float] = {}
+        for link in profile:
+            if link.table in known:
+                score[link.table] = score.get(link.table, 0.0) + 3.0
+        # a phrase that names a column of many tables ("units") says little about each
+        reach: dict[tuple[int, int], set[str]] = {}
+        for item in items:
+            for span in item.spans:
+                reach.setdefault(span, set()).add(item.entry.content_resources.get("table"))
         for item in items:
             table = item.entry.content_resources.get("table")
             if item.entry.type not in ("table", "column", "enum") or table not in known:
                 continue
             weight = {"table": 3.0, "column": 2.0, "enum": 2.0}[item.entry.type]
-            score[table] = score.get(table, 0.0) + (weight if _named(item) else 0.1)
+            if _named(item):
+                spread = max(len(reach.get(span, ())) for span in item.spans)
+                score[table] = score.get(table, 0.0) + weight / max(1, spread)
+            else:
+                score[table] = score.get(table, 0.0) + 0.1
         names = {schema.entry.id: name for name, schema in known.items()}
         for path in evidence.join_paths:
             for step in path:
@@ -185,7 +209,9 @@ class RagAgent:
 
     def _add_hints(self, rag: RagContext, question: str, items: list[EvidenceItem]) -> None:
         used = 0
-        hints: list[str] = []
+        hints: list[str] = [link.text for link in self._profile_links]
+        # named or triggered knowledge first, then the rest in evidence order
+        items = sorted(items, key=lambda i: not (_named(i) or i.entry.triggers))
         for item in items:
             if item.entry.type in BUSINESS_TYPES:
                 text = (item.text or item.entry.text()).strip()
@@ -198,6 +224,36 @@ class RagAgent:
                 hints.append(text)
                 used += cost
         rag.hints = hints
+
+    def _link_profile(self, profile: Mapping[str, Any]) -> list[ProfileLink]:
+        """Profile values that are stored values of this database ("department=TI" ->
+        income_titan.dept_code = 'TI'), when they point at few tables."""
+        links: list[ProfileLink] = []
+        for key, value in profile.items():
+            if not isinstance(value, str) or len(value.strip()) < 2:
+                continue
+            whole = [
+                m
+                for m in self.retriever.strings.search(value)
+                if (m.start, m.end) == (0, len(value))
+            ]
+            ids = [uid for m in whole for uid in m.ukf_ids]
+            found = [
+                e
+                for e in self.retriever.store.get_many(ids).values()
+                if e.type == "enum" and e.content_resources.get("database") == self.catalog.database
+            ]
+            if len({e.content_resources.get("table") for e in found}) > PROFILE_MAX_TABLES:
+                # common values: keep the tables that hold only this value (income_titan
+                # has dept_code 'TI' on every row: it is the table *of* that department)
+                found = [e for e in found if (e.content_resources.get("frequency") or 0) >= 0.99]
+            if not found or len({e.content_resources.get("table") for e in found}) > 3:
+                continue
+            for entry in found:
+                r = entry.content_resources
+                text = f"profile {key}={value} -> {r['table']}.{r['column']} = '{r['value']}'"
+                links.append(ProfileLink(r["table"], r["column"], text))
+        return links
 
     # ------------------------------------------------------------------ autonomous mode
     def _should_explore(self, rag: RagContext) -> bool:
