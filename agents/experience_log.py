@@ -28,6 +28,7 @@ from typing import Any, Literal
 from kb.database import Database
 from kb.errors import KnowledgeNotFoundError
 from kb.store import KnowledgeStore
+from kb.visibility import Reader
 from ukf import ExperienceUKF
 from ukf.relations import QueryContext
 
@@ -113,11 +114,13 @@ class ExperienceLog:
         corrected_sql: str | None = None,
         comment: str = "",
         reviewer: str | None = None,
+        reader: Reader | None = None,
     ) -> FeedbackOutcome:
-        """Apply a verdict on ``answer_id`` (see the module docstring)."""
+        """Apply a verdict on ``answer_id`` (see the module docstring); answers ``reader``
+        cannot see are unknown (404)."""
         if verdict not in ("correct", "wrong"):
             raise FeedbackError(f"verdict must be 'correct' or 'wrong', not {verdict!r}")
-        logged = self._logged(answer_id)
+        logged = self._logged(answer_id, reader)
         answered = logged.content_resources["answers"][answer_id].get("sql")
         if verdict == "correct" and corrected_sql is None:
             sql = answered
@@ -161,9 +164,9 @@ class ExperienceLog:
         self._note_verdict(logged, answer_id, verdict, comment, reviewer)
         return FeedbackOutcome(answer_id, verdict, labeled.id, True, results.row_count)
 
-    def _logged(self, answer_id: str) -> ExperienceUKF:
+    def _logged(self, answer_id: str, reader: Reader | None) -> ExperienceUKF:
         experience_id = answer_id[:ID_LENGTH]
-        entry = _get(self.store, experience_id) if len(answer_id) > ID_LENGTH else None
+        entry = _get(self.store, experience_id, reader) if len(answer_id) > ID_LENGTH else None
         if entry is None or answer_id not in entry.content_resources.get("answers", {}):
             raise FeedbackError(f"unknown answer id {answer_id!r}", status=404)
         return entry
@@ -190,9 +193,9 @@ class ExperienceLog:
             self.store.upsert(current.clone(content_resources=resources))
 
 
-def _get(store: KnowledgeStore, ukf_id: str) -> ExperienceUKF | None:
+def _get(store: KnowledgeStore, ukf_id: str, reader: Reader | None = None) -> ExperienceUKF | None:
     try:
-        entry = store.get(ukf_id)
+        entry = store.get(ukf_id, reader=reader)
     except KnowledgeNotFoundError:
         return None
     return entry if isinstance(entry, ExperienceUKF) else None

@@ -35,6 +35,7 @@ from agents.vote import TieBreak
 from indices.retriever import Retriever
 from kb.database import Database
 from kb.store import KnowledgeStore
+from kb.visibility import Reader
 
 log = logging.getLogger(__name__)
 Event = dict[str, Any]
@@ -89,7 +90,7 @@ class Pipeline:
 
     Args:
         store: the knowledge store (also where questions are logged).
-        retriever: the fused retriever over ``store``.
+        retriever: the fused retriever over ``store`` (or a function returning the current one).
         database: the target database (read-only).
         database_name: its ``[DATABASE:...]`` name in the store.
         tiers: models small to large; the last is the default model.
@@ -101,7 +102,7 @@ class Pipeline:
         self,
         *,
         store: KnowledgeStore,
-        retriever: Retriever,
+        retriever: Retriever | Callable[[], Retriever],
         database: Database,
         database_name: str,
         tiers: list[ModelTier],
@@ -173,10 +174,17 @@ class Pipeline:
         corrected_sql: str | None = None,
         comment: str = "",
         reviewer: str | None = None,
+        reader: Reader | None = None,
     ) -> FeedbackOutcome:
-        """Apply feedback on an earlier answer (see ``agents.experience_log``)."""
+        """Apply feedback on an earlier answer (see ``agents.experience_log``); ``reader`` is
+        who gives it: answers they cannot see are unknown to them."""
         return self.experiences.feedback(
-            answer_id, verdict, corrected_sql=corrected_sql, comment=comment, reviewer=reviewer
+            answer_id,
+            verdict,
+            corrected_sql=corrected_sql,
+            comment=comment,
+            reviewer=reviewer,
+            reader=reader,
         )
 
     # ------------------------------------------------------------------ stages
@@ -290,11 +298,15 @@ class Pipeline:
         answer.stages.append(StageReport(stage="log", seconds=time.perf_counter() - started))
 
 
+class QuestionError(ValueError):
+    """A question that cannot be asked (empty, too long)."""
+
+
 def _checked_question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
-        raise ValueError("the question is empty")
+        raise QuestionError("the question is empty")
     if len(question) > MAX_QUESTION_CHARS:
-        raise ValueError(
+        raise QuestionError(
             f"the question has {len(question)} characters; at most {MAX_QUESTION_CHARS}"
         )
     return question.strip()

@@ -19,6 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from agents.store_watch import StoreWatch
+from kb.sql_guard import sqlglot_dialect
 from kb.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,8 @@ class PredicateChecker:
     """Checks string literals against the profiled values of ``database`` in ``store``."""
 
     def __init__(self, store: KnowledgeStore, database: str, dialect: str = "sqlite") -> None:
-        self.store, self.database, self.dialect = store, database, dialect
+        self.store, self.database = store, database
+        self.dialect = sqlglot_dialect(dialect)
         self._values: dict[tuple[str, str], dict[str, str]] = {}
         self._columns: dict[str, set[str]] = {}
         self._watch = StoreWatch(store, ("enum", "column"), database)

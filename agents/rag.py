@@ -97,7 +97,8 @@ class RagAgent:
     """Builds a :class:`RagContext` for questions on one database.
 
     Args:
-        retriever: the fused retriever over the knowledge store.
+        retriever: the fused retriever over the knowledge store, or a function returning the
+            current one (a server swaps its indices when they are rebuilt).
         catalog: the database's profiled tables and columns.
         options: budgets and switches.
         llm: the model for the optional summary.
@@ -106,17 +107,23 @@ class RagAgent:
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retriever | Callable[[], Retriever],
         catalog: SchemaCatalog,
         options: RagOptions | None = None,
         *,
         llm: LLM | None = None,
         explorer: Explorer | None = None,
     ) -> None:
-        self.retriever, self.catalog = retriever, catalog
+        self._retriever, self.catalog = retriever, catalog
         self.options = options or RagOptions()
         self.llm, self.explorer = llm, explorer
         self._profile_links: list[ProfileLink] = []
+
+    @property
+    def retriever(self) -> Retriever:
+        """The retriever (a callable source is asked each time: indices may be swapped)."""
+        source = self._retriever
+        return source if isinstance(source, Retriever) else source()
 
     def run(self, question: str, context: Mapping[str, Any] | None = None) -> RagContext:
         started = time.perf_counter()

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from agents.answer import Candidate
 from kb.results import Results
+from kb.sql_guard import sqlglot_dialect
 
 TieBreak = Literal["first", "fewest_repairs", "shortest"]
 TIE_BREAKS: tuple[str, ...] = ("first", "fewest_repairs", "shortest")
@@ -50,7 +51,7 @@ class VoteOutcome:
 def is_ordered(sql: str, dialect: str = "sqlite") -> bool:
     """True when the query's outermost SELECT (or set operation) has an ORDER BY."""
     try:
-        tree = sqlglot.parse_one(sql, read=dialect)
+        tree = sqlglot.parse_one(sql, read=sqlglot_dialect(dialect))
     except sqlglot.errors.ParseError:
         return "order by" in sql.lower()
     return bool(tree.args.get("order")) if isinstance(tree, exp.Query) else False

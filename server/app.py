@@ -24,7 +24,7 @@ from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from server import routes_admin, routes_jobs, routes_knowledge, routes_system
+from server import routes_admin, routes_ask, routes_jobs, routes_knowledge, routes_system
 from server.errors import install_error_handlers
 from server.limits import BodyLimitMiddleware, TimeoutMiddleware
 from server.metrics import MetricsMiddleware
@@ -38,6 +38,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     routes_knowledge.router,
     routes_jobs.router,
     routes_admin.router,
+    routes_ask.router,
 )
 IMPORT_PATH = "/v1/knowledge/import"
 

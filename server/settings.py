@@ -152,6 +152,14 @@ class Settings(BaseSettings):
     describe_tier: str | None = Field(
         default=None, description="ALMANAC_DESCRIBE_TIER: tier of describe jobs (default first)"
     )
+    cascade_tiers: list[str] = Field(
+        default_factory=list,
+        description="ALMANAC_CASCADE_TIERS: JSON list of tier names, small to large, ending with "
+        "the default tier, for asks with cascade=true (empty: cascade asks use the default tier)",
+    )
+    max_rows: int = Field(
+        default=100, gt=0, le=10_000, description="ALMANAC_MAX_ROWS: rows an answer carries at most"
+    )
     limits: LimitSettings = Field(default_factory=LimitSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
 
@@ -174,6 +182,14 @@ class Settings(BaseSettings):
             raise ValueError(f"LLM tier names must be unique, got {names}")
         if self.describe_tier is not None and self.describe_tier not in names:
             raise ValueError(f"describe_tier {self.describe_tier!r} is not a tier: {names}")
+        unknown = [name for name in self.cascade_tiers if name not in names]
+        if unknown:
+            raise ValueError(f"cascade_tiers {unknown} are not tiers: {names}")
+        if self.cascade_tiers and self.cascade_tiers[-1] != names[0]:
+            raise ValueError(
+                f"cascade_tiers must end with the default tier {names[0]!r}, "
+                f"got {self.cascade_tiers}"
+            )
         return self
 
     @property

@@ -1,0 +1,103 @@
+"""The agent pipeline as the server runs it: built once from the app state, on first ask.
+
+``AskService.pipeline()`` wires ``agents.pipeline.Pipeline`` to the server's store, its
+current indices (asked per question, so a reindex job's swap is picked up), the target
+database and the LLM tiers (``cascade_tiers`` small to large, ending with the default tier).
+``AskService.ask`` runs one question inside the LLM gate (429/503 when saturated) and records
+per-stage latencies in the metrics.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import HTTPException
+
+from agents.answer import Answer
+from agents.pipeline import AskOptions, ModelTier, Pipeline, QuestionError
+from server.auth import Identity
+from server.state import AppState
+
+Event = dict[str, Any]
+
+
+class AskService:
+    def __init__(self, state: AppState) -> None:
+        self.state = state
+        self._pipeline: Pipeline | None = None
+        self._lock = threading.Lock()
+
+    def pipeline(self) -> Pipeline:
+        state = self.state
+        if state.target is None:
+            raise HTTPException(
+                409, "no target database is configured (ALMANAC_TARGET_URL); nothing to ask"
+            )
+        if state.llms is None:
+            raise HTTPException(409, "no LLM tier is configured (ALMANAC_LLM_TIERS)")
+        with self._lock:
+            if self._pipeline is None:
+                self._pipeline = Pipeline(
+                    store=state.store,
+                    retriever=state.indices.retriever,
+                    database=state.target,
+                    database_name=state.settings.resolved_target_name or "target",
+                    tiers=self._tiers(),
+                )
+            return self._pipeline
+
+    def _tiers(self) -> list[ModelTier]:
+        llms, settings = self.state.llms, self.state.settings
+        assert llms is not None
+        names = settings.cascade_tiers or [llms.default]
+        return [ModelTier(name, _LazyLLM(lambda n=name: llms.get(n), name)) for name in names]
+
+    def ask(
+        self,
+        question: str,
+        context: dict[str, Any],
+        options: AskOptions,
+        identity: Identity,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> Answer:
+        """Answer inside the LLM gate; the caller's identity decides what knowledge is seen."""
+        pipeline = self.pipeline()
+        context = {
+            **context,
+            "user": identity.user,
+            "groups": sorted(identity.groups),
+            "workspace": identity.workspace,
+        }
+        with self.state.llm_gate.slot():
+            return self.run(pipeline, question, context, options, on_event)
+
+    def run(
+        self,
+        pipeline: Pipeline,
+        question: str,
+        context: dict[str, Any],
+        options: AskOptions,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> Answer:
+        """Answer without taking a gate slot (the caller holds one) and record the stages."""
+        try:
+            answer = pipeline.ask(question, context, options, on_event=on_event)
+        except QuestionError as exc:
+            raise HTTPException(422, str(exc)) from None
+        metrics = self.state.metrics
+        for stage in answer.stages:
+            metrics.observe_stage(stage.stage, stage.seconds)
+        metrics.observe_stage("ask", answer.seconds)
+        return answer
+
+
+class _LazyLLM:
+    """A tier that loads its model on the first call (tier models cost seconds and memory)."""
+
+    def __init__(self, load: Callable[[], Any], name: str) -> None:
+        self._load, self.name = load, name
+
+    def chat(self, messages: Any, **options: Any) -> Any:
+        return self._load().chat(messages, **options)

@@ -1,0 +1,169 @@
+"""Asking and feedback over HTTP.
+
+- ``POST /v1/ask``: the ``Answer`` (SQL, rows, confidence, tier, knowledge used, stages).
+- ``POST /v1/ask/stream``: the same as server-sent events, one per stage: ``evidence``,
+  ``candidate`` (each SQL candidate as it is executed), ``vote`` and ``final`` (the Answer), or
+  ``error``. The LLM gate is taken before the stream starts, so a saturated server answers 429
+  or 503 with a status code rather than inside the stream.
+- ``POST /v1/answers/{id}/feedback``: a verdict, optionally a corrected SQL (executed read-only
+  and checked before it becomes a labeled experience), and a comment. Audited.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.experience_log import FeedbackError
+from agents.pipeline import AskOptions
+from server.ask_service import AskService
+from server.auth import Identity, Permission
+from server.deps import get_state, require
+from server.limits import check_text_length
+from server.responses import FastJSONResponse
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["ask"])
+Asker = Annotated[Identity, Depends(require(Permission.ASK))]
+Reviewer = Annotated[Identity, Depends(require(Permission.FEEDBACK))]
+
+
+class AskContext(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_profile: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    query_time: datetime | None = None
+
+
+class AskOptionsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(default=1, ge=1, le=8, description="candidates (majority vote when > 1)")
+    cascade: bool = Field(default=False, description="run the model tiers small to large")
+    execute: bool = Field(default=True, description="run the SQL and return rows")
+    max_rows: int | None = Field(default=None, ge=0, le=10_000)
+
+
+class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1)
+    context: AskContext = Field(default_factory=AskContext)
+    options: AskOptionsBody = Field(default_factory=AskOptionsBody)
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["correct", "wrong"]
+    corrected_sql: str | None = Field(default=None, min_length=1, max_length=20_000)
+    comment: str = Field(default="", max_length=4_000)
+
+
+def ask_service(request: Request) -> AskService:
+    app_state = request.app.state
+    service = getattr(app_state, "ask_service", None)
+    if service is None:
+        service = app_state.ask_service = AskService(get_state(request))
+    return service
+
+
+def _prepare(request: Request, body: AskRequest) -> tuple[AskService, dict[str, Any], AskOptions]:
+    state = get_state(request)
+    check_text_length(body.question, state.settings.limits.max_question_chars)
+    if not body.question.strip():
+        raise HTTPException(422, "the question is empty")
+    options = AskOptions(
+        n=body.options.n,
+        cascade=body.options.cascade,
+        execute=body.options.execute,
+        max_rows=min(body.options.max_rows or state.settings.max_rows, state.settings.max_rows),
+    )
+    context = body.context.model_dump(mode="json", exclude_none=True)
+    return ask_service(request), context, options
+
+
+@router.post("/v1/ask", summary="Answer a question with verified SQL and rows")
+def ask(request: Request, identity: Asker, body: AskRequest) -> Response:
+    service, context, options = _prepare(request, body)
+    answer = service.ask(body.question, context, options, identity)
+    return FastJSONResponse(answer.model_dump(mode="json"))
+
+
+@router.post("/v1/ask/stream", summary="Answer a question, streaming each stage (SSE)")
+def ask_stream(request: Request, identity: Asker, body: AskRequest) -> StreamingResponse:
+    service, context, options = _prepare(request, body)
+    pipeline = service.pipeline()
+    gate = get_state(request).llm_gate.slot()
+    gate.__enter__()  # 429/503 here, before any byte of the stream
+    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    context = {
+        **context,
+        "user": identity.user,
+        "groups": sorted(identity.groups),
+        "workspace": identity.workspace,
+    }
+
+    def work() -> None:
+        try:
+            service.run(pipeline, body.question, context, options, on_event=events.put)
+        except HTTPException as exc:
+            events.put({"stage": "error", "status": exc.status_code, "detail": exc.detail})
+        except Exception as exc:  # the stream must end with a reason, not hang
+            log.exception("streamed ask failed: %r", body.question)
+            events.put({"stage": "error", "status": 500, "detail": f"{type(exc).__name__}: {exc}"})
+        finally:
+            gate.__exit__(None, None, None)
+            events.put(None)
+
+    threading.Thread(target=work, name="almanac-ask-stream", daemon=True).start()
+
+    def stream() -> Iterator[str]:
+        while (event := events.get()) is not None:
+            yield f"event: {event['stage']}\ndata: {json.dumps(event, default=str)}\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+@router.post("/v1/answers/{answer_id}/feedback", summary="Confirm or correct an answer")
+def feedback(
+    request: Request, identity: Reviewer, answer_id: str, body: FeedbackRequest
+) -> Response:
+    state = get_state(request)
+    pipeline = ask_service(request).pipeline()
+    try:
+        outcome = pipeline.feedback(
+            answer_id,
+            body.verdict,
+            corrected_sql=body.corrected_sql,
+            comment=body.comment,
+            reviewer=identity.user,
+            reader=identity.reader,
+        )
+    except FeedbackError as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    state.audit.record(
+        "feedback",
+        identity,
+        [outcome.experience_id],
+        store_version=state.store.version,
+        detail={"answer_id": answer_id, "verdict": body.verdict, "labeled": outcome.labeled},
+    )
+    return FastJSONResponse(
+        {
+            "answer_id": outcome.answer_id,
+            "verdict": outcome.verdict,
+            "experience_id": outcome.experience_id,
+            "labeled": outcome.labeled,
+            "row_count": outcome.row_count,
+        }
+    )
