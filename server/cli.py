@@ -1,6 +1,8 @@
 """The ``almanac`` command line.
 
-    almanac demo                      build the demo knowledge base and inspect it
+    almanac demo [--no-serve]         build AutoFin and its knowledge base, serve it on :8000
+    almanac init --db URL             profile a database, build its knowledge base
+    almanac ask "QUESTION"            answer with SQL and rows (see server.cli_agents)
     almanac kb stats                  counts per type, store version
     almanac kb import FILE.jsonl      validate every line, then import in one transaction
     almanac kb export FILE.jsonl      canonical JSON Lines (round-trips exactly)
@@ -26,9 +28,9 @@ from pathlib import Path
 from agents.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
-from kb.visibility import Reader
+from server.cli_agents import AGENT_COMMANDS, add_agent_commands, run_agent_command
 from server.cli_server import SERVER_COMMANDS, add_server_commands, run_server_command
-from server.settings import Settings, load_settings
+from server.settings import LLMTierSettings, Settings, load_settings
 from ukf import UKFError
 
 log = logging.getLogger("almanac")
@@ -39,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, help="data folder (ALMANAC_DATA_DIR)")
     parser.add_argument("--store-url", help="knowledge store URL (ALMANAC_STORE_URL)")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="build the demo knowledge base and inspect it")
+    demo = commands.add_parser("demo", help="build the AutoFin demo and serve it on :8000")
+    demo.add_argument("--no-serve", action="store_true", help="prepare everything, do not serve")
     kb = commands.add_parser("kb", help="inspect and edit the knowledge base")
     actions = kb.add_subparsers(dest="action", required=True)
     actions.add_parser("stats")
@@ -64,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     pull.add_argument("name", nargs="?", default=None, help="default: the default model")
     pull.add_argument("--verify", action="store_true", help="re-hash a cached file")
     add_server_commands(commands)
+    add_agent_commands(commands)
     return parser
 
 
@@ -101,21 +105,6 @@ def run_kb(store: KnowledgeStore, args: argparse.Namespace) -> None:
         print(f"purged {store.purge()} inactive entries")
 
 
-DEMO_QUESTIONS = (
-    (
-        "Nova revenue last month?",
-        {
-            "query_time": "2025-03-05T09:00:00",
-            "user_profile": {"role": "executive", "region": "EUR"},
-        },
-    ),
-    (
-        "Which regions had the highest Aurora gross margin in FY2024?",
-        {"query_time": "2025-06-20T14:00:00", "user_profile": {"role": "analyst"}},
-    ),
-)
-
-
 def prepare_demo(settings: Settings, store: KnowledgeStore) -> Path:
     """Generate AutoFin (once), profile it (once) and import its knowledge pack."""
     from bench.autofin import generate
@@ -149,39 +138,75 @@ def run_models(settings: Settings, args: argparse.Namespace) -> None:
         print(pull(args.name or DEFAULT_MODEL, settings.data_dir, verify=args.verify))
 
 
-def run_demo(settings: Settings) -> None:
-    from indices.retriever import Retriever
+def demo_settings(settings: Settings, folder: Path) -> Settings:
+    """The demo server: AutoFin as the target, 1.5B as the default tier, 0.5B before it in
+    the cascade, on 127.0.0.1:8000 unless ALMANAC_HOST / ALMANAC_PORT say otherwise."""
+    import os
 
-    print("Almanac demo. The HTTP server is not built yet: this demo builds the AutoFin demo")
-    print(f"database and its knowledge base in {settings.resolved_store_url}, and retrieves")
-    print("evidence for sample questions.\n")
-    from agents.models import DEFAULT_MODEL, pull
+    from agents.models import DEFAULT_MODEL, TEST_MODEL
+
+    update: dict[str, object] = {
+        "target_url": settings.target_url or f"sqlite:///{folder / 'autofin.sqlite'}",
+        "target_name": settings.target_name or "autofin",
+    }
+    if "ALMANAC_LLM_TIERS" not in os.environ:
+        update["llm_tiers"] = [
+            LLMTierSettings(name="default", model=DEFAULT_MODEL),
+            LLMTierSettings(name="small", model=TEST_MODEL),
+        ]
+        update["cascade_tiers"] = ["small", "default"]
+    if "ALMANAC_PORT" not in os.environ:
+        update["port"] = 8000
+    return settings.model_copy(update=update)
+
+
+def run_demo(settings: Settings, *, serve: bool = True) -> int:
+    """Build AutoFin and its knowledge base, create a demo key, queue a describe job and
+    serve the HTTP API (``serve=False`` stops before serving)."""
+    from agents.models import DEFAULT_MODEL, TEST_MODEL, pull
 
     print(f"Default model: {pull(DEFAULT_MODEL, settings.data_dir)}")
+    print(f"Small model:   {pull(TEST_MODEL, settings.data_dir)}")
     with _open(settings) as store:
         folder = prepare_demo(settings, store)
         _stats(store)
-        retriever = Retriever.from_store(store)
-        for question, context in DEMO_QUESTIONS:
-            evidence = retriever.retrieve(question, {"database": "autofin", **context})
-            print(f"\n=== {question}  {context}")
-            print(f"{len(evidence.items)} items, {evidence.tokens} tokens:")
-            for item in evidence.items[:12]:
-                print(f"  [{','.join(item.reasons)}] {item.entry.text('brief')[:100]}")
-        guest, controller = (
-            Reader(user="guest"),
-            Reader(user="ana", groups=frozenset({"controllers"})),
-        )
-        print(
-            f"\nVisible glossary entries: guest {store.count(type='knowledge', reader=guest)}, "
-            f"controllers {store.count(type='knowledge', reader=controller)}"
-        )
-        export = settings.data_dir / "demo-export.jsonl"
-        print(f"Exported {store.export_jsonl(export)} entries to {export}")
-        print(
-            f"Benchmark it: python -m bench run --dataset {folder / 'questions.jsonl'} "
-            "--system gold"
-        )
+    settings = demo_settings(settings, folder)
+    from server.state import open_keys
+
+    store, engine, keys = open_keys(settings)
+    try:
+        _, secret = keys.create(role="analyst", user="demo", label="make demo")
+        _, ops_secret = keys.create(role="ops", user="demo-ops", label="make demo")
+        from server.jobs import JobQueue
+
+        queue = JobQueue(engine, max_attempts=settings.jobs.max_attempts)
+        pending = queue.list(state="queued", kind="describe", limit=1)
+        if not pending and settings.resolved_target_name:
+            queue.submit("describe", {}, {"user": "demo-ops", "role": "ops"})
+            print("Queued a describe job: the LLM fills missing descriptions in the background.")
+    finally:
+        engine.dispose()
+        store.close()
+    base = f"http://{settings.host}:{settings.port}"
+    print(
+        f"""
+Demo keys (shown once): analyst {secret}
+                        ops     {ops_secret}
+Try, once the server says it is up:
+
+  curl -s {base}/v1/ask -H 'Authorization: Bearer {secret}' \\
+       -H 'Content-Type: application/json' \\
+       -d '{{"question": "What was Nova revenue in June 2024 in USD, caliber B?"}}'
+
+  curl -s {base}/v1/jobs -H 'Authorization: Bearer {ops_secret}'
+  curl -s {base}/v1/health
+"""
+    )
+    if not serve:
+        return 0
+    from server.cli_server import serve_settings
+
+    return serve_settings(settings)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "demo":
-            run_demo(settings)
+            return run_demo(settings, serve=not args.no_serve)
+        elif args.command in AGENT_COMMANDS:
+            return run_agent_command(args, settings)
         elif args.command == "models":
             run_models(settings, args)
         elif args.command in SERVER_COMMANDS:
@@ -198,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             with _open(settings) as store:
                 run_kb(store, args)
-    except (StoreError, UKFError, ModelError, KeyError, OSError) as exc:
+    except (StoreError, UKFError, ModelError, KeyError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -46,14 +46,18 @@ def run_server_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    given = {"host": args.host, "port": args.port, "target_url": args.target_url}
+    overrides = {name: value for name, value in given.items() if value is not None}
+    return serve_settings(settings.model_copy(update=overrides))
+
+
+def serve_settings(settings: Settings) -> int:
+    """Serve the HTTP API with ``settings`` until interrupted."""
     import uvicorn
 
     from server.app import create_app
     from server.state import build_state
 
-    given = {"host": args.host, "port": args.port, "target_url": args.target_url}
-    overrides = {name: value for name, value in given.items() if value is not None}
-    settings = settings.model_copy(update=overrides)
     app = create_app(build_state(settings))
     print(
         f"Almanac serving {settings.resolved_store_url} on http://{settings.host}:{settings.port}"

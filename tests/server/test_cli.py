@@ -4,18 +4,18 @@ import json
 
 import pytest
 
+from agents.models import TEST_MODEL
 from kb.store import KnowledgeStore
 from server.cli import main
 from tests.support.samples import every_template
 
 
 @pytest.mark.slow
-def test_demo_builds_autofin_profiles_it_and_retrieves_evidence(tmp_path, capsys):
-    assert main(["--data-dir", str(tmp_path), "demo"]) == 0
+def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, capsys):
+    assert main(["--data-dir", str(tmp_path), "demo", "--no-serve"]) == 0
     out = capsys.readouterr().out
-    assert "not built yet" in out
-    assert "rule Data refresh: before the 10th" in out  # triggered by the query time
-    assert "Visible glossary entries: guest 26, controllers 27" in out
+    assert "Queued a describe job" in out and "Authorization: Bearer " in out
+    assert "http://127.0.0.1:8000/v1/ask" in out
     assert (tmp_path / "autofin" / "autofin.sqlite").exists()
     assert (
         main(
@@ -33,8 +33,35 @@ def test_demo_builds_autofin_profiles_it_and_retrieves_evidence(tmp_path, capsys
         == 0
     )
     assert "income_nova" in capsys.readouterr().out
-    assert main(["--data-dir", str(tmp_path), "demo"]) == 0  # a second run reuses everything
-    assert "Profiling" not in capsys.readouterr().out
+    assert main(["--data-dir", str(tmp_path), "demo", "--no-serve"]) == 0  # reuses everything
+    out = capsys.readouterr().out
+    assert "Profiling" not in out and "Queued a describe job" not in out
+    assert main(["--data-dir", str(tmp_path), "keys", "list"]) == 0
+    assert capsys.readouterr().out.count("demo") >= 4
+
+
+def test_init_then_ask_with_the_embedded_model(tmp_path, capsys, monkeypatch):
+    from tests.agents.conftest import spider_path
+
+    monkeypatch.setenv("ALMANAC_LLM_TIERS", json.dumps([{"name": "default", "model": TEST_MODEL}]))
+    monkeypatch.setenv("ALMANAC_EMBEDDER", "none")
+    url = f"sqlite:///{spider_path('concert_singer')}"
+    data = ["--data-dir", str(tmp_path)]
+    assert main([*data, "init", "--db", url]) == 0
+    assert "profiled concert_singer: 4 tables" in capsys.readouterr().out
+    assert main([*data, "ask", "How many singers do we have?"]) == 0
+    out = capsys.readouterr().out
+    assert "count" in out.lower() and "\n6\n" in out and "confidence 1.00" in out
+    assert main([*data, "ask", "How many singers do we have?", "--json", "--no-execute"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert "singer" in answer["sql"].lower() and answer["executed"] is False
+    assert main([*data, "--store-url", f"sqlite:///{tmp_path}/empty.db", "ask", " "]) == 2
+    assert "question is empty" in capsys.readouterr().err
+
+
+def test_ask_without_a_target_says_so(tmp_path, capsys):
+    assert main(["--data-dir", str(tmp_path), "ask", "anything"]) == 2
+    assert "no target database" in capsys.readouterr().err
 
 
 @pytest.fixture()

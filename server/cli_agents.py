@@ -1,0 +1,169 @@
+"""``almanac init`` and ``almanac ask``: the agent chain from the command line.
+
+    almanac init --db URL [--name NAME] [--pack FILE.jsonl] [--describe]
+        profile the database (optionally describe it with the default LLM), import a
+        knowledge pack, build the indices, and remember URL as the target for ``ask``
+    almanac ask "QUESTION" [--db URL] [--user-profile FILE.json] [--query-time T]
+                [--n N] [--cascade] [--no-execute] [--max-rows N] [--json]
+
+The target of ``ask`` is ``--db``, else ``ALMANAC_TARGET_URL``, else the database of the last
+``init`` (``<data_dir>/target.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from server.settings import Settings
+
+AGENT_COMMANDS = frozenset({"init", "ask"})
+TARGET_FILE = "target.json"
+
+
+def add_agent_commands(commands: Any) -> None:
+    init = commands.add_parser("init", help="profile a database and build its knowledge base")
+    init.add_argument("--db", required=True, help="SQLAlchemy URL of the target database")
+    init.add_argument("--name", help="its [DATABASE:...] name (default: from the URL)")
+    init.add_argument("--pack", type=Path, help="a knowledge pack (UKF JSON Lines) to import")
+    init.add_argument(
+        "--describe", action="store_true", help="fill descriptions and synonyms with the LLM"
+    )
+    ask = commands.add_parser("ask", help="answer a question with SQL and rows")
+    ask.add_argument("question")
+    ask.add_argument("--db", help="target database URL (default: the last init)")
+    ask.add_argument("--name", help="its [DATABASE:...] name")
+    ask.add_argument("--user-profile", type=Path, help="JSON file: the asker's profile")
+    ask.add_argument("--query-time", help="ISO time the question is asked at")
+    ask.add_argument("--n", type=int, default=1, help="candidates (majority vote when > 1)")
+    ask.add_argument("--cascade", action="store_true", help="run the LLM tiers small to large")
+    ask.add_argument("--no-execute", action="store_true", help="only write the SQL")
+    ask.add_argument("--max-rows", type=int, default=20)
+    ask.add_argument("--json", action="store_true", help="print the Answer as JSON")
+
+
+def run_agent_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "init":
+        return _init(args, settings)
+    return _ask(args, settings)
+
+
+def _target_name(url: str, name: str | None) -> str:
+    from sqlalchemy.engine import make_url
+
+    if name:
+        return name
+    database = make_url(url).database or "target"
+    return Path(database).stem if "/" in database or "." in database else database
+
+
+def _init(args: argparse.Namespace, settings: Settings) -> int:
+    from kb.database import Database
+    from kb.profile import profile_database
+    from kb.store import KnowledgeStore
+    from server.search import SearchIndices
+    from server.state import configured_embedder
+
+    name = _target_name(args.db, args.name)
+    describer = _describer(settings) if args.describe else None
+    with KnowledgeStore(settings.resolved_store_url) as store, Database(args.db) as database:
+        report = profile_database(database, store, database_name=name, describer=describer)
+        print(
+            f"profiled {name}: {len(report.profile.tables)} tables, {len(report.added)} added, "
+            f"{len(report.updated)} updated, {len(report.invalidated)} invalidated"
+        )
+        if args.pack:
+            print(f"imported {store.import_jsonl(args.pack)} entries from {args.pack}")
+        started = time.perf_counter()
+        summary = SearchIndices(store, configured_embedder(settings)).rebuild()
+        print(f"indices built in {time.perf_counter() - started:.1f} s: {summary}")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    (settings.data_dir / TARGET_FILE).write_text(json.dumps({"url": args.db, "name": name}))
+    print(f'ready: almanac ask "..." (target {name})')
+    return 0
+
+
+def _describer(settings: Settings) -> Any:
+    from agents.describe import LLMDescriber
+    from server.llm_factory import LLMTiers
+    from server.metrics import Metrics
+
+    tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
+    return LLMDescriber(tiers.get(settings.describe_tier))
+
+
+def resolve_target(args: argparse.Namespace, settings: Settings) -> tuple[str, str]:
+    """(url, name) of the database to ask about."""
+    if args.db:
+        return args.db, _target_name(args.db, args.name)
+    if settings.target_url:
+        return settings.target_url, settings.resolved_target_name or "target"
+    remembered = settings.data_dir / TARGET_FILE
+    if remembered.exists():
+        target = json.loads(remembered.read_text())
+        return target["url"], target["name"]
+    raise ValueError("no target database: pass --db URL, set ALMANAC_TARGET_URL or run init")
+
+
+def _ask(args: argparse.Namespace, settings: Settings) -> int:
+    from agents.pipeline import AskOptions, ModelTier, Pipeline
+    from kb.database import Database
+    from kb.store import KnowledgeStore
+    from server.llm_factory import LLMTiers
+    from server.metrics import Metrics
+    from server.search import SearchIndices
+    from server.state import configured_embedder
+
+    url, name = resolve_target(args, settings)
+    context: dict[str, Any] = {}
+    if args.user_profile:
+        context["user_profile"] = json.loads(args.user_profile.read_text())
+    if args.query_time:
+        context["query_time"] = args.query_time
+    options = AskOptions(
+        n=args.n, cascade=args.cascade, execute=not args.no_execute, max_rows=args.max_rows
+    )
+    tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
+    names = settings.cascade_tiers or [tiers.default]
+    with KnowledgeStore(settings.resolved_store_url) as store, Database(url) as database:
+        indices = SearchIndices(store, configured_embedder(settings))
+        indices.rebuild()
+        pipeline = Pipeline(
+            store=store,
+            retriever=indices.retriever,
+            database=database,
+            database_name=name,
+            tiers=[ModelTier(n, tiers.get(n)) for n in names],
+        )
+        answer = pipeline.ask(args.question, context, options)
+    if args.json:
+        print(answer.model_dump_json(indent=2))
+    else:
+        print(format_answer(answer))
+    return 0 if answer.error is None else 1
+
+
+def format_answer(answer: Any) -> str:
+    """The answer for a terminal: SQL, rows, confidence, knowledge and timings."""
+    lines = [f"Q: {answer.question}", ""]
+    lines += [answer.sql or "(no SQL)", ""]
+    if answer.error:
+        lines.append(f"error: {answer.error}")
+    if answer.executed:
+        lines.append(" | ".join(answer.columns))
+        lines += [" | ".join(str(v) for v in row) for row in answer.rows]
+        more = " (truncated)" if answer.truncated else ""
+        lines.append(f"({answer.row_count} rows{more})")
+    lines.append(f"confidence {answer.confidence:.2f}, tier {answer.tier}, answer id {answer.id}")
+    if answer.knowledge:
+        used = ", ".join(f"{k.type}:{k.name}" for k in answer.knowledge[:12])
+        lines.append(f"knowledge: {used}")
+    stages = ", ".join(f"{s.stage} {s.seconds:.2f}s" for s in answer.stages)
+    lines.append(
+        f"time {answer.seconds:.2f}s ({stages}); tokens {answer.prompt_tokens} prompt, "
+        f"{answer.completion_tokens} completion"
+    )
+    return "\n".join(lines)
