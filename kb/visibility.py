@@ -13,6 +13,7 @@ workspace over global.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from sqlalchemy import ColumnElement, Table, and_, exists, false, not_, or_, select, true
 
@@ -58,8 +59,12 @@ def is_visible(entry: BaseUKF, reader: Reader | None) -> bool:
     return not entry.auths or any(a.user in reader.principals for a in entry.auths)
 
 
+@lru_cache(maxsize=4096)
 def visible_clause(table: Table, reader: Reader | None) -> ColumnElement[bool]:
-    """SQL condition: rows of ``table`` (an alias of ``ukf_entries``) that ``reader`` sees."""
+    """SQL condition: rows of ``table`` (an alias of ``ukf_entries``) that ``reader`` sees.
+
+    Cached per (table, reader): clauses are immutable, and building them costs more than
+    running the indexed queries they guard."""
     if reader is None:
         return true()
     c = table.c
@@ -79,6 +84,7 @@ def visible_clause(table: Table, reader: Reader | None) -> ColumnElement[bool]:
     return and_(in_workspace, owned, or_(c.has_auths.is_(False), granted))
 
 
+@lru_cache(maxsize=4096)
 def overlay_clause(table: Table, reader: Reader | None) -> ColumnElement[bool]:
     """SQL condition: no more specific visible, active entry shadows the row."""
     if reader is None:
