@@ -86,9 +86,9 @@ def test_all_failed_gives_an_empty_vote(concert, rag):
 def test_tts_draws_every_sample_and_takes_the_majority(concert, rag):
     _, database, _ = concert
     llm = ScriptedLLM([by_seed({0: WRONG, 1: COUNT, 2: COUNT, 3: WRONG, 4: COUNT})])
-    outcome = Cascade([tier("m", llm, database, samples=5, stop_early=False)], dialect="sqlite").run(
-        rag
-    )
+    outcome = Cascade(
+        [tier("m", llm, database, samples=5, stop_early=False)], dialect="sqlite"
+    ).run(rag)
     assert len(llm.calls) == 5 and outcome.winner.results.rows == [(6,)]
     assert outcome.confidence == pytest.approx(0.6)
     temperatures = [options["temperature"] for _, options in llm.calls]

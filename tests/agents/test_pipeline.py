@@ -19,7 +19,9 @@ QUESTION = "What are the names of the singers from France?"
 
 def make(concert, llm, **options) -> Pipeline:
     store, database, _ = concert
-    retriever = Retriever.from_store(store, vectors=VectorIndex.from_store(store, HashingEmbedder()))
+    retriever = Retriever.from_store(
+        store, vectors=VectorIndex.from_store(store, HashingEmbedder())
+    )
     return Pipeline(
         store=store,
         retriever=retriever,
@@ -43,7 +45,7 @@ def test_an_answer_carries_sql_rows_knowledge_stages_and_is_logged(concert):
     assert answer.prompt_tokens > 0 and answer.completion_tokens > 0
     prompt = llm.calls[0][0][1]["content"]
     assert "CREATE TABLE singer" in prompt and "Query time: 2026-01-01" in prompt
-    assert '"France" -> singer.Country = \'France\'' in prompt
+    assert "\"France\" -> singer.Country = 'France'" in prompt
     logged = store.get(answer.experience_id)
     assert logged.type == "experience" and not logged.labeled
     assert answer.id in logged.content_resources["answers"]

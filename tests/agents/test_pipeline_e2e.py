@@ -37,9 +37,7 @@ def pipeline(concert, embedded_llm) -> Pipeline:
 
 
 @pytest.mark.parametrize(("question", "gold"), QUESTIONS, ids=["count", "filter", "join-group"])
-def test_the_embedded_model_answers_spider_questions_with_the_right_rows(
-    pipeline, question, gold
-):
+def test_the_embedded_model_answers_spider_questions_with_the_right_rows(pipeline, question, gold):
     answer = pipeline.ask(question)
     expected = pipeline.database.execute(gold)
     assert answer.error is None, answer.error

@@ -6,7 +6,7 @@ import pytest
 
 from agents.answer import Candidate
 from agents.predicates import PredicateChecker
-from agents.refine import Refiner, RefineOptions
+from agents.refine import RefineOptions, Refiner
 from tests.agents.scripted import ScriptedLLM, sql_reply
 
 ASKED = [{"role": "user", "content": "Names of singers from France?"}]
@@ -39,9 +39,7 @@ def test_a_wrong_case_literal_is_fixed_without_the_model(concert, checker):
     assert "'France'" in fixed.sql and any("predicate fixed" in n for n in fixed.notes)
 
 
-def test_a_misspelled_literal_gets_the_closest_stored_values_in_the_repair_prompt(
-    concert, checker
-):
+def test_a_misspelled_literal_gets_the_closest_stored_values_in_the_repair_prompt(concert, checker):
     _, database, _ = concert
     llm = ScriptedLLM([sql_reply("SELECT name FROM singer WHERE country = 'France'")])
     cand = Candidate(sql="SELECT name FROM singer WHERE country IN ('Frence')")
@@ -55,7 +53,7 @@ def test_a_misspelled_literal_gets_the_closest_stored_values_in_the_repair_promp
 
 
 def test_a_write_is_refused_and_never_runs(concert, checker):
-    store, database, _ = concert
+    _, database, _ = concert
     llm = ScriptedLLM([sql_reply("WITH x AS (DELETE FROM singer RETURNING *) SELECT * FROM x")])
     cand = Candidate(sql="DROP TABLE singer")
     out = Refiner(database, llm, checker, RefineOptions(rounds=2)).refine(cand, ASKED)
