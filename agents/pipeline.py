@@ -25,17 +25,21 @@ from typing import Any
 from agents.answer import Answer, Candidate, StageReport
 from agents.cascade import Cascade, CascadeOutcome, Tier
 from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
+from agents.explore import Explorer
 from agents.generate import GenerateOptions, SqlGenerator
 from agents.llm import LLM
 from agents.predicates import PredicateChecker
-from agents.rag import Explorer, RagAgent, RagContext, RagOptions
+from agents.rag import Explorer as ExplorerHook
+from agents.rag import RagAgent, RagContext, RagOptions
 from agents.refine import RefineOptions, Refiner
 from agents.schema_slice import SchemaCatalog
 from agents.vote import TieBreak
 from indices.retriever import Retriever
 from kb.database import Database
 from kb.store import KnowledgeStore
+from kb.toolkit import Toolkit
 from kb.visibility import Reader
+from ukf import BaseUKF
 
 log = logging.getLogger(__name__)
 Event = dict[str, Any]
@@ -61,12 +65,15 @@ class AskOptions:
         cascade: run the tiers small to large instead.
         execute: run the SQL; False returns the greedy SQL unexecuted.
         max_rows: rows returned in the answer.
+        explore: let the model search the knowledge base with tools before writing SQL
+            (None: as the pipeline's ``rag.explore`` option says).
     """
 
     n: int = 1
     cascade: bool = False
     execute: bool = True
     max_rows: int = 100
+    explore: bool | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.n <= 16:
@@ -83,6 +90,7 @@ class PipelineOptions:
     tie_break: TieBreak = "first"
     log_questions: bool = True
     cascade_last_samples: int = 1
+    explore_steps: int = 4
 
 
 class Pipeline:
@@ -107,7 +115,7 @@ class Pipeline:
         database_name: str,
         tiers: list[ModelTier],
         options: PipelineOptions | None = None,
-        explorer: Explorer | None = None,
+        explorer: ExplorerHook | None = None,
     ) -> None:
         if not tiers:
             raise ValueError("a pipeline needs at least one model")
@@ -117,8 +125,13 @@ class Pipeline:
         self.dialect = database.dialect
         self.catalog = SchemaCatalog(store, database_name)
         self.rag = RagAgent(
-            retriever, self.catalog, self.options.rag, llm=tiers[-1].llm, explorer=explorer
+            retriever,
+            self.catalog,
+            self.options.rag,
+            llm=tiers[-1].llm,
+            explorer=explorer or self._explore,
         )
+        self._toolkits: dict[Reader, Toolkit] = {}
         self.checker = PredicateChecker(store, database_name, self.dialect)
         self.experiences = ExperienceLog(store, database, database_name, self.dialect)
 
@@ -141,7 +154,7 @@ class Pipeline:
         context = dict(context or {})
         emit = on_event or (lambda event: None)
         started = time.perf_counter()
-        rag = self.rag.run(question, context)
+        rag = self.rag.run(question, context, explore=options.explore)
         answer = Answer(id="", question=question, database=self.database_name)
         answer.knowledge = rag.used
         answer.stages.append(
@@ -188,6 +201,35 @@ class Pipeline:
         )
 
     # ------------------------------------------------------------------ stages
+    def _explore(self, question: str, rag: RagContext, context: Mapping[str, Any]) -> list[BaseUKF]:
+        """The autonomous RAG mode: the default model searches with the toolkit's tools."""
+        reader = Reader(
+            user=context.get("user"),
+            groups=frozenset(context.get("groups") or ()),
+            workspace=context.get("workspace"),
+        )
+        retriever = self.rag.retriever
+        explorer = Explorer(
+            self.default_llm,
+            self._toolkit(reader),
+            string_index=retriever.strings,
+            facet_index=retriever.facets,
+            max_steps=self.options.explore_steps,
+        )
+        found = explorer.explore(question, known=rag.hints[:12])
+        rag.prompt_tokens += found.prompt_tokens
+        rag.completion_tokens += found.completion_tokens
+        return list(self.store.get_many(found.ukf_ids, reader=reader).values())
+
+    def _toolkit(self, reader: Reader) -> Toolkit:
+        if reader not in self._toolkits:
+            if len(self._toolkits) > 64:
+                self._toolkits.clear()
+            self._toolkits[reader] = Toolkit(
+                self.store, self.database, database_name=self.database_name, reader=reader
+            )
+        return self._toolkits[reader]
+
     def _cascade(self, options: AskOptions) -> Cascade:
         if options.cascade and len(self.tiers) > 1:
             tiers = [self._tier(t, max(2, t.samples), stop_early=True) for t in self.tiers[:-1]]

@@ -90,7 +90,7 @@ class ProfileLink:
 
 
 PROFILE_MAX_TABLES = 2
-Explorer = Callable[[str, RagContext], list[BaseUKF]]
+Explorer = Callable[[str, RagContext, Mapping[str, Any]], list[BaseUKF]]
 
 
 class RagAgent:
@@ -102,7 +102,7 @@ class RagAgent:
         catalog: the database's profiled tables and columns.
         options: budgets and switches.
         llm: the model for the optional summary.
-        explorer: the autonomous mode: ``explorer(question, context) -> extra entries``.
+        explorer: the autonomous mode: ``explorer(question, rag, context) -> extra entries``.
     """
 
     def __init__(
@@ -125,14 +125,23 @@ class RagAgent:
         source = self._retriever
         return source if isinstance(source, Retriever) else source()
 
-    def run(self, question: str, context: Mapping[str, Any] | None = None) -> RagContext:
+    def run(
+        self,
+        question: str,
+        context: Mapping[str, Any] | None = None,
+        *,
+        explore: bool | None = None,
+    ) -> RagContext:
+        """The prompt parts for ``question``; ``explore`` forces the autonomous mode on or off
+        (None: as ``options.explore`` says)."""
         started = time.perf_counter()
         ctx = {**(context or {}), "database": self.catalog.database}
         evidence = self.retriever.retrieve(question, ctx)
         self._profile_links = self._link_profile(ctx.get("user_profile") or {})
         rag = self._compose(question, evidence)
-        if self.explorer is not None and self._should_explore(rag):
-            self._explore(question, rag)
+        wanted = self._should_explore(rag) if explore is None else explore
+        if self.explorer is not None and wanted:
+            self._explore(question, rag, ctx)
         if self.options.summarize and self.llm is not None and rag.hints:
             self._summarize(rag)
         rag.seconds = time.perf_counter() - started
@@ -198,7 +207,7 @@ class RagAgent:
                 continue
             weight = {"table": 3.0, "column": 2.0, "enum": 2.0}[item.entry.type]
             if _named(item):
-                spread = max(len(reach.get(span, ())) for span in item.spans)
+                spread = max((len(reach.get(span, ())) for span in item.spans), default=1)
                 score[table] = score.get(table, 0.0) + weight / max(1, spread)
             else:
                 score[table] = score.get(table, 0.0) + 0.1
@@ -271,10 +280,10 @@ class RagAgent:
             return not any(u.type == "table" and u.spans for u in rag.used)
         return False
 
-    def _explore(self, question: str, rag: RagContext) -> None:
+    def _explore(self, question: str, rag: RagContext, context: Mapping[str, Any]) -> None:
         assert self.explorer is not None
         try:
-            found = self.explorer(question, rag)
+            found = self.explorer(question, rag, context)
         except (LLMError, ValueError) as exc:
             log.warning("exploration failed for %r: %s", question, exc)
             return
@@ -310,8 +319,8 @@ class RagAgent:
 
 
 def _named(item: EvidenceItem) -> bool:
-    """Brought in by words of the question (or switched on by a trigger)."""
-    return any(h.reason == "span" for h in item.hits)
+    """Brought in by words of the question, or found by the autonomous mode (no hits)."""
+    return not item.hits or any(h.reason == "span" for h in item.hits)
 
 
 def _phrases(item: EvidenceItem, question: str) -> list[str]:
@@ -320,7 +329,7 @@ def _phrases(item: EvidenceItem, question: str) -> list[str]:
 
 def _link(item: EvidenceItem, question: str) -> str:
     r = item.entry.content_resources
-    words = ", ".join(f'"{p}"' for p in _phrases(item, question))
+    words = ", ".join(f'"{p}"' for p in _phrases(item, question)) or "found by search"
     if item.entry.type == "table":
         target = f"table {r.get('table', item.entry.name)}"
     elif item.entry.type == "column":

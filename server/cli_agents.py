@@ -4,7 +4,7 @@
         profile the database (optionally describe it with the default LLM), import a
         knowledge pack, build the indices, and remember URL as the target for ``ask``
     almanac ask "QUESTION" [--db URL] [--user-profile FILE.json] [--query-time T]
-                [--n N] [--cascade] [--no-execute] [--max-rows N] [--json]
+                [--n N] [--cascade] [--explore] [--no-execute] [--max-rows N] [--json]
 
 The target of ``ask`` is ``--db``, else ``ALMANAC_TARGET_URL``, else the database of the last
 ``init`` (``<data_dir>/target.json``).
@@ -41,6 +41,9 @@ def add_agent_commands(commands: Any) -> None:
     ask.add_argument("--n", type=int, default=1, help="candidates (majority vote when > 1)")
     ask.add_argument("--cascade", action="store_true", help="run the LLM tiers small to large")
     ask.add_argument("--no-execute", action="store_true", help="only write the SQL")
+    ask.add_argument(
+        "--explore", action="store_true", help="let the model search the knowledge base first"
+    )
     ask.add_argument("--max-rows", type=int, default=20)
     ask.add_argument("--json", action="store_true", help="print the Answer as JSON")
 
@@ -124,7 +127,11 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.query_time:
         context["query_time"] = args.query_time
     options = AskOptions(
-        n=args.n, cascade=args.cascade, execute=not args.no_execute, max_rows=args.max_rows
+        n=args.n,
+        cascade=args.cascade,
+        execute=not args.no_execute,
+        max_rows=args.max_rows,
+        explore=args.explore or None,
     )
     tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
     names = settings.cascade_tiers or [tiers.default]

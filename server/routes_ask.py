@@ -51,6 +51,9 @@ class AskOptionsBody(BaseModel):
     cascade: bool = Field(default=False, description="run the model tiers small to large")
     execute: bool = Field(default=True, description="run the SQL and return rows")
     max_rows: int | None = Field(default=None, ge=0, le=10_000)
+    explore: bool = Field(
+        default=False, description="let the model search the knowledge base with tools first"
+    )
 
 
 class AskRequest(BaseModel):
@@ -87,6 +90,7 @@ def _prepare(request: Request, body: AskRequest) -> tuple[AskService, dict[str, 
         cascade=body.options.cascade,
         execute=body.options.execute,
         max_rows=min(body.options.max_rows or state.settings.max_rows, state.settings.max_rows),
+        explore=body.options.explore or None,
     )
     context = body.context.model_dump(mode="json", exclude_none=True)
     return ask_service(request), context, options

@@ -133,3 +133,25 @@ def test_bad_feedback_is_refused_and_stores_nothing(concert):
         pipeline.feedback(answer.id, "maybe")
     assert store.count() == before
     assert database.execute("SELECT count(*) FROM singer").rows == [(6,)]
+
+
+def test_the_autonomous_mode_adds_what_the_model_found_with_tools(concert):
+    import json
+
+    def turn(tool, **arguments):
+        return json.dumps({"thought": "look it up", "tool": tool, "arguments": arguments})
+
+    llm = ScriptedLLM(
+        [
+            turn("fuzzy_enum", query="netherland"),
+            turn("done"),
+            sql_reply("SELECT name FROM singer WHERE country = 'Netherlands'"),
+        ]
+    )
+    answer = make(concert, llm).ask("Singers from holland?", options=AskOptions(explore=True))
+    assert answer.error is None and answer.row_count == 1
+    found = {(k.type, k.name): k for k in answer.knowledge}
+    assert ("enum", "Netherlands") in found and "explored" in found[("enum", "Netherlands")].reasons
+    prompt = llm.calls[-1][0][1]["content"]
+    assert "singer.Country = 'Netherlands'" in prompt
+    assert answer.stage("retrieve").completion_tokens > 0
