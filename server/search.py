@@ -182,9 +182,19 @@ class SearchIndices:
         return vectors
 
     def retriever(self, options: RetrievalOptions | None = None) -> Retriever:
-        """A fused retriever over the current indices (cheap; make one per question)."""
+        """A fused retriever over the current indices (cheap; make one per question).
+
+        It does not refresh the indices itself: the refresher thread follows the store every
+        ``refresh_s``, so a question never pays for embedding what was just written."""
         built = self._current()
-        return Retriever(self.store, built.strings, built.graph, built.vectors, options)
+        return _FollowingRetriever(self.store, built.strings, built.graph, built.vectors, options)
+
+
+class _FollowingRetriever(Retriever):
+    """A retriever whose indices are kept current by :class:`SearchIndices`' refresher."""
+
+    def refresh(self) -> None:
+        return None
 
 
 def _node_type(graph: GraphIndex, uid: str) -> str | None:
