@@ -123,13 +123,23 @@ def _table_ddl(
             f"  FOREIGN KEY ({', '.join(_quote(c) for c in fk['columns'])}) REFERENCES "
             f"{_quote(fk['ref_table'])}({', '.join(_quote(c) for c in fk['ref_columns'])})"
         )
-    lines.append(",\n".join(body))
+    lines.append(_join_definitions(body))
     lines.append(");")
     rest = [c.content_resources["column"] for c in table.columns]
     rest = [c for c in rest if c not in keep]
     if rest:
         lines.append(f"-- {table.name} also has columns: {', '.join(rest)}")
     return "\n".join(lines)
+
+
+def _join_definitions(body: list[str]) -> str:
+    """Definitions separated by commas, placed before any trailing ``--`` comment."""
+    out = []
+    for i, line in enumerate(body):
+        code, sep, comment = line.partition("  -- ")
+        comma = "," if i < len(body) - 1 else ""
+        out.append(f"{code}{comma}{sep}{comment}" if sep else f"{code}{comma}")
+    return "\n".join(out)
 
 
 def _columns_in_full(
