@@ -118,6 +118,16 @@ class Job:
         }
 
 
+def _read_job(conn: Any, job_id: str, log_lines: int) -> Job:
+    row = conn.execute(select(_J).where(_J.c.id == job_id)).first()
+    if row is None:
+        raise JobNotFoundError(job_id)
+    lines = conn.execute(
+        select(_L).where(_L.c.job_id == job_id).order_by(_L.c.id.desc()).limit(log_lines)
+    ).all()
+    return _job(row, [LogLine(r.id, _utc(r.at), r.level, r.line) for r in reversed(lines)])
+
+
 def _job(row: Any, log: list[LogLine] | None = None) -> Job:
     return Job(
         id=row.id,
@@ -172,17 +182,12 @@ class JobQueue:
                 )
             )
             self._append(conn, job_id, "info", f"submitted by {submitter.get('user')}")
-        return self.get(job_id)
+            # read in the same transaction: a worker may claim the job right after the commit
+            return _read_job(conn, job_id, 200)
 
     def get(self, job_id: str, *, log_lines: int = 200) -> Job:
         with read_transaction(self._engine) as conn:
-            row = conn.execute(select(_J).where(_J.c.id == job_id)).first()
-            if row is None:
-                raise JobNotFoundError(job_id)
-            lines = conn.execute(
-                select(_L).where(_L.c.job_id == job_id).order_by(_L.c.id.desc()).limit(log_lines)
-            ).all()
-        return _job(row, [LogLine(r.id, _utc(r.at), r.level, r.line) for r in reversed(lines)])
+            return _read_job(conn, job_id, log_lines)
 
     def list(
         self, *, state: str | None = None, kind: str | None = None, limit: int = 50

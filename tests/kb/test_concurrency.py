@@ -2,6 +2,7 @@
 
 import multiprocessing as mp
 
+from kb.migrations import LATEST_VERSION
 from kb.store import KnowledgeStore
 from ukf import KnowledgeUKF
 
@@ -52,4 +53,4 @@ def test_opening_a_fresh_store_from_two_processes_at_once(store_url):
             proc.join(timeout=120)
         assert [proc.exitcode for proc in workers] == [0, 0]
     with KnowledgeStore(store_url) as store:
-        assert store.count() == 11 and store.schema_version == 1
+        assert store.count() == 11 and store.schema_version == LATEST_VERSION
