@@ -140,7 +140,7 @@ class LlamaCppLLM:
         fmt = {"type": "json_object", "schema": json_schema} if json_schema else None
         with self._lock:
             for sample in range(n):
-                text, finish = self._stream(
+                text, finish = self._guarded_stream(
                     messages,
                     temperature,
                     max_tokens,
@@ -153,6 +153,12 @@ class LlamaCppLLM:
                 result.completions.append(Completion(text, finish))
         result.latency_s = time.perf_counter() - started
         return check_json(result) if json_schema else result
+
+    def _guarded_stream(self, *args: Any) -> tuple[str, str | None]:
+        try:
+            return self._stream(*args)
+        except ValueError as exc:  # llama.cpp: "Requested tokens (N) exceed context window"
+            raise LLMError(f"{self.name}: {exc}") from exc
 
     def _stream(
         self,

@@ -73,7 +73,7 @@ class DDLOnlySystem(_LLMSystem):
     def predict(self, example: Example, dialect: str) -> Prediction:
         self.workspace.database(example)
         schema = SchemaCatalog(self.workspace.store, example.database).render(
-            examples=False, budget_tokens=2500, max_columns=200
+            examples=False, budget_tokens=1800, max_columns=200
         )
         messages = prompt_messages(
             "baseline_ddl.j2", dialect, schema=schema, question=example.question

@@ -61,7 +61,7 @@ def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
     key = (str(path), str(choice.llm_cache) if choice.llm_cache else None)
     with _LLMS_LOCK:
         if key not in _LLMS:
-            llm: LLM = LlamaCppLLM(str(path), n_ctx=4096, n_threads=choice.threads)
+            llm: LLM = LlamaCppLLM(str(path), n_ctx=8192, n_threads=choice.threads)
             if choice.llm_cache is not None:
                 from agents.llm_cache import CachedLLM
 

@@ -161,3 +161,9 @@ def test_a_saturated_model_answers_busy_and_bad_json_is_an_output_error():
     with pytest.raises(LLMOutputError) as caught:
         Completion("```json\n{broken").json()
     assert caught.value.raw.startswith("```json")
+
+
+def test_a_prompt_longer_than_the_context_is_an_llm_error(llama):
+    too_long = [{"role": "user", "content": "SELECT 1; " * 3000}]
+    with pytest.raises(LLMError, match="context"):
+        llama.chat(too_long, max_tokens=8)
