@@ -219,8 +219,9 @@ class RagAgent:
                     if name is not None:
                         score[name] = score.get(name, 0.0) + 1.0
         if len(known) <= self.options.whole_schema_tables:
-            for name in known:
-                score.setdefault(name, 0.0)
+            # the whole schema in catalog order: the same prompt prefix for every question on
+            # this database, so a local model's prompt cache skips re-reading it
+            return list(known)
         return sorted(score, key=lambda t: (-score[t], t))
 
     def _add_hints(self, rag: RagContext, question: str, items: list[EvidenceItem]) -> None:

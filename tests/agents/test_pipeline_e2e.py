@@ -48,6 +48,11 @@ def test_the_embedded_model_answers_spider_questions_with_the_right_rows(pipelin
 def test_a_cascade_on_the_embedded_model(pipeline):
     answer = pipeline.ask(QUESTIONS[0][0], options=AskOptions(cascade=True))
     assert answer.error is None and answer.rows == [[6]]
-    # greedy and a sampled answer of the small tier agree on this easy question
-    assert answer.tier == "0.5b-a" and answer.confidence == 1.0
-    assert {c.tier for c in answer.candidates} == {"0.5b-a"} and len(answer.candidates) == 2
+    tiers = [c.tier for c in answer.candidates]
+    # the small tier always draws its two candidates first; the next tier only runs when
+    # they disagree, and the answer names the tier that produced it
+    assert tiers[:2] == ["0.5b-a", "0.5b-a"]
+    if answer.tier == "0.5b-a":
+        assert len(tiers) == 2 and answer.confidence == 1.0
+    else:
+        assert answer.tier == "0.5b-b" and tiers[2:] == ["0.5b-b"]
