@@ -64,14 +64,8 @@ class AskService:
     ) -> Answer:
         """Answer inside the LLM gate; the caller's identity decides what knowledge is seen."""
         pipeline = self.pipeline()
-        context = {
-            **context,
-            "user": identity.user,
-            "groups": sorted(identity.groups),
-            "workspace": identity.workspace,
-        }
         with self.state.llm_gate.slot():
-            return self.run(pipeline, question, context, options, on_event)
+            return self.run(pipeline, question, asked_by(identity, context), options, on_event)
 
     def run(
         self,
@@ -91,6 +85,16 @@ class AskService:
             metrics.observe_stage(stage.stage, stage.seconds)
         metrics.observe_stage("ask", answer.seconds)
         return answer
+
+
+def asked_by(identity: Identity, context: dict[str, Any]) -> dict[str, Any]:
+    """``context`` plus who asks (user, groups, workspace): what the knowledge reader sees."""
+    return {
+        **context,
+        "user": identity.user,
+        "groups": sorted(identity.groups),
+        "workspace": identity.workspace,
+    }
 
 
 class _LazyLLM:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.settings import Settings
+from server.settings import Settings, database_name_of
 
 AGENT_COMMANDS = frozenset({"init", "ask"})
 TARGET_FILE = "target.json"
@@ -55,12 +55,7 @@ def run_agent_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _target_name(url: str, name: str | None) -> str:
-    from sqlalchemy.engine import make_url
-
-    if name:
-        return name
-    database = make_url(url).database or "target"
-    return Path(database).stem if "/" in database or "." in database else database
+    return name or database_name_of(url)
 
 
 def _init(args: argparse.Namespace, settings: Settings) -> int:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.experience_log import FeedbackError
 from agents.pipeline import AskOptions
-from server.ask_service import AskService
+from server.ask_service import AskService, asked_by
 from server.auth import Identity, Permission
 from server.deps import get_state, require
 from server.limits import check_text_length
@@ -110,12 +110,7 @@ def ask_stream(request: Request, identity: Asker, body: AskRequest) -> Streaming
     gate = get_state(request).llm_gate.slot()
     gate.__enter__()  # 429/503 here, before any byte of the stream
     events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    context = {
-        **context,
-        "user": identity.user,
-        "groups": sorted(identity.groups),
-        "workspace": identity.workspace,
-    }
+    context = asked_by(identity, context)
 
     def work() -> None:
         try:

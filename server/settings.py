@@ -201,12 +201,17 @@ class Settings(BaseSettings):
         """The target's ``[DATABASE:...]`` tag: set, else the file stem or database name."""
         if self.target_name or not self.target_url:
             return self.target_name
-        database = make_url(self.target_url).database or "target"
-        return Path(database).stem if "/" in database or "." in database else database
+        return database_name_of(self.target_url)
 
     @property
     def resolved_import_dir(self) -> Path:
         return self.jobs.import_dir or self.data_dir / "imports"
+
+
+def database_name_of(url: str) -> str:
+    """A database's default ``[DATABASE:...]`` name: the file stem or the database name."""
+    database = make_url(url).database or "target"
+    return Path(database).stem if "/" in database or "." in database else database
 
 
 def load_settings(**overrides: Any) -> Settings:

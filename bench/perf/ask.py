@@ -20,12 +20,8 @@ from tqdm import tqdm
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
 from bench.datasets import load_dataset
+from bench.perf.store import percentile
 from bench.sampling import stratified_sample
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,17 +79,19 @@ def main(argv: list[str] | None = None) -> None:
     mode = "cascade" if args.cascade else f"n={args.n}"
     print(f"ask latency: {args.model} {mode}, {len(totals)} questions of {dataset.name}")
     print(
-        f"  {'total':<10} p50 {_pct(totals, 0.5):6.2f} s  p90 {_pct(totals, 0.9):6.2f} s  "
+        f"  {'total':<10} p50 {percentile(totals, 0.5):6.2f} s  "
+        f"p90 {percentile(totals, 0.9):6.2f} s  "
         f"max {max(totals):6.2f} s"
     )
     for name, values in stages.items():
         print(
-            f"  {name:<10} p50 {_pct(values, 0.5):6.2f} s  p90 {_pct(values, 0.9):6.2f} s  "
+            f"  {name:<10} p50 {percentile(values, 0.5):6.2f} s  "
+            f"p90 {percentile(values, 0.9):6.2f} s  "
             f"mean {statistics.fmean(values):6.2f} s"
         )
     print(
-        f"  tokens     prompt p50 {_pct(prompt_tokens, 0.5):.0f}  "
-        f"completion p50 {_pct(completion_tokens, 0.5):.0f}"
+        f"  tokens     prompt p50 {percentile(prompt_tokens, 0.5):.0f}  "
+        f"completion p50 {percentile(completion_tokens, 0.5):.0f}"
     )
     if args.cascade:
         print(f"  answered by tier: {tiers_used}")
