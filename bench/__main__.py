@@ -1,4 +1,7 @@
-"""``python -m bench run --dataset NAME --system NAME [--limit N] [--workers K] ...``"""
+"""``python -m bench run --dataset NAME --system NAME [--limit N] [--workers K] ...``
+
+``python -m bench compare OUT_A OUT_B ...``: the runs side by side on their common questions.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from bench.compare import compare_runs, render_comparison
 from bench.datasets import load_dataset
 from bench.report import mean_scores, write_report
 from bench.run import RunConfig, Runner, write_run_manifest
@@ -55,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--threads", type=int, help="llama.cpp threads")
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
+    compare = commands.add_parser(
+        "compare", help="compare runs on the questions every one of them scored"
+    )
+    compare.add_argument("runs", nargs="+", type=Path, help="output folders of `run`")
     return parser
 
 
@@ -121,10 +129,18 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
     return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
 
 
+def compare_command(args: argparse.Namespace) -> int:
+    ids, table = compare_runs(args.runs)
+    print(render_comparison(ids, table))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
+        if args.command == "compare":
+            return compare_command(args)
         return run_command(args)
     except (KeyError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

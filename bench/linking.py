@@ -1,6 +1,7 @@
 """Schema-linking quality of the retriever.
 
     python -m bench.linking --dataset spider_dev|geoquery|PATH [--limit N] [--budget 1500]
+                            [--experiences]
 
 Profiles every database of the dataset into a fresh knowledge store (profiling alone: no
 descriptions, documents or experiences), builds the fused retriever over it and retrieves
@@ -11,6 +12,10 @@ printout gives, averaged over questions:
 - recall of gold columns (column entries, plus the key columns of the join paths shown),
 - recall of question literals (string literals of the gold SQL found as enum values),
 - the mean Evidence size in items and estimated tokens (and its 95th percentile).
+
+``--experiences`` (datasets with train and test splits, e.g. GeoQuery) also stores the train
+questions as labeled experiences and reports how often the retriever's top experience for a
+test question shares the SQL skeleton of its gold query (:func:`experience_skeleton_match`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from tqdm import tqdm
 
@@ -29,15 +35,15 @@ from bench.datasets import Dataset, Example, load_dataset
 from bench.skeleton import sql_skeleton
 from bench.sql_elements import Schema, sql_elements
 from indices.evidence import Evidence
+from indices.experience_index import ExperienceIndex
+from indices.graph import GraphIndex
 from indices.retriever import RetrievalOptions, Retriever
-from indices.sketch import QuerySketcher
 from indices.string import StringIndex
-from indices.vector import VectorIndex
 from kb.database import Database
 from kb.embeddings import Embedder, MiniLMEmbedder
 from kb.profile import profile_database
 from kb.store import KnowledgeStore
-from ukf import ExperienceUKF
+from ukf import BaseUKF, ExperienceUKF
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +130,15 @@ def experience_skeleton_match(
     *,
     train: str = "train",
     test: str = "test",
-    serializers: tuple[str, ...] = ("sketch",),
-) -> tuple[float, int, int]:
-    """Share of ``test`` questions whose nearest ``train`` experience has their SQL skeleton.
+    options: RetrievalOptions | None = None,
+) -> ExperienceMatch:
+    """How often a ``test`` question's top ``train`` experience has its SQL skeleton.
 
-    The databases are profiled first, so query sketches can replace the entities a question
-    mentions (tables, columns, values) with placeholders.
+    The databases are profiled first (so values can be recognised in questions), the ``train``
+    questions stored as labeled experiences, and the retriever built as ``from_store`` builds it
+    (:class:`~indices.experience_index.ExperienceIndex` as its experience tier). The top
+    experience is the best-scored one in the Evidence of the test question, whether or not
+    the token budget kept it; ``shown`` counts those the budget kept.
     """
     store = KnowledgeStore(store_url)
     for name, url in dataset.databases.items():
@@ -146,21 +155,36 @@ def experience_skeleton_match(
         )
         for ex in known
     )
-    types = {entry.id: entry.type for entry in store.iterate()}
-    # Values only: table and column words decide the SQL's shape (measured on GeoQuery:
-    # masking values 0.55, values and columns 0.44, by the question alone 0.37).
-    sketcher = QuerySketcher(StringIndex.from_store(store), types.get, mask=("enum",))
-    vectors = VectorIndex.from_store(store, embedder, sketch=sketcher.sketch)
+    strings = StringIndex.from_store(store)
+    experiences = ExperienceIndex.from_store(store, embedder, strings)
+    retriever = Retriever(
+        store, strings, GraphIndex.from_store(store), options=options, experiences=experiences
+    )
     skeletons = {ex.id: sql_skeleton(ex.gold_sql[0]) for ex in known}
     asked = dataset.filter(split=test).examples
-    same = 0
-    for example in tqdm(asked, desc="nearest experience", unit="q"):
-        hits = vectors.search(example.question, serializers=serializers, k=1, types=["experience"])
-        if hits:
-            nearest = store.get(hits[0].ukf_id).content_resources["example"]
+    same = shown = 0
+    for example in tqdm(asked, desc="top experience", unit="q"):
+        evidence = retriever.retrieve(example.question, {"database": example.database})
+        top = top_experience(evidence)
+        if top is not None:
+            nearest = top.content_resources["example"]
             same += skeletons[nearest] == sql_skeleton(example.gold_sql[0])
+            shown += top.id in evidence.ids("experience")
     store.close()
-    return same / max(1, len(asked)), len(asked), len(known)
+    return ExperienceMatch(same / max(1, len(asked)), len(asked), len(known), shown)
+
+
+class ExperienceMatch(NamedTuple):
+    share: float  # of test questions whose top experience has their gold SQL skeleton
+    asked: int  # test questions
+    known: int  # train experiences
+    shown: int  # test questions whose top experience the token budget kept
+
+
+def top_experience(evidence: Evidence) -> BaseUKF | None:
+    """The Evidence's best-scored experience (shown or dropped for the budget)."""
+    found = [i for i in (*evidence.items, *evidence.dropped) if i.entry.type == "experience"]
+    return min(found, key=lambda i: (-i.score, i.entry.id)).entry if found else None
 
 
 def _mean(values: list[float]) -> float:
@@ -198,12 +222,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"retrieve         {_mean(scores.seconds) * 1000:.1f} ms mean per question")
     if args.experiences:
         folder = Path(tempfile.mkdtemp(prefix="almanac-experiences-"))
-        share, asked, known = experience_skeleton_match(
-            load_dataset(args.dataset), f"sqlite:///{folder / 'k.db'}", MiniLMEmbedder()
+        match = experience_skeleton_match(
+            load_dataset(args.dataset),
+            f"sqlite:///{folder / 'k.db'}",
+            MiniLMEmbedder(),
+            options=RetrievalOptions(budget_tokens=args.budget),
         )
         print(
-            f"nearest experience shares the gold SQL skeleton: {share:.4f} "
-            f"({asked} test questions, {known} train experiences; MiniLM, value-masked sketch)"
+            f"nearest experience shares the gold SQL skeleton: {match.share:.4f} "
+            f"({match.asked} test questions, {match.known} train experiences; MiniLM, "
+            f"skeleton-whitened views); shown within the budget for {match.shown}"
         )
 
 

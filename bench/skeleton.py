@@ -1,22 +1,6 @@
-"""SQL skeletons: a query with its literal values replaced by ``?`` and its text normalised.
+"""SQL skeletons (the function lives in :mod:`indices.experience_skeleton`; indices must not
+import bench)."""
 
-Two questions whose gold SQL shares a skeleton need the same query shape, so a retrieved
-experience with the same skeleton is a usable few-shot example.
-"""
+from indices.experience_skeleton import sql_skeleton
 
-from __future__ import annotations
-
-import sqlglot
-from sqlglot import exp
-
-
-def sql_skeleton(sql: str, dialect: str = "sqlite") -> str:
-    """Literal-free, lower-cased SQL; falls back to the stripped text when unparsable."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.SqlglotError:
-        return " ".join(sql.lower().split())
-    hollow = tree.transform(
-        lambda node: exp.Placeholder() if isinstance(node, exp.Literal) else node
-    )
-    return hollow.sql(dialect=dialect).lower()
+__all__ = ["sql_skeleton"]

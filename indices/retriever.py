@@ -4,7 +4,9 @@ For one question it gathers
 1. string matches of names and synonyms (spans in the question),
 2. facet hits drawn from the context: the database's tables and its business knowledge
    (rules, metrics, predicates, taxonomies, glossary), plus any tags the context carries,
-3. the top-k experiences from the vector index (by question and by query sketch),
+3. the nearest experiences of the question's database from the experience index (by SQL shape:
+   :mod:`indices.experience_index`), or, without one, from the vector index (by question and
+   query sketch),
 4. graph expansion from the matched items: an enum brings its column and table, a metric its
    columns, a predicate its enums, a synonym its target; a matched table brings its columns
    and the join paths to the other matched tables,
@@ -24,6 +26,7 @@ from itertools import combinations
 from typing import Any
 
 from indices.evidence import Evidence, EvidenceItem, estimate_tokens
+from indices.experience_index import ExperienceIndex
 from indices.facet import FacetIndex
 from indices.graph import GraphIndex
 from indices.hits import Hit
@@ -68,6 +71,7 @@ TYPE_ORDER = {
 class RetrievalOptions:
     budget_tokens: int = 1500
     experiences: int = 3
+    experience_tokens: int = 450  # of budget_tokens, kept for experiences first
     hops: int = 2
     schema_tables: int = 60
     business_items: int = 30
@@ -86,9 +90,11 @@ class Retriever:
         graph: GraphIndex,
         vectors: VectorIndex | None = None,
         options: RetrievalOptions | None = None,
+        experiences: ExperienceIndex | None = None,
     ):
         self.store = store
         self.strings, self.graph, self.vectors = strings, graph, vectors
+        self.experiences = experiences
         self.facets = FacetIndex(store)
         self.options = options or RetrievalOptions()
 
@@ -99,21 +105,27 @@ class Retriever:
         *,
         vectors: VectorIndex | None = None,
         options: RetrievalOptions | None = None,
+        experiences: ExperienceIndex | None = None,
     ) -> Retriever:
-        return cls(
-            store, StringIndex.from_store(store), GraphIndex.from_store(store), vectors, options
-        )
+        """Build the indices from ``store``.
+
+        With a vector index and no experience index, an experience index is built with the
+        vector index's embedder, so experiences are chosen by SQL shape.
+        """
+        strings = StringIndex.from_store(store)
+        if experiences is None and vectors is not None:
+            experiences = ExperienceIndex.from_store(store, vectors.embedder, strings)
+        return cls(store, strings, GraphIndex.from_store(store), vectors, options, experiences)
 
     def refresh(self) -> None:
         """Reload every index whose store version is behind (one query when nothing moved)."""
         version = self.store.version
-        indices = [self.strings, self.graph, *([self.vectors] if self.vectors else [])]
+        optional = [i for i in (self.vectors, self.experiences) if i is not None]
+        indices = [self.strings, self.graph, *optional]
         if all(index.version == version for index in indices):
             return
-        self.strings.refresh(self.store)
-        self.graph.refresh(self.store)
-        if self.vectors is not None:
-            self.vectors.refresh(self.store)
+        for index in indices:  # strings first: the experience index sketches with it
+            index.refresh(self.store)
 
     # ---------------------------------------------------------------- retrieval
     def retrieve(self, question: str, context: Mapping[str, Any] | None = None) -> Evidence:
@@ -160,15 +172,7 @@ class Retriever:
             )
         if context.get("tags"):
             keep(self.facets.search(context["tags"], limit=self.options.business_items))
-        if self.vectors is not None and self.options.experiences:
-            keep(
-                self.vectors.search(
-                    question,
-                    serializers=("query", "sketch"),
-                    k=self.options.experiences * 3,
-                    types=["experience"],
-                )
-            )
+        keep(self.nearest_experiences(question, database))
         seeds = [uid for uid, found in hits.items() if any(h.reason == "span" for h in found)]
         keep(
             self.graph.expand(
@@ -179,6 +183,23 @@ class Retriever:
             )
         )
         return hits
+
+    def nearest_experiences(self, question: str, database: str | None = None) -> list[Hit]:
+        """The experience tier: candidates for the few-shot examples, best first.
+
+        Three times ``options.experiences`` are fetched, so enough remain after the visibility
+        and trigger checks; the Evidence keeps the best ``options.experiences``.
+        """
+        k = self.options.experiences * 3
+        if not k:
+            return []
+        if self.experiences is not None:
+            return self.experiences.search(question, k=k, database=database)
+        if self.vectors is not None:
+            return self.vectors.search(
+                question, serializers=("query", "sketch"), k=k, types=["experience"]
+            )
+        return []
 
     def _admissible(self, entry: BaseUKF, context: dict[str, Any]) -> bool:
         when = query_time_of(context)
@@ -200,7 +221,9 @@ class Retriever:
     def _fit(self, items: list[EvidenceItem], evidence: Evidence) -> None:
         """Priority, then tier (direct > related > context), then type, then score.
 
-        Tables and columns hit directly are shown in full, the rest in brief.
+        Tables and columns hit directly are shown in full, the rest in brief. The best
+        experiences are fitted first within ``options.experience_tokens`` (few-shot examples
+        must not be crowded out by schema items); what they leave of it goes to the rest.
         """
         experiences = sorted(
             (i for i in items if i.entry.type == "experience"), key=lambda i: -i.score
@@ -216,12 +239,21 @@ class Retriever:
                 i.entry.id,
             ),
         )
-        used = 0
         for item in ordered:
             full = _tier(item) == DIRECT or item.entry.type not in ("table", "column")
             item.text = item.entry.text() if full else item.entry.text("brief")
             item.tokens = estimate_tokens(item.text)
-            if used + item.tokens <= evidence.budget:
+        reserve = min(self.options.experience_tokens, evidence.budget)
+        reserved: set[int] = set()
+        for item in experiences:
+            if item.tokens <= reserve:
+                reserved.add(id(item))
+                reserve -= item.tokens
+        used = sum(item.tokens for item in experiences if id(item) in reserved)
+        for item in ordered:
+            if id(item) in reserved:
+                evidence.items.append(item)
+            elif used + item.tokens <= evidence.budget:
                 evidence.items.append(item)
                 used += item.tokens
             else:

@@ -1,10 +1,11 @@
 """The server's indices over the knowledge store, and the four knowledge-search modes.
 
-:class:`SearchIndices` owns one string, graph and (optional) vector index. They are built in
-a background thread when the server starts (a search before that answers 503), follow the
-store's ``version`` from a refresher thread, and are rebuilt from scratch and swapped in
-atomically by the ``reindex`` job; a search never waits for a rebuild. The ask pipeline gets a
-:class:`indices.retriever.Retriever` over the same indices from :meth:`SearchIndices.retriever`.
+:class:`SearchIndices` owns one string, graph and (optional) vector and experience index.
+They are built in a background thread when the server starts (a search before that answers
+503), follow the store's ``version`` from a refresher thread, and are rebuilt from scratch and
+swapped in atomically by the ``reindex`` job; a search never waits for a rebuild. The ask
+pipeline gets a :class:`indices.retriever.Retriever` over the same indices from
+:meth:`SearchIndices.retriever`.
 
 :func:`search` answers ``POST /v1/knowledge/search``: ``string`` (Aho-Corasick spans),
 ``facet`` (tags and filters, in SQL), ``vector`` (embeddings) and ``graph`` (expansion from
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from indices.experience_index import ExperienceIndex
 from indices.facet import FacetIndex
 from indices.graph import GraphIndex
 from indices.hits import Hit
@@ -53,6 +55,7 @@ class _Built:
     strings: StringIndex
     graph: GraphIndex
     vectors: VectorIndex | None
+    experiences: ExperienceIndex | None
 
 
 class SearchIndices:
@@ -124,19 +127,23 @@ class SearchIndices:
         strings = StringIndex.from_store(self.store)
         report(0.35, "building the graph index")
         graph = GraphIndex.from_store(self.store)
-        vectors = None
+        vectors = experiences = None
         if self.embedder is not None:
             report(0.5, "building the vector index")
             sketcher = QuerySketcher(strings, lambda uid: _node_type(graph, uid))
             vectors = VectorIndex.from_store(self.store, self.embedder, sketch=sketcher.sketch)
+            report(0.8, "building the experience index")
+            strings.wait()
+            experiences = ExperienceIndex.from_store(self.store, self.embedder, strings)
         with self._refresh_lock:
-            self._built = _Built(strings, graph, vectors)
+            self._built = _Built(strings, graph, vectors, experiences)
             self._error = None
         self._ready.set()
         summary = {
             "version": strings.version,
             "patterns": strings.pattern_count,
             "vectors": vectors.size() if vectors else None,
+            "experiences": experiences.size() if experiences else None,
             "seconds": round(time.perf_counter() - started, 3),
         }
         report(1.0, "indices swapped in")
@@ -153,6 +160,8 @@ class SearchIndices:
             built.graph.refresh(self.store)
             if built.vectors is not None:
                 built.vectors.refresh(self.store)
+            if built.experiences is not None:
+                built.experiences.refresh(self.store)
         if wait:
             built.strings.wait()
         return changed
@@ -187,7 +196,9 @@ class SearchIndices:
         It does not refresh the indices itself: the refresher thread follows the store every
         ``refresh_s``, so a question never pays for embedding what was just written."""
         built = self._current()
-        return _FollowingRetriever(self.store, built.strings, built.graph, built.vectors, options)
+        return _FollowingRetriever(
+            self.store, built.strings, built.graph, built.vectors, options, built.experiences
+        )
 
 
 class _FollowingRetriever(Retriever):

@@ -1,9 +1,10 @@
 """Gold SQL elements and the schema-linking measurement."""
 
 from bench.datasets import load_dataset
-from bench.linking import run_linking
+from bench.linking import experience_skeleton_match, run_linking
 from bench.sql_elements import sql_elements
 from indices.retriever import RetrievalOptions
+from kb.embeddings import shared_minilm
 
 SCHEMA = {
     "singer": {"Singer_ID": "int", "Name": "text", "Country": "text", "Age": "int"},
@@ -36,3 +37,13 @@ def test_linking_on_one_spider_database(tmp_path):
     assert sum(scores.table_recall) / len(scores.table_recall) >= 0.95
     assert sum(scores.column_recall) / len(scores.column_recall) >= 0.85
     assert max(scores.tokens) <= 1500
+
+
+def test_top_experiences_share_the_gold_skeleton_on_part_of_geoquery(tmp_path):
+    """The real thing: MiniLM, the GeoQuery database profiled, its train questions as labeled
+    experiences, the retriever's top experience for each test question."""
+    dataset = load_dataset("geoquery").filter(limit=150)
+    match = experience_skeleton_match(dataset, f"sqlite:///{tmp_path / 'k.db'}", shared_minilm())
+    assert (match.asked, match.known) == (42, 88) and match.shown == match.asked
+    share = match.share
+    assert share >= 0.85  # 0.95 when written

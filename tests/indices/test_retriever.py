@@ -143,3 +143,34 @@ def test_a_rule_that_triggers_only_for_users_of_one_region(store, kb):
     anonymous = retriever.retrieve("Nova revenue", {"database": "autofin"})
     assert euro.id in emea.ids()
     assert euro.id not in apac.ids() and euro.id not in anonymous.ids()
+
+
+def test_the_experience_tier_is_the_experience_index_of_the_database(store, kb):
+    retriever = _retriever(store)
+    assert retriever.experiences is not None and retriever.experiences.size() == 1
+    elsewhere = ExperienceUKF.create(
+        "Nova revenue in Europe last year?", "SELECT 2", database="shop", labeled=True
+    )
+    later = ExperienceUKF.create(
+        "Nova revenue in Europe this year?", "SELECT 3", database="autofin", labeled=True
+    )
+    store.upsert_many([elsewhere, later])
+    retriever.refresh()  # the experience index follows the store like the others
+    hits = retriever.nearest_experiences("Nova revenue in Europe last year?", "autofin")
+    assert [h.ukf_id for h in hits] == [kb["past"].id, later.id]
+    evidence = retriever.retrieve("Nova revenue in Europe last year?", {"database": "autofin"})
+    assert evidence.ids("experience") == [kb["past"].id, later.id]
+    assert retriever.nearest_experiences("anything", "autofin") and not Retriever(
+        store, retriever.strings, retriever.graph
+    ).nearest_experiences("anything", "autofin")
+
+
+def test_experiences_keep_their_share_of_a_tight_budget(store, kb):
+    question, context = "Nova revenue in Europe last year?", {"database": "autofin"}
+    full = _retriever(store).retrieve(question, context)
+    past = next(i for i in full.items if i.entry.id == kb["past"].id)
+    budget = past.tokens + 10  # room for the experience, not for the schema items before it
+    starved = _retriever(store, budget_tokens=budget, experience_tokens=0)
+    assert kb["past"].id not in starved.retrieve(question, context).ids()
+    kept = _retriever(store, budget_tokens=budget).retrieve(question, context)
+    assert kb["past"].id in kept.ids("experience") and kept.tokens <= budget and kept.dropped

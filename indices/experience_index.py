@@ -1,0 +1,357 @@
+"""The experience index: the nearest experiences by SQL shape, for few-shot examples.
+
+Each experience is embedded in three views of its question, concatenated:
+
+1. ``typed``: values replaced by their column in words ("biggest city in state name"),
+2. ``values``: values replaced by ``[ENUM]``,
+3. ``question``: the question as asked,
+
+(:func:`indices.sketch.value_labels`; table and column words stay, they decide the SQL's shape).
+The concatenation is mapped by a :class:`~indices.experience_metric.SkeletonMetric` learned from
+the labeled experiences, whose SQL skeletons say which questions need the same query shape, and
+searched by cosine (faiss). The metric is refitted when the number of labeled experiences has
+moved by ``refit_growth`` since the last fit (all vectors are then re-mapped; about a second at
+10k experiences, searches wait for it); in between, new experiences are mapped by the current
+metric.
+Schema changes (new tables, columns, values) re-sketch every experience; texts whose sketch did
+not change are not embedded again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import faiss
+import numpy as np
+from tqdm import tqdm
+
+from indices.experience_metric import DEFAULT_DIMENSIONS, DEFAULT_SHRINKAGE, SkeletonMetric
+from indices.experience_skeleton import sql_skeleton
+from indices.hits import Hit
+from indices.sketch import Entity, QuerySketcher, surface, value_labels
+from indices.string import StringIndex
+from indices.sync import changes_since
+from kb.embeddings import Embedder
+
+if TYPE_CHECKING:
+    from kb.store import KnowledgeStore
+    from ukf import BaseUKF
+
+log = logging.getLogger(__name__)
+VIEWS = ("typed", "values", "question")
+SKETCHED_TYPES = frozenset({"table", "column", "enum", "metric"})
+DEFAULT_REFIT_GROWTH = 0.1
+_ANY_DATABASE = ""  # the scope key of experiences without a database tag
+_PROGRESS_FROM = 1000  # show a progress bar when sketching at least this many questions
+
+
+@dataclass
+class _Experience:
+    question: str
+    databases: tuple[str, ...]
+    skeleton: str | None  # labeled experiences only
+    views: tuple[str, ...]
+    vector: np.ndarray  # the views' embeddings concatenated, before the metric
+
+    def embedded(self) -> dict[str, np.ndarray]:
+        """Each view text's embedding."""
+        parts = np.split(self.vector, len(self.views))
+        return dict(zip(self.views, parts, strict=True))
+
+
+def _space(width: int) -> faiss.IndexIDMap2:
+    return faiss.IndexIDMap2(faiss.IndexFlatIP(width))
+
+
+def skeleton_of(entry: BaseUKF) -> str | None:
+    """The SQL skeleton of a labeled (or verified) experience; None for any other entry."""
+    res = entry.content_resources
+    sql = res.get("sql")
+    if entry.type != "experience" or not (res.get("labeled") or res.get("verified")):
+        return None
+    if not isinstance(sql, str) or not sql.strip():
+        return None
+    return sql_skeleton(sql, res.get("dialect") or "sqlite")
+
+
+def entity_of(entry: BaseUKF) -> Entity:
+    phrases = [entry.name, *entry.synonyms]
+    column = entry.content_resources.get("column") if entry.type == "enum" else None
+    return Entity(entry.type, frozenset(surface(p) for p in phrases), column)
+
+
+class ExperienceIndex:
+    """Skeleton-aware nearest-experience search.
+
+    Args:
+        embedder: Embeds the three views (e.g. MiniLM).
+        strings: The synonym index the question's values are found with (shared with the
+            retriever; its owner keeps it up to date).
+        shrinkage: See :meth:`SkeletonMetric.fit`.
+        dimensions: See :meth:`SkeletonMetric.fit`.
+        refit_growth: Relative change in labeled experiences that triggers a refit.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        strings: StringIndex,
+        *,
+        shrinkage: float = DEFAULT_SHRINKAGE,
+        dimensions: int | None = DEFAULT_DIMENSIONS,
+        refit_growth: float = DEFAULT_REFIT_GROWTH,
+    ) -> None:
+        self.embedder = embedder
+        self.strings = strings
+        self.shrinkage, self.dimensions, self.refit_growth = shrinkage, dimensions, refit_growth
+        self.metric = SkeletonMetric()
+        self._entities: dict[str, Entity] = {}
+        labels = {"typed": True, "values": False}
+        self._sketchers = {
+            view: QuerySketcher(strings, label=value_labels(self._entities.get, typed=typed))
+            for view, typed in labels.items()
+        }
+        self._experiences: dict[str, _Experience] = {}
+        self._per_database: Counter[str] = Counter()
+        self._space = _space(len(VIEWS) * embedder.dimension)
+        self._ids: dict[int, str] = {}
+        self._rows: dict[str, int] = {}
+        self._next_row = 0
+        self._fitted_on = 0
+        self._lock = threading.RLock()
+        self.version = 0
+
+    # ------------------------------------------------------------------ views
+    def views(self, question: str) -> tuple[str, ...]:
+        """The texts a question is embedded by, in :data:`VIEWS` order."""
+        matches = self.strings.search(question, mode="longest")
+        sketches = {view: s.sketch(question, matches) for view, s in self._sketchers.items()}
+        return tuple(sketches.get(view, question) for view in VIEWS)
+
+    def _embed(
+        self, questions: list[str], known: dict[str, np.ndarray]
+    ) -> list[tuple[tuple[str, ...], np.ndarray]]:
+        """Each question's views and their concatenated embeddings (texts in ``known`` and
+        repeated texts are embedded once)."""
+        bar = tqdm(questions, desc="sketch experiences", disable=len(questions) < _PROGRESS_FROM)
+        views = [self.views(q) for q in bar]
+        missing = list(dict.fromkeys(t for texts in views for t in texts if t not in known))
+        if missing:
+            vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+            known = {**known, **dict(zip(missing, vectors, strict=True))}
+        return [(texts, np.concatenate([known[t] for t in texts])) for texts in views]
+
+    # ------------------------------------------------------------------ writing
+    def add(self, entries: Iterable[BaseUKF]) -> None:
+        """Add or replace entries: experiences are indexed, schema entries used for sketching."""
+        batch = list(entries)
+        schema = {e.id: entity_of(e) for e in batch if e.type in SKETCHED_TYPES}
+        experiences = [e for e in batch if e.type == "experience"]
+        with self._lock:
+            changed = any(self._entities.get(uid) != entity for uid, entity in schema.items())
+            self._entities.update(schema)
+            if changed and self._experiences:
+                self._resketch()
+            if not experiences:
+                return
+            known = {}
+            for entry in experiences:
+                if entry.id in self._experiences:
+                    known.update(self._experiences[entry.id].embedded())
+            self._drop([e.id for e in experiences])
+            questions = [e.content_resources.get("question") or e.name for e in experiences]
+            embedded = self._embed(questions, known)
+            for entry, question, (views, vector) in zip(
+                experiences, questions, embedded, strict=True
+            ):
+                databases = entry.tag_values("DATABASE")
+                self._experiences[entry.id] = _Experience(
+                    question, databases, skeleton_of(entry), views, vector
+                )
+                self._per_database.update(databases or (_ANY_DATABASE,))
+            if self._refit_due():
+                self.fit()
+            else:
+                self._insert([e.id for e in experiences])
+
+    def remove(self, ukf_ids: Iterable[str]) -> None:
+        with self._lock:
+            ids = list(ukf_ids)
+            dropped = [self._entities.pop(uid, None) for uid in ids]
+            schema_changed = any(entity is not None for entity in dropped)
+            self._drop(ids)
+            if schema_changed and self._experiences:
+                self._resketch()
+            elif self._refit_due():
+                self.fit()
+
+    def _drop(self, ukf_ids: list[str]) -> None:
+        rows = []
+        for uid in ukf_ids:
+            gone = self._experiences.pop(uid, None)
+            if gone is not None:
+                self._per_database.subtract(gone.databases or (_ANY_DATABASE,))
+            row = self._rows.pop(uid, None)
+            if row is not None:
+                del self._ids[row]
+                rows.append(row)
+        if rows:
+            self._space.remove_ids(np.array(rows, dtype=np.int64))
+
+    def _insert(self, ukf_ids: list[str]) -> None:
+        """Map the experiences by the current metric and add them to the faiss space."""
+        if not ukf_ids:
+            return
+        vectors = np.stack([self._experiences[uid].vector for uid in ukf_ids])
+        rows = np.arange(self._next_row, self._next_row + len(ukf_ids), dtype=np.int64)
+        self._next_row += len(ukf_ids)
+        self._space.add_with_ids(self.metric.transform(vectors), rows)
+        for row, uid in zip(rows.tolist(), ukf_ids, strict=True):
+            self._ids[row], self._rows[uid] = uid, row
+
+    def _resketch(self) -> None:
+        """Schema entries changed: sketch every experience again and re-map them."""
+        self.strings.wait()  # the owner refreshed the string index; let its rebuild land
+        known: dict[str, np.ndarray] = {}
+        for experience in self._experiences.values():
+            known.update(experience.embedded())
+        rows = list(self._experiences.values())
+        embedded = self._embed([row.question for row in rows], known)
+        for row, (views, vector) in zip(rows, embedded, strict=True):
+            row.views, row.vector = views, vector
+        self.fit()
+
+    def _labeled(self) -> list[str]:
+        return [uid for uid, e in self._experiences.items() if e.skeleton is not None]
+
+    def _refit_due(self) -> bool:
+        labeled = len(self._labeled())
+        return abs(labeled - self._fitted_on) > self.refit_growth * self._fitted_on
+
+    def fit(self) -> SkeletonMetric:
+        """Learn the metric from the labeled experiences now and re-map every experience."""
+        with self._lock:
+            labeled = self._labeled()
+            if labeled:
+                vectors = np.stack([self._experiences[uid].vector for uid in labeled])
+                skeletons = [self._experiences[uid].skeleton or "" for uid in labeled]
+                self.metric = SkeletonMetric.fit(
+                    vectors, skeletons, shrinkage=self.shrinkage, dimensions=self.dimensions
+                )
+            else:
+                self.metric = SkeletonMetric()
+            self._fitted_on = len(labeled)
+            self._space = _space(self.metric.dimension or len(VIEWS) * self.embedder.dimension)
+            self._ids.clear()
+            self._rows.clear()
+            self._insert(list(self._experiences))
+            return self.metric
+
+    # ------------------------------------------------------------ store syncing
+    @classmethod
+    def from_store(
+        cls,
+        store: KnowledgeStore,
+        embedder: Embedder,
+        strings: StringIndex,
+        **options: float | int | None,
+    ) -> ExperienceIndex:
+        """Index the store's experiences (the string index must already reflect the store).
+
+        ``options`` are the constructor's (``shrinkage``, ``dimensions``, ``refit_growth``).
+        """
+        index = cls(embedder, strings, **options)
+        index.version = store.version
+        entries = list(store.iterate())
+        index.add([e for e in entries if e.type in SKETCHED_TYPES])
+        index.add([e for e in entries if e.type == "experience"])
+        log.info(
+            "experience index: %d experiences, metric fitted on %d (%d skeletons with 2+)",
+            index.size(),
+            index.metric.samples,
+            index.metric.groups,
+        )
+        return index
+
+    def refresh(self, store: KnowledgeStore) -> bool:
+        """Apply the store's writes since :attr:`version`; True when something changed."""
+        changes = changes_since(store, self.version)
+        if changes is None:
+            return False
+        with self._lock:
+            self.remove(changes.removed)
+            self.add(changes.active)
+            self.version = changes.version
+        return True
+
+    # ------------------------------------------------------------------ reading
+    def size(self) -> int:
+        return len(self._experiences)
+
+    def search(
+        self,
+        question: str,
+        *,
+        k: int = 3,
+        database: str | None = None,
+        labeled_first: bool = True,
+    ) -> list[Hit]:
+        """The ``k`` experiences nearest to ``question`` (of ``database`` or of none).
+
+        With ``labeled_first``, labeled (or verified) experiences come before unlabeled ones
+        (every question asked is logged unlabeled; those must not crowd out the examples).
+        """
+        views = self.views(question)
+        distinct = list(dict.fromkeys(views))  # no value named: the three views are one text
+        embedded = np.asarray(self.embedder.embed(distinct), dtype=np.float32)
+        by_text = dict(zip(distinct, embedded, strict=True))
+        query = np.concatenate([by_text[text] for text in views])[None, :]
+        with self._lock:
+            total = self._space.ntotal
+            in_scope = self._scope_size(database)
+            if not in_scope or k <= 0:
+                return []
+            mapped = self.metric.transform(query)
+            # deep enough that k of the database's experiences are likely among the rows found
+            depth = min(total, k if database is None else 2 * k * total // in_scope + 50)
+            while True:
+                scores, rows = self._space.search(mapped, depth)
+                found = [
+                    (self._ids[r], float(s))
+                    for s, r in zip(scores[0], rows[0], strict=True)
+                    if r >= 0 and r in self._ids
+                ]
+                kept = [(uid, s) for uid, s in found if self._in_scope(uid, database)]
+                if labeled_first:
+                    kept.sort(key=lambda pair: self._experiences[pair[0]].skeleton is None)
+                    enough = sum(self._experiences[u].skeleton is not None for u, _ in kept)
+                else:
+                    enough = len(kept)
+                if enough >= k or depth >= total:
+                    break
+                depth = min(total, depth * 4)
+            return [
+                Hit(
+                    uid,
+                    score,
+                    "vector",
+                    phrase="experience",
+                    detail={"index": "experience", "similarity": score},
+                )
+                for uid, score in kept[:k]
+            ]
+
+    def _scope_size(self, database: str | None) -> int:
+        """How many experiences a search in ``database`` may return."""
+        if database is None:
+            return len(self._experiences)
+        return self._per_database[database] + self._per_database[_ANY_DATABASE]
+
+    def _in_scope(self, ukf_id: str, database: str | None) -> bool:
+        databases = self._experiences[ukf_id].databases
+        return database is None or not databases or database in databases
