@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 VIEWS = ("typed", "values", "question")
+SCOPES = ("labeled", "all")
 SKETCHED_TYPES = frozenset({"table", "column", "enum", "metric"})
 DEFAULT_REFIT_GROWTH = 0.1
 _ANY_DATABASE = ""  # the scope key of experiences without a database tag
@@ -117,8 +118,9 @@ class ExperienceIndex:
             for view, typed in labels.items()
         }
         self._experiences: dict[str, _Experience] = {}
-        self._per_database: Counter[str] = Counter()
-        self._space = _space(len(VIEWS) * embedder.dimension)
+        # per scope ("labeled" or "all"): experiences per database, and their faiss space
+        self._per_database: dict[str, Counter[str]] = {"labeled": Counter(), "all": Counter()}
+        self._spaces = {scope: _space(len(VIEWS) * embedder.dimension) for scope in SCOPES}
         self._ids: dict[int, str] = {}
         self._rows: dict[str, int] = {}
         self._next_row = 0
@@ -173,7 +175,7 @@ class ExperienceIndex:
                 self._experiences[entry.id] = _Experience(
                     question, databases, skeleton_of(entry), views, vector
                 )
-                self._per_database.update(databases or (_ANY_DATABASE,))
+                self._count(self._experiences[entry.id], 1)
             if self._refit_due():
                 self.fit()
             else:
@@ -195,13 +197,20 @@ class ExperienceIndex:
         for uid in ukf_ids:
             gone = self._experiences.pop(uid, None)
             if gone is not None:
-                self._per_database.subtract(gone.databases or (_ANY_DATABASE,))
+                self._count(gone, -1)
             row = self._rows.pop(uid, None)
             if row is not None:
                 del self._ids[row]
                 rows.append(row)
         if rows:
-            self._space.remove_ids(np.array(rows, dtype=np.int64))
+            for space in self._spaces.values():
+                space.remove_ids(np.array(rows, dtype=np.int64))
+
+    def _count(self, experience: _Experience, step: int) -> None:
+        for database in experience.databases or (_ANY_DATABASE,):
+            self._per_database["all"][database] += step
+            if experience.skeleton is not None:
+                self._per_database["labeled"][database] += step
 
     def _insert(self, ukf_ids: list[str]) -> None:
         """Map the experiences by the current metric and add them to the faiss space."""
@@ -210,7 +219,13 @@ class ExperienceIndex:
         vectors = np.stack([self._experiences[uid].vector for uid in ukf_ids])
         rows = np.arange(self._next_row, self._next_row + len(ukf_ids), dtype=np.int64)
         self._next_row += len(ukf_ids)
-        self._space.add_with_ids(self.metric.transform(vectors), rows)
+        mapped = self.metric.transform(vectors)
+        self._spaces["all"].add_with_ids(mapped, rows)
+        labeled = [
+            i for i, uid in enumerate(ukf_ids) if self._experiences[uid].skeleton is not None
+        ]
+        if labeled:
+            self._spaces["labeled"].add_with_ids(mapped[labeled], rows[labeled])
         for row, uid in zip(rows.tolist(), ukf_ids, strict=True):
             self._ids[row], self._rows[uid] = uid, row
 
@@ -246,7 +261,8 @@ class ExperienceIndex:
             else:
                 self.metric = SkeletonMetric()
             self._fitted_on = len(labeled)
-            self._space = _space(self.metric.dimension or len(VIEWS) * self.embedder.dimension)
+            width = self.metric.dimension or len(VIEWS) * self.embedder.dimension
+            self._spaces = {scope: _space(width) for scope in SCOPES}
             self._ids.clear()
             self._rows.clear()
             self._insert(list(self._experiences))
@@ -311,30 +327,15 @@ class ExperienceIndex:
         embedded = np.asarray(self.embedder.embed(distinct), dtype=np.float32)
         by_text = dict(zip(distinct, embedded, strict=True))
         query = np.concatenate([by_text[text] for text in views])[None, :]
+        if k <= 0:
+            return []
         with self._lock:
-            total = self._space.ntotal
-            in_scope = self._scope_size(database)
-            if not in_scope or k <= 0:
-                return []
             mapped = self.metric.transform(query)
-            # deep enough that k of the database's experiences are likely among the rows found
-            depth = min(total, k if database is None else 2 * k * total // in_scope + 50)
-            while True:
-                scores, rows = self._space.search(mapped, depth)
-                found = [
-                    (self._ids[r], float(s))
-                    for s, r in zip(scores[0], rows[0], strict=True)
-                    if r >= 0 and r in self._ids
-                ]
-                kept = [(uid, s) for uid, s in found if self._in_scope(uid, database)]
-                if labeled_first:
-                    kept.sort(key=lambda pair: self._experiences[pair[0]].skeleton is None)
-                    enough = sum(self._experiences[u].skeleton is not None for u, _ in kept)
-                else:
-                    enough = len(kept)
-                if enough >= k or depth >= total:
-                    break
-                depth = min(total, depth * 4)
+            found = self._nearest("labeled", mapped, k, database) if labeled_first else []
+            if len(found) < k:
+                chosen = {uid for uid, _ in found}
+                more = self._nearest("all", mapped, k + len(found), database)
+                found += [(uid, score) for uid, score in more if uid not in chosen]
             return [
                 Hit(
                     uid,
@@ -343,14 +344,37 @@ class ExperienceIndex:
                     phrase="experience",
                     detail={"index": "experience", "similarity": score},
                 )
-                for uid, score in kept[:k]
+                for uid, score in found[:k]
             ]
 
-    def _scope_size(self, database: str | None) -> int:
-        """How many experiences a search in ``database`` may return."""
+    def _nearest(
+        self, scope: str, mapped: np.ndarray, k: int, database: str | None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` nearest rows of ``scope``'s space within ``database``, best first."""
+        space = self._spaces[scope]
+        total, in_scope = space.ntotal, self._scope_size(scope, database)
+        if not in_scope:
+            return []
+        # deep enough that k of the database's experiences are likely among the rows found
+        depth = min(total, k if database is None else 2 * k * total // in_scope + 50)
+        while True:
+            scores, rows = space.search(mapped, depth)
+            found = [
+                (self._ids[r], float(s))
+                for s, r in zip(scores[0], rows[0], strict=True)
+                if r >= 0 and r in self._ids
+            ]
+            kept = [(uid, s) for uid, s in found if self._in_scope(uid, database)]
+            if len(kept) >= k or depth >= total:
+                return kept[:k]
+            depth = min(total, depth * 4)
+
+    def _scope_size(self, scope: str, database: str | None) -> int:
+        """How many experiences of ``scope`` a search in ``database`` may return."""
+        counts = self._per_database[scope]
         if database is None:
-            return len(self._experiences)
-        return self._per_database[database] + self._per_database[_ANY_DATABASE]
+            return sum(counts.values())
+        return counts[database] + counts[_ANY_DATABASE]
 
     def _in_scope(self, ukf_id: str, database: str | None) -> bool:
         databases = self._experiences[ukf_id].databases
