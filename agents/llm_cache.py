@@ -54,6 +54,7 @@ def cache_key(
     max_tokens: int,
     stop: Sequence[str] | None,
     json_schema: dict[str, Any] | None,
+    seed: int | None = None,
 ) -> str:
     """SHA-256 hex digest of the canonical JSON of a call's answer-shaping arguments."""
     request = {
@@ -64,6 +65,7 @@ def cache_key(
         "max_tokens": int(max_tokens),
         "stop": list(stop) if stop else None,
         "json_schema": json_schema,
+        "seed": seed,
     }
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -104,6 +106,7 @@ class CachedLLM:
         stop: Sequence[str] | None = None,
         json_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
+        seed: int | None = None,
     ) -> ChatResult:
         started = time.perf_counter()
         options: dict[str, Any] = {
@@ -112,6 +115,7 @@ class CachedLLM:
             "max_tokens": max_tokens,
             "stop": stop,
             "json_schema": json_schema,
+            "seed": seed,
         }
         key = cache_key(self.name, messages, **options)
         stored = self._load(key)

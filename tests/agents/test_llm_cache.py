@@ -60,6 +60,7 @@ def test_a_repeated_call_is_a_hit_with_the_original_answer(tmp_path: Path) -> No
         {"max_tokens": 64},
         {"stop": [";"]},
         {"json_schema": {"type": "object"}},
+        {"seed": 7},
     ],
 )
 def test_any_answer_shaping_option_is_a_different_key(tmp_path: Path, change: dict) -> None:
