@@ -44,6 +44,8 @@ class RagOptions:
         whole_schema_tables: databases with at most this many tables are shown whole (within
             the schema budget); larger ones are sliced to the tables the evidence points at.
         max_columns: columns shown in full per table.
+        listing_tokens: tables past the schema budget are listed in one line each within
+            this many tokens, then only named.
         summarize: ask the LLM for a short summary of the hints.
         explore: "never", "always" or "hard" (when no table is named in the question).
     """
@@ -53,6 +55,7 @@ class RagOptions:
     examples: int = 3
     whole_schema_tables: int = 12
     max_columns: int = 24
+    listing_tokens: int = 300
     summarize: bool = False
     explore: str = "never"
 
@@ -90,6 +93,8 @@ class ProfileLink:
 
 
 PROFILE_MAX_TABLES = 2
+IDENTITY_FREQUENCY = 0.99  # an enum this common identifies its table ...
+IDENTITY_MIN_ROWS = 20  # ... when the table is not tiny
 Explorer = Callable[[str, RagContext, Mapping[str, Any]], list[BaseUKF]]
 
 
@@ -159,13 +164,15 @@ class RagAgent:
             for i in items
             if i.entry.type in ("column", "enum") and _named(i)
         ]
-        schema = self.catalog.render(
+        sliced = self.catalog.slice(
             tables,
             mentioned_columns=mentioned,
             budget_tokens=self.options.schema_tokens,
             max_columns=self.options.max_columns,
+            listing_tokens=self.options.listing_tokens,
         )
-        rag = RagContext(question, self.catalog.database, evidence, schema, tables=tables)
+        tables = [*sliced.full, *sliced.listed]
+        rag = RagContext(question, self.catalog.database, evidence, sliced.text, tables=tables)
         self._add_hints(rag, question, items)
         rag.examples = [
             i.entry
@@ -206,7 +213,11 @@ class RagAgent:
             if item.entry.type not in ("table", "column", "enum") or table not in known:
                 continue
             weight = {"table": 3.0, "column": 2.0, "enum": 2.0}[item.entry.type]
-            if _named(item):
+            if _named(item) and _identifies_table(item.entry):
+                # the question names the value every row of the table has ("Aurora" in
+                # income_aurora): the table *of* that value, ahead of the profile's table
+                score[table] = score.get(table, 0.0) + 4.0
+            elif _named(item):
                 spread = max((len(reach.get(span, ())) for span in item.spans), default=1)
                 score[table] = score.get(table, 0.0) + weight / max(1, spread)
             else:
@@ -226,6 +237,7 @@ class RagAgent:
 
     def _add_hints(self, rag: RagContext, question: str, items: list[EvidenceItem]) -> None:
         used = 0
+        shown = set(rag.tables)
         hints: list[str] = [link.text for link in self._profile_links]
         # named or triggered knowledge first, then the rest in evidence order
         items = sorted(items, key=lambda i: not (_named(i) or i.entry.triggers))
@@ -233,6 +245,8 @@ class RagAgent:
             if item.entry.type in BUSINESS_TYPES:
                 text = (item.text or item.entry.text()).strip()
             elif item.entry.type in ("table", "column", "enum") and _named(item):
+                if item.entry.content_resources.get("table") not in shown:
+                    continue  # a link into a table the prompt does not show
                 text = _link(item, question)
             else:
                 continue
@@ -317,6 +331,14 @@ class RagAgent:
         rag.summary = reply.text.strip()
         rag.prompt_tokens += reply.prompt_tokens
         rag.completion_tokens += reply.completion_tokens
+
+
+def _identifies_table(entry: BaseUKF) -> bool:
+    """An enum value held by (nearly) every row of a table with more than a few rows."""
+    r = entry.content_resources
+    if entry.type != "enum" or (r.get("frequency") or 0) < IDENTITY_FREQUENCY:
+        return False
+    return (r.get("count") or 0) >= IDENTITY_MIN_ROWS
 
 
 def _named(item: EvidenceItem) -> bool:

@@ -4,7 +4,8 @@
 the store's version moves). ``SchemaCatalog.render(tables, ...)`` writes them as
 ``CREATE TABLE`` statements with typed columns, keys, foreign keys and, as comments,
 descriptions and example values. Wide tables keep their key, joined and mentioned columns
-in full and list the rest by name; tables past the token budget shrink to one line.
+in full and list the rest by name; tables past the token budget shrink to one line, and
+past a listing budget to their name.
 """
 
 from __future__ import annotations
@@ -72,7 +73,28 @@ class SchemaCatalog:
         budget_tokens: int = 1200,
         max_columns: int = 24,
         examples: bool = True,
+        listing_tokens: int | None = None,
     ) -> str:
+        """DDL for ``tables`` (default: all), most relevant first: :meth:`slice`'s text."""
+        return self.slice(
+            tables,
+            mentioned_columns=mentioned_columns,
+            budget_tokens=budget_tokens,
+            max_columns=max_columns,
+            examples=examples,
+            listing_tokens=listing_tokens,
+        ).text
+
+    def slice(
+        self,
+        tables: Sequence[str] | None = None,
+        *,
+        mentioned_columns: Iterable[tuple[str, str]] = (),
+        budget_tokens: int = 1200,
+        max_columns: int = 24,
+        examples: bool = True,
+        listing_tokens: int | None = None,
+    ) -> SchemaSlice:
         """DDL for ``tables`` (default: all), most relevant first.
 
         Args:
@@ -81,21 +103,53 @@ class SchemaCatalog:
             budget_tokens: past it, tables are listed in one line each.
             max_columns: columns shown in full per table; the others are listed by name.
             examples: add example values and descriptions as comments.
+            listing_tokens: the one-line listings past the budget stop at this many tokens;
+                the tables after them are named in a last line (None: list them all, as a
+                baseline showing the whole schema must).
         """
         known = self.tables
         names = [t for t in (tables if tables is not None else known) if t in known]
         mentioned = {(t.lower(), c.lower()) for t, c in mentioned_columns}
+        out = SchemaSlice()
         parts: list[str] = []
-        used = 0
+        used = listed = 0
         for name in names:
             full = _table_ddl(known[name], mentioned, max_columns, examples)
             cost = estimate_tokens(full)
-            if used + cost > budget_tokens and parts:
-                full = _table_line(known[name])
-                cost = estimate_tokens(full)
-            parts.append(full)
-            used += cost
-        return "\n\n".join(parts)
+            if used + cost <= budget_tokens or not parts:
+                parts.append(full)
+                out.full.append(name)
+                used += cost
+                continue
+            line = _table_line(known[name])
+            cost = estimate_tokens(line)
+            if listing_tokens is None or listed + cost <= listing_tokens:
+                parts.append(line)
+                out.listed.append(name)
+                listed += cost
+            else:
+                out.named.append(name)
+        if out.named:
+            parts.append(f"-- more tables: {', '.join(out.named)}")
+        out.text = "\n\n".join(parts)
+        return out
+
+
+@dataclass
+class SchemaSlice:
+    """A rendered schema slice and which tables it shows how.
+
+    Attributes:
+        text: the DDL.
+        full: tables written as ``CREATE TABLE``.
+        listed: tables written as one line of column names.
+        named: tables only named.
+    """
+
+    text: str = ""
+    full: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)
+    named: list[str] = field(default_factory=list)
 
 
 def _table_ddl(

@@ -1,0 +1,88 @@
+"""The RAG agent on a database too large to show whole: which tables, how, and which hints."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.rag import RagAgent
+from agents.schema_slice import SchemaCatalog
+from indices.retriever import Retriever
+from kb.database import Database
+from kb.profile import ProfileOptions, profile_database
+from kb.store import KnowledgeStore
+
+BRANDS = ("aurora", "borealis", "helix", "nova", "orion", "titan", "vega", "zephyr")
+MEASURES = [f"{p}_amt_{c}" for p in ("ptd", "ytd") for c in ("usd", "eur", "jpy", "gbp", "cny")]
+
+
+def _wide_database(path: Path) -> None:
+    """One wide income table per brand (every row names its brand) and a few small tables."""
+    conn = sqlite3.connect(path)
+    columns = ", ".join(
+        [
+            "period TEXT",
+            "dept_name TEXT",
+            "region_name TEXT",
+            "report_item TEXT",
+            *[f"attr_{i} TEXT" for i in range(12)],
+            *[f"{m} REAL" for m in MEASURES],
+        ]
+    )
+    for brand in BRANDS:
+        conn.execute(f"CREATE TABLE income_{brand} ({columns})")
+        width = 4 + 12 + len(MEASURES)
+        rows = [
+            (
+                f"2024{m:02d}",
+                brand.title(),
+                region,
+                item,
+                *[f"x{i}" for i in range(12)],
+                *[1.0] * len(MEASURES),
+            )
+            for m in range(1, 7)
+            for region in ("Europe", "Asia")
+            for item in ("Revenue", "Cost")
+        ]
+        conn.executemany(f"INSERT INTO income_{brand} VALUES ({', '.join('?' * width)})", rows)
+    for name in ("fx_rates", "fiscal_calendar", "report_items", "regions", "departments"):
+        conn.execute(f"CREATE TABLE {name} (code TEXT, label TEXT)")
+        conn.executemany(f"INSERT INTO {name} VALUES (?, ?)", [("a", "b"), ("c", "d")])
+    conn.commit()
+    conn.close()
+
+
+@pytest.fixture
+def wide(tmp_path: Path) -> Iterator[RagAgent]:
+    _wide_database(tmp_path / "fin.sqlite")
+    store = KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    database = Database(f"sqlite:///{tmp_path / 'fin.sqlite'}")
+    profile_database(database, store, database_name="fin", options=ProfileOptions(progress=False))
+    yield RagAgent(Retriever.from_store(store), SchemaCatalog(store, "fin"))
+    database.close()
+    store.close()
+
+
+def test_a_large_schema_is_sliced_and_the_tail_only_named(wide):
+    catalog = wide.catalog
+    everything = catalog.render(budget_tokens=400)  # a baseline: every table, one line each
+    assert all(f"-- table income_{b}(" in everything for b in BRANDS[1:])
+    sliced = catalog.slice(budget_tokens=400, listing_tokens=100)
+    assert sliced.full and sliced.named and len(sliced.text) < 0.6 * len(everything)
+    assert sliced.text.endswith("-- more tables: " + ", ".join(sliced.named))
+    assert set(sliced.full + sliced.listed + sliced.named) == set(catalog.tables)
+
+
+def test_the_table_the_question_names_by_value_comes_before_the_profiles(wide):
+    profile = {"user_profile": {"department": "Helix"}}
+    rag = wide.run("Aurora revenue in Europe in JPY for 202403?", profile)
+    assert rag.tables[0] == "income_aurora"
+    assert "CREATE TABLE income_aurora" in rag.schema
+    shown = set(rag.tables)
+    # hints only link into tables the prompt shows
+    linked = [h for h in rag.hints if " -> " in h and not h.startswith("profile")]
+    assert linked and all(h.split(" -> ")[1].split(".")[0] in shown for h in linked)
