@@ -74,6 +74,7 @@ class SqlGenerator:
             examples=examples,
             user_profile=dict(context.get("user_profile") or {}),
             query_time=_time_text(context.get("query_time")),
+            dates=rag.dates,
         )
 
     def sample(self, messages: list[Message], index: int) -> Candidate:

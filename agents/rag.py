@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.answer import UsedKnowledge
+from agents.calendar import CalendarError, ReportingCalendar
 from agents.llm import LLM, LLMError
 from agents.schema_slice import SchemaCatalog
 from agents.templates import render
 from indices.evidence import Evidence, EvidenceItem, estimate_tokens
 from indices.retriever import Retriever
 from ukf import BaseUKF
+from ukf.triggers import query_time_of
 
 log = logging.getLogger(__name__)
 BUSINESS_TYPES = ("rule", "metric", "predicate", "knowledge", "taxonomy", "synonym", "document")
@@ -73,6 +75,7 @@ class RagContext:
     tables: list[str] = field(default_factory=list)
     used: list[UsedKnowledge] = field(default_factory=list)
     summary: str = ""
+    dates: str = ""
     explored: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -80,7 +83,7 @@ class RagContext:
 
     @property
     def tokens(self) -> int:
-        parts = [self.schema, *self.hints, self.summary]
+        parts = [self.schema, *self.hints, self.summary, self.dates]
         parts += [e.text() for e in self.examples]
         return sum(estimate_tokens(p) for p in parts if p)
 
@@ -149,6 +152,7 @@ class RagAgent:
             self._explore(question, rag, ctx)
         if self.options.summarize and self.llm is not None and rag.hints:
             self._summarize(rag)
+        rag.dates = _dates(evidence, ctx)
         rag.seconds = time.perf_counter() - started
         return rag
 
@@ -331,6 +335,25 @@ class RagAgent:
         rag.summary = reply.text.strip()
         rag.prompt_tokens += reply.prompt_tokens
         rag.completion_tokens += reply.completion_tokens
+
+
+def _dates(evidence: Evidence, context: Mapping[str, Any]) -> str:
+    """The relative dates at the query time, when the knowledge base has calendar facts."""
+    when = query_time_of(context)
+    items = [*evidence.items, *evidence.dropped]
+    facts = [
+        i.entry.content_resources["calendar"]
+        for i in items
+        if isinstance(i.entry.content_resources.get("calendar"), dict)
+    ]
+    if when is None or not facts:
+        return ""
+    try:
+        calendar = ReportingCalendar.from_facts(facts)
+    except (CalendarError, TypeError) as exc:
+        log.warning("calendar facts of %s unusable: %s", evidence.question, exc)
+        return ""
+    return calendar.describe(when) if calendar is not None else ""
 
 
 def _identifies_table(entry: BaseUKF) -> bool:

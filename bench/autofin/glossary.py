@@ -37,6 +37,7 @@ class Rule:
     kind: str
     triggers: dict[str, dict[str, Any]] = field(default_factory=dict)
     synonyms: tuple[str, ...] = ()
+    resources: dict[str, Any] = field(default_factory=dict)  # machine-readable facts
 
 
 @dataclass(frozen=True)

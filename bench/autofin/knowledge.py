@@ -141,6 +141,7 @@ def _rules() -> list[BaseUKF]:
             database=DATABASE,
             triggers=rule.triggers,
             synonyms=list(rule.synonyms),
+            content_resources=dict(rule.resources),
             **_common(),
         )
         for rule in rules()

@@ -7,6 +7,7 @@ currency and caliber defaults.
 
 from __future__ import annotations
 
+from bench.autofin.calendar import FISCAL_YEAR_START_MONTH, REFRESH_DAY
 from bench.autofin.catalog import CALIBERS, REGIONS
 from bench.autofin.glossary import Rule
 
@@ -24,6 +25,12 @@ BEST_MEANS_REVENUE = "Best and top rank by revenue"
 SALES_MEANS_REVENUE = "Sales means revenue unless units are asked"
 NARROW_TABLES = "Filter the currency on narrow tables"
 TABLE_CHOICE = "Which table to use"
+# the calendar facts as data (agents.calendar reads them from the rules' content_resources)
+FISCAL_YEAR = {
+    "fiscal_year_start_month": FISCAL_YEAR_START_MONTH,
+    "fiscal_year_named_by": "end",
+    "period_format": "YYYYMM",
+}
 
 
 def currency_rule_name(region_code: str) -> str:
@@ -47,6 +54,7 @@ def rules() -> list[Rule]:
             "last month.",
             "temporal",
             synonyms=("fiscal year", "financial calendar"),
+            resources={"calendar": FISCAL_YEAR},
         ),
         Rule(
             REFRESH_EARLY,
@@ -57,6 +65,7 @@ def rules() -> list[Rule]:
             "temporal",
             {"query_time_window": {"day_of_month_to": 9}},
             ("data refresh", "this month"),
+            {"calendar": {"publish_day": REFRESH_DAY}},
         ),
         Rule(
             REFRESH_LATE,
@@ -65,6 +74,7 @@ def rules() -> list[Rule]:
             "temporal",
             {"query_time_window": {"day_of_month_from": 10}},
             ("data refresh",),
+            {"calendar": {"publish_day": REFRESH_DAY}},
         ),
         Rule(
             DEFAULT_PERIOD,

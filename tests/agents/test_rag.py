@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from agents.generate import SqlGenerator
 from agents.rag import RagAgent
 from agents.schema_slice import SchemaCatalog
 from indices.retriever import Retriever
 from kb.database import Database
 from kb.profile import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
+from tests.agents.scripted import ScriptedLLM
+from ukf import RuleUKF
 
 BRANDS = ("aurora", "borealis", "helix", "nova", "orion", "titan", "vega", "zephyr")
 MEASURES = [f"{p}_amt_{c}" for p in ("ptd", "ytd") for c in ("usd", "eur", "jpy", "gbp", "cny")]
@@ -86,3 +89,22 @@ def test_the_table_the_question_names_by_value_comes_before_the_profiles(wide):
     # hints only link into tables the prompt shows
     linked = [h for h in rag.hints if " -> " in h and not h.startswith("profile")]
     assert linked and all(h.split(" -> ")[1].split(".")[0] in shown for h in linked)
+
+
+def test_the_calendar_in_the_knowledge_base_resolves_relative_dates(wide):
+    wide.retriever.store.upsert(
+        RuleUKF.create(
+            "Fiscal calendar",
+            "The fiscal year starts in April; a month is published on the 10th.",
+            kind="temporal",
+            database="fin",
+            content_resources={"calendar": {"fiscal_year_start_month": 4, "publish_day": 10}},
+        )
+    )
+    wide.retriever.refresh()
+    asked = wide.run("Aurora revenue last month?", {"query_time": "2024-07-08T09:00:00Z"})
+    assert "the newest period is '202406'" in asked.dates
+    assert "'last month' is '202405'" in asked.dates
+    prompt = SqlGenerator(ScriptedLLM(["SELECT 1"]), "sqlite").messages(asked, {})[-1]["content"]
+    assert asked.dates in prompt
+    assert wide.run("Aurora revenue last month?").dates == ""  # no query time, no dates
