@@ -18,6 +18,8 @@ from ukf import KnowledgeUKF
 
 pytestmark = pytest.mark.slow
 
+TIMEOUT_S = 30  # a server starting on a busy machine answers slowly; a timing is not what is tested
+
 
 def _env(data_dir: Path, workers: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
@@ -74,18 +76,22 @@ def test_serve_restart_and_shutdown(tmp_path):
     first = _start(tmp_path, port, workers=0)  # no worker: submitted jobs stay queued
     try:
         entry = KnowledgeUKF.create("BCR", "budget completion rate", synonyms=["budget completion"])
-        created = httpx.post(f"{base}/v1/knowledge", json=entry.to_dict(), headers=headers)
+        created = httpx.post(
+            f"{base}/v1/knowledge", json=entry.to_dict(), headers=headers, timeout=TIMEOUT_S
+        )
         assert created.status_code == 201
         hits = httpx.post(
             f"{base}/v1/knowledge/search",
             json={"mode": "string", "query": "our budget completion"},
             headers=headers,
+            timeout=TIMEOUT_S,
         ).json()["hits"]
         assert [h["id"] for h in hits] == [entry.id]
         job = httpx.post(
             f"{base}/v1/jobs",
             json={"kind": "import", "params": {"jsonl": KnowledgeUKF.create("x", "y").to_json()}},
             headers=headers,
+            timeout=TIMEOUT_S,
         ).json()
         assert job["state"] == "queued"
     finally:
@@ -96,14 +102,16 @@ def test_serve_restart_and_shutdown(tmp_path):
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            state = httpx.get(f"{base}/v1/jobs/{job['id']}", headers=headers).json()["state"]
+            state = httpx.get(
+                f"{base}/v1/jobs/{job['id']}", headers=headers, timeout=TIMEOUT_S
+            ).json()["state"]
             if state not in ("queued", "running"):
                 break
             time.sleep(0.1)
         assert state == "succeeded"
-        listed = httpx.get(f"{base}/v1/knowledge", headers=headers).json()
+        listed = httpx.get(f"{base}/v1/knowledge", headers=headers, timeout=TIMEOUT_S).json()
         assert listed["count"] == 2
-        metrics = httpx.get(f"{base}/v1/metrics", headers=headers).text
+        metrics = httpx.get(f"{base}/v1/metrics", headers=headers, timeout=TIMEOUT_S).text
         assert 'almanac_jobs{state="succeeded"} 1' in metrics
     finally:
         second.send_signal(signal.SIGTERM)
