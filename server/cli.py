@@ -120,7 +120,39 @@ def prepare_demo(settings: Settings, store: KnowledgeStore) -> Path:
         with Database(f"sqlite:///{folder / 'autofin.sqlite'}") as database:
             profile_database(database, store, database_name="autofin")
     store.import_jsonl(folder / "knowledge.jsonl")
+    learned = import_worked_examples(store, folder / "train.jsonl")
+    print(f"Imported {learned} worked examples (AutoFin's train questions) as experiences.")
     return folder
+
+
+def import_worked_examples(store: KnowledgeStore, path: Path) -> int:
+    """Store each question of a JSONL file with its first gold SQL as a labeled, verified
+    experience (what analysts' confirmed answers become); re-importing replaces them."""
+    import json
+
+    from ukf import ExperienceUKF
+
+    entries = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            entries.append(
+                ExperienceUKF.create(
+                    row["question"],
+                    row["gold_sql"][0],
+                    database=row.get("database"),
+                    context=row.get("context") or {},
+                    labeled=True,
+                    verified=True,
+                    creator="demo",
+                )
+            )
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}, line {number}: not a worked example ({exc})") from exc
+    store.upsert_many(entries)
+    return len(entries)
 
 
 def run_models(settings: Settings, args: argparse.Namespace) -> None:

@@ -33,8 +33,15 @@ def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, ca
         == 0
     )
     assert "income_nova" in capsys.readouterr().out
+    store = KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    experiences = store.count(type="experience")
+    assert experiences == 147  # AutoFin's train questions, labeled
+    store.close()
     assert main(["--data-dir", str(tmp_path), "demo", "--no-serve"]) == 0  # reuses everything
     out = capsys.readouterr().out
+    store = KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    assert store.count(type="experience") == experiences  # replaced, not duplicated
+    store.close()
     assert "Profiling" not in out and "Queued a describe job" not in out
     assert main(["--data-dir", str(tmp_path), "keys", "list"]) == 0
     assert capsys.readouterr().out.count("demo") >= 4
