@@ -67,18 +67,19 @@ class ReportingCalendar:
             return _shift(when.year, when.month, -1)
         return when.year, when.month
 
+    @property
+    def _label_offset(self) -> int:
+        """Label year minus the year the fiscal year starts in."""
+        named_by_start = self.fiscal_year_start_month == 1 or self.fiscal_year_named_by == "start"
+        return 0 if named_by_start else 1
+
     def fiscal_year(self, year: int, month: int) -> int:
         """The label year of the fiscal year holding ``year``-``month``."""
-        start = self.fiscal_year_start_month
-        first_year = year if month >= start else year - 1
-        if start == 1 or self.fiscal_year_named_by == "start":
-            return first_year
-        return first_year + 1
+        first_year = year if month >= self.fiscal_year_start_month else year - 1
+        return first_year + self._label_offset
 
     def fiscal_year_start(self, label: int) -> tuple[int, int]:
-        start = self.fiscal_year_start_month
-        first_year = label if start == 1 or self.fiscal_year_named_by == "start" else label - 1
-        return first_year, start
+        return label - self._label_offset, self.fiscal_year_start_month
 
     def quarter(self, year: int, month: int) -> tuple[int, tuple[int, int]]:
         """The fiscal quarter (1-4) of a month, and the quarter's first month."""

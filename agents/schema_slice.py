@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agents.store_watch import StoreWatch
 from indices.evidence import estimate_tokens
@@ -65,25 +66,9 @@ class SchemaCatalog:
             table.columns.sort(key=lambda c: order.get(c.content_resources["column"], 1 << 30))
         return dict(sorted(tables.items()))
 
-    def render(
-        self,
-        tables: Sequence[str] | None = None,
-        *,
-        mentioned_columns: Iterable[tuple[str, str]] = (),
-        budget_tokens: int = 1200,
-        max_columns: int = 24,
-        examples: bool = True,
-        listing_tokens: int | None = None,
-    ) -> str:
+    def render(self, tables: Sequence[str] | None = None, **options: Any) -> str:
         """DDL for ``tables`` (default: all), most relevant first: :meth:`slice`'s text."""
-        return self.slice(
-            tables,
-            mentioned_columns=mentioned_columns,
-            budget_tokens=budget_tokens,
-            max_columns=max_columns,
-            examples=examples,
-            listing_tokens=listing_tokens,
-        ).text
+        return self.slice(tables, **options).text
 
     def slice(
         self,

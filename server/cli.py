@@ -126,31 +126,24 @@ def prepare_demo(settings: Settings, store: KnowledgeStore) -> Path:
 
 
 def import_worked_examples(store: KnowledgeStore, path: Path) -> int:
-    """Store each question of a JSONL file with its first gold SQL as a labeled, verified
-    experience (what analysts' confirmed answers become); re-importing replaces them."""
-    import json
-
+    """Store each question of an Almanac JSONL file with its first gold SQL as a labeled,
+    verified experience (what analysts' confirmed answers become); re-importing replaces
+    them. A malformed line raises ``DatasetFormatError`` naming it."""
+    from bench.datasets.almanac_jsonl import read_jsonl
     from ukf import ExperienceUKF
 
-    entries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            entries.append(
-                ExperienceUKF.create(
-                    row["question"],
-                    row["gold_sql"][0],
-                    database=row.get("database"),
-                    context=row.get("context") or {},
-                    labeled=True,
-                    verified=True,
-                    creator="demo",
-                )
-            )
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise ValueError(f"{path}, line {number}: not a worked example ({exc})") from exc
+    entries = [
+        ExperienceUKF.create(
+            example.question,
+            example.gold_sql[0],
+            database=example.database,
+            context=example.context,
+            labeled=True,
+            verified=True,
+            creator="demo",
+        )
+        for example in read_jsonl(path)
+    ]
     store.upsert_many(entries)
     return len(entries)
 

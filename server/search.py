@@ -133,7 +133,6 @@ class SearchIndices:
             sketcher = QuerySketcher(strings, lambda uid: _node_type(graph, uid))
             vectors = VectorIndex.from_store(self.store, self.embedder, sketch=sketcher.sketch)
             report(0.8, "building the experience index")
-            strings.wait()
             experiences = ExperienceIndex.from_store(self.store, self.embedder, strings)
         with self._refresh_lock:
             self._built = _Built(strings, graph, vectors, experiences)
