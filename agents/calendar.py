@@ -13,7 +13,9 @@ a ``calendar`` mapping; several entries may each hold some of the facts:
 - ``fiscal_year_named_by``: ``"end"`` (FY2025 = April 2024 to March 2025) or ``"start"``;
 - ``publish_day``: the day of the month from which that month's figures are published (before
   it, the newest period is the previous month; default: published at once);
-- ``period_format``: how periods are written: ``"YYYYMM"`` (default) or ``"YYYY-MM"``.
+- ``period_format``: how periods are written: ``"YYYYMM"`` (default) or ``"YYYY-MM"``;
+- ``to_date_columns``: how the columns of to-date figures start, per grain, e.g.
+  ``{"month": "ptd_", "quarter": "qtd_", "year": "ytd_"}`` (optional; see ``agents.time_phrases``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+GRAINS = ("month", "quarter", "year")
 PERIOD_FORMATS = {"YYYYMM": "{y:04d}{m:02d}", "YYYY-MM": "{y:04d}-{m:02d}"}
 
 
@@ -38,6 +41,7 @@ class ReportingCalendar:
     fiscal_year_named_by: str = "end"
     publish_day: int | None = None
     period_format: str = "YYYYMM"
+    to_date_columns: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.fiscal_year_start_month <= 12:
@@ -48,6 +52,13 @@ class ReportingCalendar:
             raise CalendarError(f"publish_day {self.publish_day!r} (1-28)")
         if self.period_format not in PERIOD_FORMATS:
             raise CalendarError(f"period_format {self.period_format!r}")
+        columns = self.to_date_columns
+        if columns is not None and (
+            not isinstance(columns, Mapping)
+            or not set(columns) <= set(GRAINS)
+            or not all(isinstance(v, str) and v for v in columns.values())
+        ):
+            raise CalendarError(f"to_date_columns {columns!r} (grains {', '.join(GRAINS)})")
 
     @classmethod
     def from_facts(cls, facts: Iterable[Mapping[str, Any]]) -> ReportingCalendar | None:
@@ -64,7 +75,7 @@ class ReportingCalendar:
     def newest_month(self, when: datetime) -> tuple[int, int]:
         """The newest published month at ``when``."""
         if self.publish_day is not None and when.day < self.publish_day:
-            return _shift(when.year, when.month, -1)
+            return shift_month(when.year, when.month, -1)
         return when.year, when.month
 
     @property
@@ -84,22 +95,22 @@ class ReportingCalendar:
     def quarter(self, year: int, month: int) -> tuple[int, tuple[int, int]]:
         """The fiscal quarter (1-4) of a month, and the quarter's first month."""
         offset = (month - self.fiscal_year_start_month) % 12
-        return offset // 3 + 1, _shift(year, month, -(offset % 3))
+        return offset // 3 + 1, shift_month(year, month, -(offset % 3))
 
     # ------------------------------------------------------------------ prompt text
     def describe(self, when: datetime) -> str:
         """The relative dates at ``when``, in one paragraph for the prompt."""
         year, month = self.newest_month(when)
         newest = self.period(year, month)
-        last = self.period(*_shift(year, month, -1))
+        last = self.period(*shift_month(year, month, -1))
         fy = self.fiscal_year(year, month)
         quarter, quarter_first = self.quarter(year, month)
-        prev_quarter_end = _shift(*quarter_first, -1)
+        prev_quarter_end = shift_month(*quarter_first, -1)
         prev_quarter, _ = self.quarter(*prev_quarter_end)
         prev_quarter_fy = self.fiscal_year(*prev_quarter_end)
         fy_first = self.fiscal_year_start(fy)
-        last_fy_first = _shift(*fy_first, -12)
-        last_fy_end = _shift(*fy_first, -1)
+        last_fy_first = shift_month(*fy_first, -12)
+        last_fy_end = shift_month(*fy_first, -1)
         published = (
             f"; a month's figures are published on day {self.publish_day}"
             if self.publish_day
@@ -118,6 +129,7 @@ class ReportingCalendar:
         )
 
 
-def _shift(year: int, month: int, months: int) -> tuple[int, int]:
+def shift_month(year: int, month: int, months: int) -> tuple[int, int]:
+    """The month ``months`` after (or before, when negative) ``year``-``month``."""
     index = year * 12 + (month - 1) + months
     return index // 12, index % 12 + 1

@@ -75,6 +75,7 @@ class SqlGenerator:
             user_profile=dict(context.get("user_profile") or {}),
             query_time=_time_text(context.get("query_time")),
             dates=rag.dates,
+            resolved=rag.resolved,
         )
 
     def sample(self, messages: list[Message], index: int) -> Candidate:

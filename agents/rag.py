@@ -16,20 +16,21 @@ search tools and adds what it finds. An optional LLM summary condenses the hints
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.answer import UsedKnowledge
-from agents.calendar import CalendarError, ReportingCalendar
 from agents.llm import LLM, LLMError
+from agents.question_facts import calendar_of, dates_text, resolved_text
 from agents.schema_slice import SchemaCatalog
 from agents.templates import render
+from agents.value_catalog import IDENTITY_FREQUENCY, IDENTITY_MIN_ROWS, ValueCatalog
 from indices.evidence import Evidence, EvidenceItem, estimate_tokens
 from indices.retriever import Retriever
 from ukf import BaseUKF
-from ukf.triggers import query_time_of
 
 log = logging.getLogger(__name__)
 BUSINESS_TYPES = ("rule", "metric", "predicate", "knowledge", "taxonomy", "synonym", "document")
@@ -48,6 +49,8 @@ class RagOptions:
         max_columns: columns shown in full per table.
         listing_tokens: tables past the schema budget are listed in one line each within
             this many tokens, then only named.
+        min_full_tables: the most relevant tables shown as DDL even past the schema budget
+            (compacted): a question that needs the second-ranked table should see it.
         summarize: ask the LLM for a short summary of the hints.
         explore: "never", "always" or "hard" (when no table is named in the question).
     """
@@ -58,6 +61,7 @@ class RagOptions:
     whole_schema_tables: int = 12
     max_columns: int = 24
     listing_tokens: int = 300
+    min_full_tables: int = 2
     summarize: bool = False
     explore: str = "never"
 
@@ -76,6 +80,7 @@ class RagContext:
     used: list[UsedKnowledge] = field(default_factory=list)
     summary: str = ""
     dates: str = ""
+    resolved: str = ""
     explored: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -83,7 +88,7 @@ class RagContext:
 
     @property
     def tokens(self) -> int:
-        parts = [self.schema, *self.hints, self.summary, self.dates]
+        parts = [self.schema, *self.hints, self.summary, self.dates, self.resolved]
         parts += [e.text() for e in self.examples]
         return sum(estimate_tokens(p) for p in parts if p)
 
@@ -96,8 +101,7 @@ class ProfileLink:
 
 
 PROFILE_MAX_TABLES = 2
-IDENTITY_FREQUENCY = 0.99  # an enum this common identifies its table ...
-IDENTITY_MIN_ROWS = 20  # ... when the table is not tiny
+VALUE_MAX_TABLES = 4  # a named value held by at most this many tables points at them
 Explorer = Callable[[str, RagContext, Mapping[str, Any]], list[BaseUKF]]
 
 
@@ -111,6 +115,7 @@ class RagAgent:
         options: budgets and switches.
         llm: the model for the optional summary.
         explorer: the autonomous mode: ``explorer(question, rag, context) -> extra entries``.
+        values: the database's stored values (default: read from the catalog's store).
     """
 
     def __init__(
@@ -121,8 +126,10 @@ class RagAgent:
         *,
         llm: LLM | None = None,
         explorer: Explorer | None = None,
+        values: ValueCatalog | None = None,
     ) -> None:
         self._retriever, self.catalog = retriever, catalog
+        self.values = values or ValueCatalog(catalog.store, catalog.database)
         self.options = options or RagOptions()
         self.llm, self.explorer = llm, explorer
         self._profile_links: list[ProfileLink] = []
@@ -152,7 +159,9 @@ class RagAgent:
             self._explore(question, rag, ctx)
         if self.options.summarize and self.llm is not None and rag.hints:
             self._summarize(rag)
-        rag.dates = _dates(evidence, ctx)
+        calendar = calendar_of(evidence)
+        rag.dates = dates_text(calendar, ctx)
+        rag.resolved = resolved_text(question, calendar, ctx)
         rag.seconds = time.perf_counter() - started
         return rag
 
@@ -174,6 +183,7 @@ class RagAgent:
             budget_tokens=self.options.schema_tokens,
             max_columns=self.options.max_columns,
             listing_tokens=self.options.listing_tokens,
+            min_full=self.options.min_full_tables,
         )
         tables = [*sliced.full, *sliced.listed]
         rag = RagContext(question, self.catalog.database, evidence, sliced.text, tables=tables)
@@ -214,13 +224,26 @@ class RagAgent:
                 reach.setdefault(span, set()).add(item.entry.content_resources.get("table"))
         for item in items:
             table = item.entry.content_resources.get("table")
+            if _named(item) and item.spans and item.entry.type in BUSINESS_TYPES:
+                # a metric or rule the question names, on the tables it names ("BCR compares
+                # profit_and_loss with budget_and_forecast")
+                for named in _tables_named_in(item.entry.text(), known):
+                    score[named] = score.get(named, 0.0) + 2.0
+            if _named(item):
+                # tables holding the value a synonym stands for: "Gale" means model_code
+                # 'ZP3' of the models dimension, which the facts of its brand hold too
+                for held in self._tables_holding(item.entry, known):
+                    score[held] = score.get(held, 0.0) + 4.0
             if item.entry.type not in ("table", "column", "enum") or table not in known:
                 continue
             weight = {"table": 3.0, "column": 2.0, "enum": 2.0}[item.entry.type]
             if _named(item) and _identifies_table(item.entry):
                 # the question names the value every row of the table has ("Aurora" in
-                # income_aurora): the table *of* that value, ahead of the profile's table
+                # income_aurora): the table *of* that value, ahead of the profile's table,
+                # and the tables partitioned the same way (sales_ledger_aurora)
                 score[table] = score.get(table, 0.0) + 4.0
+                for sibling in self.values.siblings(table):
+                    score[sibling] = score.get(sibling, 0.0) + 2.0
             elif _named(item):
                 spread = max((len(reach.get(span, ())) for span in item.spans), default=1)
                 score[table] = score.get(table, 0.0) + weight / max(1, spread)
@@ -238,6 +261,16 @@ class RagAgent:
             # this database, so a local model's prompt cache skips re-reading it
             return list(known)
         return sorted(score, key=lambda t: (-score[t], t))
+
+    def _tables_holding(self, entry: BaseUKF, known: Mapping[str, Any]) -> list[str]:
+        """Other tables holding the value a named synonym stands for, when few do (a named
+        enum value already brings every table holding it)."""
+        r = entry.content_resources
+        if entry.type != "synonym" or r.get("value") is None:
+            return []
+        tables = {h.table for h in self.values.holders(r["value"])} - {r.get("table")}
+        tables &= set(known)
+        return sorted(tables) if len(tables) <= VALUE_MAX_TABLES else []
 
     def _add_hints(self, rag: RagContext, question: str, items: list[EvidenceItem]) -> None:
         used = 0
@@ -267,27 +300,16 @@ class RagAgent:
         for key, value in profile.items():
             if not isinstance(value, str) or len(value.strip()) < 2:
                 continue
-            whole = [
-                m
-                for m in self.retriever.strings.search(value)
-                if (m.start, m.end) == (0, len(value))
-            ]
-            ids = [uid for m in whole for uid in m.ukf_ids]
-            found = [
-                e
-                for e in self.retriever.store.get_many(ids).values()
-                if e.type == "enum" and e.content_resources.get("database") == self.catalog.database
-            ]
-            if len({e.content_resources.get("table") for e in found}) > PROFILE_MAX_TABLES:
+            found = self.values.holders(value.strip())
+            if len({h.table for h in found}) > PROFILE_MAX_TABLES:
                 # common values: keep the tables that hold only this value (income_titan
                 # has dept_code 'TI' on every row: it is the table *of* that department)
-                found = [e for e in found if (e.content_resources.get("frequency") or 0) >= 0.99]
-            if not found or len({e.content_resources.get("table") for e in found}) > 3:
+                found = [h for h in found if h.identifies_table]
+            if not found or len({h.table for h in found}) > 3:
                 continue
-            for entry in found:
-                r = entry.content_resources
-                text = f"profile {key}={value} -> {r['table']}.{r['column']} = '{r['value']}'"
-                links.append(ProfileLink(r["table"], r["column"], text))
+            for h in found:
+                text = f"profile {key}={value} -> {h.table}.{h.column} = '{h.value}'"
+                links.append(ProfileLink(h.table, h.column, text))
         return links
 
     # ------------------------------------------------------------------ autonomous mode
@@ -337,23 +359,13 @@ class RagAgent:
         rag.completion_tokens += reply.completion_tokens
 
 
-def _dates(evidence: Evidence, context: Mapping[str, Any]) -> str:
-    """The relative dates at the query time, when the knowledge base has calendar facts."""
-    when = query_time_of(context)
-    items = [*evidence.items, *evidence.dropped]
-    facts = [
-        i.entry.content_resources["calendar"]
-        for i in items
-        if isinstance(i.entry.content_resources.get("calendar"), dict)
-    ]
-    if when is None or not facts:
-        return ""
-    try:
-        calendar = ReportingCalendar.from_facts(facts)
-    except (CalendarError, TypeError) as exc:
-        log.warning("calendar facts of %s unusable: %s", evidence.question, exc)
-        return ""
-    return calendar.describe(when) if calendar is not None else ""
+def _tables_named_in(text: str, known: Mapping[str, Any]) -> list[str]:
+    """Known table names written out in ``text`` as identifiers (``profit_and_loss``,
+    ``regions.region_code``): a name that is also an English word ("regions") counts only
+    when it is qualified by a column."""
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    qualified = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\.[A-Za-z_]", text))
+    return sorted(t for t in known if (t in words and "_" in t) or t in qualified)
 
 
 def _identifies_table(entry: BaseUKF) -> bool:

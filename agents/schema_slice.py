@@ -35,6 +35,9 @@ class TableSchema:
         return list(self.entry.content_resources.get("foreign_keys") or [])
 
 
+COMPACT_COLUMNS = 12
+
+
 class SchemaCatalog:
     """Profiled tables and columns of ``database`` in ``store``, in table order."""
 
@@ -79,6 +82,7 @@ class SchemaCatalog:
         max_columns: int = 24,
         examples: bool = True,
         listing_tokens: int | None = None,
+        min_full: int = 1,
     ) -> SchemaSlice:
         """DDL for ``tables`` (default: all), most relevant first.
 
@@ -91,6 +95,8 @@ class SchemaCatalog:
             listing_tokens: the one-line listings past the budget stop at this many tokens;
                 the tables after them are named in a last line (None: list them all, as a
                 baseline showing the whole schema must).
+            min_full: the first this many tables are shown as DDL even past the budget (with
+                at most ``COMPACT_COLUMNS`` columns in full when they do not fit).
         """
         known = self.tables
         names = [t for t in (tables if tables is not None else known) if t in known]
@@ -101,7 +107,14 @@ class SchemaCatalog:
         for name in names:
             full = _table_ddl(known[name], mentioned, max_columns, examples)
             cost = estimate_tokens(full)
-            if used + cost <= budget_tokens or not parts:
+            if used + cost > budget_tokens and parts and len(out.full) < min_full:
+                full = _table_ddl(
+                    known[name], mentioned, min(max_columns, COMPACT_COLUMNS), examples
+                )
+                cost = min(cost, estimate_tokens(full))
+            elif used + cost > budget_tokens and parts:
+                full = ""
+            if full:
                 parts.append(full)
                 out.full.append(name)
                 used += cost

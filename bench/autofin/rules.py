@@ -30,6 +30,8 @@ FISCAL_YEAR = {
     "fiscal_year_start_month": FISCAL_YEAR_START_MONTH,
     "fiscal_year_named_by": "end",
     "period_format": "YYYYMM",
+    # the to-date figures of the wide income tables: ptd_amt_usd, qtd_qty, ytd_amt_py_eur, ...
+    "to_date_columns": {"month": "ptd_", "quarter": "qtd_", "year": "ytd_"},
 }
 
 

@@ -109,9 +109,21 @@ class SynonymUKF(BaseUKF):
     ) -> SynonymUKF:
         target_id = target if isinstance(target, str) else target.id
         label = target_name or (target if isinstance(target, str) else target.name)
+        # where the target lives (table, column, value), so that the synonym alone leads a
+        # reader to the tables holding it
+        located = (
+            {}
+            if isinstance(target, str)
+            else {
+                k: target.content_resources[k]
+                for k in ("table", "column", "value")
+                if target.content_resources.get(k) is not None
+            }
+        )
         fields["content_resources"] = {
             "target": target_id,
             "target_name": label,
+            **located,
             **fields.get("content_resources", {}),
         }
         fields["tags"] = cls.make_tags([("DATABASE", database)], fields.get("tags", ()))

@@ -1,0 +1,70 @@
+"""The currency a question asks for, or the one its asker's profile implies.
+
+"Borealis retail revenue?" asked by a user whose profile says ``currency=USD`` wants dollars;
+"... in yen" wants JPY; "... in local currency" wants each country's own currency. Stating
+the resolved currency next to the question is what a small model needs: the general rule
+("users see amounts in their profile currency") is easy to overlook among a dozen hints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+LOCAL = "local"
+CURRENCY_NAMES: dict[str, tuple[str, ...]] = {
+    "USD": ("us dollars", "us dollar", "dollars", "dollar", "usd", "$"),
+    "EUR": ("euros", "euro", "eur", "€"),
+    "CNY": ("renminbi", "yuan", "rmb", "cny"),
+    "JPY": ("japanese yen", "yen", "jpy", "¥"),
+    "GBP": ("pounds sterling", "sterling", "pounds", "pound", "gbp", "£"),
+    "CHF": ("swiss francs", "swiss franc", "chf"),
+    "CAD": ("canadian dollars", "canadian dollar", "cad"),
+    "AUD": ("australian dollars", "australian dollar", "aud"),
+    "INR": ("rupees", "rupee", "inr"),
+    "BRL": ("reais", "brl"),
+    "KRW": ("won", "krw"),
+    "HKD": ("hong kong dollars", "hkd"),
+    "SGD": ("singapore dollars", "sgd"),
+    "MXN": ("mexican pesos", "mxn"),
+    "AED": ("dirhams", "dirham", "aed"),
+    LOCAL: ("local currency", "local currencies", "local money"),
+}
+# common English words: only after "in" ("in won", "in pounds")
+_NEEDS_IN = {"won", "pound", "pounds"}
+_SYMBOLS = {"$", "€", "£", "¥"}
+
+
+def named_currency(question: str) -> tuple[str, str] | None:
+    """(code or ``"local"``, the question's words) for the currency the question names."""
+    best: tuple[int, str, str] | None = None
+    for code, names in CURRENCY_NAMES.items():
+        for name in names:
+            if name in _SYMBOLS:
+                index = question.find(name)
+                found = (index, name) if index >= 0 else None
+            else:
+                prefix = r"\bin\s+" if name in _NEEDS_IN else r"\b"
+                match = re.search(prefix + re.escape(name) + r"\b", question, re.I)
+                found = (match.start(), match.group(0)) if match else None
+            if found is not None and (best is None or found[0] < best[0]):
+                best = (found[0], code, found[1])
+    return (best[1], best[2]) if best else None
+
+
+def describe_currency(question: str, profile: Mapping[str, Any] | None) -> str:
+    """One sentence on the currency of the answer, or "" when neither the question nor the
+    profile says anything about currency."""
+    named = named_currency(question)
+    if named is not None:
+        code, words = named
+        if code == LOCAL:
+            return f'"{words}": amounts in each country\'s local currency.'
+        return f'"{words}": amounts in {code}.'
+    own = (profile or {}).get("currency")
+    if isinstance(own, str) and re.fullmatch(r"[A-Za-z]{3}", own.strip()):
+        return (
+            f"The question names no currency: amounts in the user's currency {own.strip().upper()}."
+        )
+    return ""

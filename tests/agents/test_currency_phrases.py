@@ -1,0 +1,37 @@
+"""The currency of an answer: named in the question, else the asker's profile currency."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.currency_phrases import describe_currency, named_currency
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Borealis revenue in euros?", ("EUR", "euros")),
+        ("Revenue in US dollars, highest first", ("USD", "US dollars")),
+        ("Helix revenue in yen this year?", ("JPY", "yen")),
+        ("Fiscal year to date in pounds?", ("GBP", "in pounds")),
+        ("Revenue in JPY?", ("JPY", "JPY")),
+        ("Revenue in Australia, in local currency?", ("local", "local currency")),
+        ("Revenue over €1m?", ("EUR", "€")),
+        ("Borealis retail revenue?", None),
+        ("Which pound did the dog come from?", None),  # "pound" only counts after "in"
+        ("Who won the award in real terms?", None),
+    ],
+)
+def test_named_currencies(question, expected):
+    assert named_currency(question) == expected
+
+
+def test_the_description_prefers_the_question_then_the_profile():
+    assert describe_currency("Revenue in euros?", {"currency": "USD"}) == '"euros": amounts in EUR.'
+    assert describe_currency("Revenue?", {"currency": "jpy"}) == (
+        "The question names no currency: amounts in the user's currency JPY."
+    )
+    assert "local currency" in describe_currency("Revenue in local currency?", {})
+    assert describe_currency("Revenue?", {"region": "EUR"}) == ""
+    assert describe_currency("Revenue?", {"currency": "not a code"}) == ""
+    assert describe_currency("Revenue?", None) == ""
