@@ -140,9 +140,9 @@ def test_a_question_without_time_words_gets_the_newest_period():
     when = datetime(2024, 11, 6)
     assert names_no_time("Borealis retail revenue?")
     text = describe_windows([], APRIL_FY, when, question="Our revenue?", to_date_columns=COLUMNS)
-    assert (
-        text
-        == "The question names no period: use the newest period '202410' (month figures: ptd_ columns)."
+    assert text == (
+        "The question names no period: use the newest period '202410' "
+        "(month figures: ptd_ columns)."
     )
     # a time word the parser does not resolve: no default is claimed
     assert describe_windows([], APRIL_FY, when, question="Revenue over the past 3 weeks?") == ""
