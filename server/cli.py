@@ -165,7 +165,9 @@ def run_models(settings: Settings, args: argparse.Namespace) -> None:
 
 def demo_settings(settings: Settings, folder: Path) -> Settings:
     """The demo server: AutoFin as the target, 1.5B as the default tier, 0.5B before it in
-    the cascade, on 127.0.0.1:8000 unless ALMANAC_HOST / ALMANAC_PORT say otherwise."""
+    the cascade, on 127.0.0.1:8000 unless ALMANAC_HOST / ALMANAC_PORT say otherwise. Its
+    request timeout is 600 s (ALMANAC_LIMITS__REQUEST_TIMEOUT_S): the embedded 1.5B reads a
+    2,000-3,000-token AutoFin prompt in about 40 s on 2 cores, and questions wait their turn."""
     import os
 
     from agents.models import DEFAULT_MODEL, TEST_MODEL
@@ -182,6 +184,8 @@ def demo_settings(settings: Settings, folder: Path) -> Settings:
         update["cascade_tiers"] = ["small", "default"]
     if "ALMANAC_PORT" not in os.environ:
         update["port"] = 8000
+    if "ALMANAC_LIMITS__REQUEST_TIMEOUT_S" not in os.environ:
+        update["limits"] = settings.limits.model_copy(update={"request_timeout_s": 600.0})
     return settings.model_copy(update=update)
 
 
@@ -207,8 +211,9 @@ def run_demo(settings: Settings, *, serve: bool = True) -> int:
         queue = JobQueue(engine, max_attempts=settings.jobs.max_attempts)
         pending = queue.list(state="queued", kind="describe", limit=1)
         if not pending and settings.resolved_target_name:
-            queue.submit("describe", {}, {"user": "demo-ops", "role": "ops"})
+            pending = [queue.submit("describe", {}, {"user": "demo-ops", "role": "ops"})]
             print("Queued a describe job: the LLM fills missing descriptions in the background.")
+        describe_id = pending[0].id if pending else None
     finally:
         engine.dispose()
         store.close()
@@ -227,6 +232,12 @@ Try, once the server says it is up:
   curl -s {base}/v1/health
 """
     )
+    if describe_id:
+        print(
+            "The describe job shares the model with questions; to answer questions first, "
+            f"cancel it:\n\n  curl -s -X DELETE {base}/v1/jobs/{describe_id} "
+            f"-H 'Authorization: Bearer {ops_secret}'\n"
+        )
     if not serve:
         return 0
     from server.cli_server import serve_settings

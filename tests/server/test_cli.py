@@ -16,6 +16,7 @@ def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, ca
     out = capsys.readouterr().out
     assert "Queued a describe job" in out and "Authorization: Bearer " in out
     assert "http://127.0.0.1:8000/v1/ask" in out
+    assert "curl -s -X DELETE http://127.0.0.1:8000/v1/jobs/" in out  # how to cancel it
     assert (tmp_path / "autofin" / "autofin.sqlite").exists()
     assert (
         main(
@@ -43,6 +44,7 @@ def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, ca
     assert store.count(type="experience") == experiences  # replaced, not duplicated
     store.close()
     assert "Profiling" not in out and "Queued a describe job" not in out
+    assert "/v1/jobs/" in out  # the describe job still queued, still cancellable
     assert main(["--data-dir", str(tmp_path), "keys", "list"]) == 0
     assert capsys.readouterr().out.count("demo") >= 4
 
@@ -117,3 +119,15 @@ def test_models_list_and_pull(tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith("qwen2.5-coder-0.5b-instruct.gguf")
     assert main(["--data-dir", str(tmp_path), "models", "pull", "nope"]) == 2
     assert "unknown model" in capsys.readouterr().err
+
+
+def test_the_demo_server_waits_longer_for_the_cpu_model(tmp_path, monkeypatch):
+    from server.cli import demo_settings
+    from server.settings import load_settings
+
+    settings = demo_settings(load_settings(data_dir=tmp_path), tmp_path)
+    assert settings.limits.request_timeout_s == 600.0 and settings.port == 8000
+    assert settings.target_url == f"sqlite:///{tmp_path / 'autofin.sqlite'}"
+    monkeypatch.setenv("ALMANAC_LIMITS__REQUEST_TIMEOUT_S", "90")
+    settings = demo_settings(load_settings(data_dir=tmp_path), tmp_path)
+    assert settings.limits.request_timeout_s == 90.0
