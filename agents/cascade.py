@@ -8,6 +8,11 @@ samples never start; running ones are discarded). A tier whose candidates do not
 over to the next one. The last tier (or a single tier, which is plain test-time scaling with
 ``stop_early=False``) answers with the majority vote over its candidates, falling back to the
 earlier tiers' candidates when all of its own failed.
+
+When every candidate failed even after repair, the last tier gets one more try with a plain
+prompt (``plain_fallback``): the schema slice and the question's context, without the hints
+and examples. Evidence sometimes misleads a small model into joins and columns the question
+does not need; the plain answer is marked (tier ``<name>:plain``) and its confidence halved.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.answer import Candidate
@@ -61,6 +66,7 @@ class CascadeOutcome:
     cancelled: int = 0
     vote: VoteOutcome | None = None
     seconds_by_tier: dict[str, float] = field(default_factory=dict)
+    plain_fallback: bool = False  # the answer came from the plain-prompt retry
 
 
 class Cascade:
@@ -70,15 +76,24 @@ class Cascade:
         tiers: small to large; at least one.
         dialect: for parsing ORDER BY in the vote.
         tie_break: tie-break of the final vote.
+        plain_fallback: retry once with a plain prompt when every candidate failed.
     """
 
-    def __init__(self, tiers: list[Tier], *, dialect: str, tie_break: TieBreak = "first") -> None:
+    def __init__(
+        self,
+        tiers: list[Tier],
+        *,
+        dialect: str,
+        tie_break: TieBreak = "first",
+        plain_fallback: bool = True,
+    ) -> None:
         if not tiers:
             raise ValueError("a cascade needs at least one tier")
         for tier in tiers[:-1]:
             if tier.samples < 2:
                 raise ValueError(f"tier {tier.name!r} must draw >= 2 samples to be able to agree")
         self.tiers, self.dialect, self.tie_break = tiers, dialect, tie_break
+        self.plain_fallback = plain_fallback
 
     def run(
         self,
@@ -111,9 +126,42 @@ class Cascade:
                 outcome.vote, outcome.winner = result, result.winner
                 outcome.confidence = result.confidence
                 outcome.tier = result.winner.tier if result.winner else None
+                if result.winner is None and self.plain_fallback and _has_evidence(rag):
+                    self._plain(tier, rag, context, outcome, on_candidate)
             else:
                 log.info("tier %s did not agree on %r; escalating", tier.name, rag.question)
         return outcome
+
+    def _plain(
+        self,
+        tier: Tier,
+        rag: RagContext,
+        context: Mapping[str, Any] | None,
+        outcome: CascadeOutcome,
+        on_candidate: Callable[[Candidate], None] | None,
+    ) -> None:
+        """One greedy candidate from a prompt without hints and examples, refined."""
+        log.info("every candidate failed on %r; retrying with a plain prompt", rag.question)
+        started = time.perf_counter()
+        plain = replace(rag, hints=[], examples=[], summary="")
+        messages = tier.generator.messages(plain, context)
+        candidate = tier.generator.sample(messages, 0)
+        generated = time.perf_counter()
+        name = f"{tier.name}:plain"
+        candidate.tier = name
+        refined = tier.refiner.refine(candidate, messages)
+        refined.tier = name
+        refined.generate_seconds = generated - started
+        refined.refine_seconds = time.perf_counter() - generated
+        outcome.seconds_by_tier[name] = time.perf_counter() - started
+        outcome.candidates.append(refined)
+        if on_candidate is not None:
+            on_candidate(refined)
+        result = vote([refined], tie_break=self.tie_break, dialect=self.dialect)
+        if result.winner is not None:
+            outcome.vote, outcome.winner, outcome.tier = result, result.winner, name
+            outcome.confidence = result.confidence / 2
+            outcome.plain_fallback = True
 
     def _run_tier(
         self,
@@ -169,6 +217,11 @@ class Cascade:
             pool.shutdown(wait=False, cancel_futures=True)
         found.sort(key=lambda c: c.sample)
         return found, None, 0
+
+
+def _has_evidence(rag: RagContext) -> bool:
+    """A plain prompt differs from the one that failed only when there was evidence."""
+    return bool(rag.hints or rag.examples or rag.summary)
 
 
 class _Cancelled(Exception):

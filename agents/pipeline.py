@@ -91,6 +91,7 @@ class PipelineOptions:
     log_questions: bool = True
     cascade_last_samples: int = 1
     explore_steps: int = 4
+    plain_fallback: bool = True
 
 
 class Pipeline:
@@ -237,7 +238,12 @@ class Pipeline:
             tiers.append(self._tier(last, self.options.cascade_last_samples, stop_early=True))
         else:
             tiers = [self._tier(self.tiers[-1], options.n, stop_early=False)]
-        return Cascade(tiers, dialect=self.dialect, tie_break=self.options.tie_break)
+        return Cascade(
+            tiers,
+            dialect=self.dialect,
+            tie_break=self.options.tie_break,
+            plain_fallback=self.options.plain_fallback,
+        )
 
     def _tier(self, spec: ModelTier, samples: int, *, stop_early: bool) -> Tier:
         generator = SqlGenerator(spec.llm, self.dialect, self.options.generate)

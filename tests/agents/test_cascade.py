@@ -80,7 +80,33 @@ def test_all_failed_gives_an_empty_vote(concert, rag):
     single.refiner.options.rounds = 1
     outcome = Cascade([single], dialect="sqlite").run(rag)
     assert outcome.winner is None and outcome.confidence == 0.0
-    assert len(outcome.candidates) == 3 and all(not c.ok for c in outcome.candidates)
+    # three samples, then the plain-prompt retry: all failed
+    assert len(outcome.candidates) == 4 and all(not c.ok for c in outcome.candidates)
+    assert outcome.candidates[-1].tier == "only:plain" and not outcome.plain_fallback
+    single = tier("only", ScriptedLLM(["No idea."]), database, samples=3, stop_early=False)
+    single.refiner.options.rounds = 1
+    outcome = Cascade([single], dialect="sqlite", plain_fallback=False).run(rag)
+    assert outcome.winner is None and len(outcome.candidates) == 3
+
+
+def test_a_plain_prompt_retries_when_the_evidence_misled_every_candidate(concert, rag):
+    _, database, _ = concert
+    assert rag.hints  # the RAG prompt has a Knowledge section
+
+    def misled_by_hints(messages, options):
+        # messages[1] is the question's prompt, in repairs too
+        if "### Knowledge" in messages[1]["content"]:
+            return sql_reply("SELECT count(*) FROM singer JOIN nowhere")
+        return sql_reply(COUNT)
+
+    llm = ScriptedLLM([misled_by_hints])
+    single = tier("m", llm, database, samples=2, stop_early=False)
+    outcome = Cascade([single], dialect="sqlite").run(rag)
+    assert outcome.plain_fallback and outcome.tier == "m:plain"
+    assert outcome.winner.results.rows == [(6,)] and outcome.confidence == 0.5
+    assert all(not c.ok for c in outcome.candidates[:-1]) and len(outcome.candidates) == 3
+    plain_prompt = llm.calls[-1][0][1]["content"]
+    assert "### Knowledge" not in plain_prompt and "### Schema" in plain_prompt
 
 
 def test_tts_draws_every_sample_and_takes_the_majority(concert, rag):
