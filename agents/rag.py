@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.answer import UsedKnowledge
+from agents.hint_links import precise_links
 from agents.llm import LLM, LLMError
 from agents.question_facts import calendar_of, dates_text, resolved_text
 from agents.schema_slice import SchemaCatalog
@@ -278,12 +279,15 @@ class RagAgent:
         hints: list[str] = [link.text for link in self._profile_links]
         # named or triggered knowledge first, then the rest in evidence order
         items = sorted(items, key=lambda i: not (_named(i) or i.entry.triggers))
+        precise = {id(i) for i in precise_links(items)}
         for item in items:
             if item.entry.type in BUSINESS_TYPES:
                 text = (item.text or item.entry.text()).strip()
             elif item.entry.type in ("table", "column", "enum") and _named(item):
                 if item.entry.content_resources.get("table") not in shown:
                     continue  # a link into a table the prompt does not show
+                if item.spans and id(item) not in precise:
+                    continue  # inside a longer link, or an ambiguous reading not anchored
                 text = _link(item, question)
             else:
                 continue
