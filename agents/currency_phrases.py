@@ -9,7 +9,7 @@ the resolved currency next to the question is what a small model needs: the gene
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 LOCAL = "local"
@@ -34,6 +34,7 @@ CURRENCY_NAMES: dict[str, tuple[str, ...]] = {
 # common English words: only after "in" ("in won", "in pounds")
 _NEEDS_IN = {"won", "pound", "pounds"}
 _SYMBOLS = {"$", "€", "£", "¥"}
+LOCAL_SUFFIXES = ("_lc", "_local", "_local_currency")
 
 
 def named_currency(question: str) -> tuple[str, str] | None:
@@ -53,18 +54,33 @@ def named_currency(question: str) -> tuple[str, str] | None:
     return (best[1], best[2]) if best else None
 
 
-def describe_currency(question: str, profile: Mapping[str, Any] | None) -> str:
+def describe_currency(
+    question: str, profile: Mapping[str, Any] | None, columns: Iterable[str] = ()
+) -> str:
     """One sentence on the currency of the answer, or "" when neither the question nor the
-    profile says anything about currency."""
+    profile says anything about currency. ``columns`` (of the tables the prompt shows) name
+    the per-currency columns when there are some (``ptd_amt_eur`` -> "the *_eur columns")."""
+    names = [c.lower() for c in columns]
     named = named_currency(question)
     if named is not None:
         code, words = named
         if code == LOCAL:
-            return f'"{words}": amounts in each country\'s local currency.'
-        return f'"{words}": amounts in {code}.'
+            return f'"{words}": amounts in each country\'s local currency{_columns(names, LOCAL)}.'
+        return f'"{words}": amounts in {code}{_columns(names, code)}.'
     own = (profile or {}).get("currency")
     if isinstance(own, str) and re.fullmatch(r"[A-Za-z]{3}", own.strip()):
+        code = own.strip().upper()
         return (
-            f"The question names no currency: amounts in the user's currency {own.strip().upper()}."
+            f"The question names no currency: amounts in the user's currency {code}"
+            f"{_columns(names, code)}."
         )
+    return ""
+
+
+def _columns(names: list[str], code: str) -> str:
+    """ ": the *_eur columns" when some shown column ends with the currency's suffix."""
+    suffixes = LOCAL_SUFFIXES if code == LOCAL else (f"_{code.lower()}",)
+    for suffix in suffixes:
+        if any(n.endswith(suffix) for n in names):
+            return f": the *{suffix} columns"
     return ""

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agents.calendar import CalendarError, ReportingCalendar
@@ -47,9 +47,13 @@ def dates_text(calendar: ReportingCalendar | None, context: Mapping[str, Any]) -
 
 
 def resolved_text(
-    question: str, calendar: ReportingCalendar | None, context: Mapping[str, Any]
+    question: str,
+    calendar: ReportingCalendar | None,
+    context: Mapping[str, Any],
+    columns: Iterable[str] = (),
 ) -> str:
-    """The question's time windows and currency, resolved (empty when nothing applies)."""
+    """The question's time windows and currency, resolved (empty when nothing applies);
+    ``columns`` are those of the tables the prompt shows."""
     parts: list[str] = []
     when = query_time_of(context)
     if when is not None and calendar is not None:
@@ -63,5 +67,5 @@ def resolved_text(
                 to_date_columns=calendar.to_date_columns,
             )
         )
-    parts.append(describe_currency(question, context.get("user_profile")))
+    parts.append(describe_currency(question, context.get("user_profile"), columns))
     return " ".join(p for p in parts if p)

@@ -162,7 +162,14 @@ class RagAgent:
             self._summarize(rag)
         calendar = calendar_of(evidence)
         rag.dates = dates_text(calendar, ctx)
-        rag.resolved = resolved_text(question, calendar, ctx)
+        known = self.catalog.tables
+        columns = [
+            c.content_resources["column"]
+            for t in rag.tables
+            if t in known
+            for c in known[t].columns
+        ]
+        rag.resolved = resolved_text(question, calendar, ctx, columns)
         rag.seconds = time.perf_counter() - started
         return rag
 

@@ -53,6 +53,12 @@ _COMPARISON_BEFORE = re.compile(
     re.I,
 )
 _COMPARISON_AFTER = re.compile(r"^(?:'s|’s)", re.I)
+# a question asking for a series of months within its window
+_PER_MONTH = re.compile(
+    r"\b(?:monthly|month[\s-]+by[\s-]+month|each\s+month|per\s+month|by\s+month|"
+    r"every\s+month|month[\s-]+on[\s-]+month\s+trend)\b",
+    re.I,
+)
 # a question with none of these words names no time window at all
 _TIME_WORDS = re.compile(
     rf"\b(?:{_MONTH}|\d{{4}}|year|years|quarter|quarters|month|months|monthly|quarterly|"
@@ -151,34 +157,39 @@ def describe_windows(
 ) -> str:
     """One sentence per window (or the default period when the question names no time)."""
     columns = dict(to_date_columns or {})
-    lines = [_sentence(w, columns) for w in windows]
+    monthly = bool(question) and _PER_MONTH.search(question) is not None
+    lines = [_sentence(w, columns, monthly=monthly) for w in windows]
     if not windows and question and names_no_time(question):
         newest = calendar.period(*calendar.newest_month(when))
-        default = TimeWindow("", "month", "the newest month", newest, newest)
-        lines.append(
-            f"The question names no period: use the newest period '{newest}'"
-            f"{_figure(default, columns)}."
-        )
+        column = columns.get("month")
+        use = f" with the {column} columns" if column else ""
+        lines.append(f"The question names no period: use period '{newest}' (the newest){use}.")
     return " ".join(lines)
 
 
-def _sentence(window: TimeWindow, columns: Mapping[str, str]) -> str:
-    span = (
-        f"period '{window.last}'"
-        if window.first == window.last
-        else f"periods '{window.first}' to '{window.last}'"
-    )
-    return f'"{window.phrase}" is {window.label}: {span}{_figure(window, columns)}.'
-
-
-def _figure(window: TimeWindow, columns: Mapping[str, str]) -> str:
+def _sentence(window: TimeWindow, columns: Mapping[str, str], *, monthly: bool = False) -> str:
     column = columns.get(window.grain)
     if window.grain == "month":
-        return f" (month figures: {column} columns)" if column else ""
+        use = f": use the {column} columns (that month alone)" if column else ""
+        return f"\"{window.phrase}\" is period '{window.last}'{use}."
+    span = (
+        f"month '{window.last}'"
+        if window.first == window.last
+        else f"months '{window.first}' to '{window.last}'"
+    )
     what = "quarter" if window.grain == "quarter" else "year"
-    so_far = "so far" if window.to_date else "in full"
-    text = f"; the {what} {so_far} is the {what}-to-date figure at '{window.last}'"
-    return text + (f" ({column} columns)" if column else "")
+    if monthly:
+        month_column = columns.get("month")
+        use = f"the {month_column} columns of " if month_column else ""
+        return (
+            f'"{window.phrase}" is {window.label}, {span}: month by month, use {use}each '
+            f"period from '{window.first}' to '{window.last}'."
+        )
+    if column:
+        total = f"for its total use the {column} columns at period = '{window.last}'"
+    else:
+        total = f"its total is the {what}-to-date figure at period '{window.last}'"
+    return f'"{window.phrase}" is {window.label}, {span}: {total}.'
 
 
 def _is_comparison(question: str, start: int, end: int) -> bool:

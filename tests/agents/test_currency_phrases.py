@@ -35,3 +35,17 @@ def test_the_description_prefers_the_question_then_the_profile():
     assert describe_currency("Revenue?", {"region": "EUR"}) == ""
     assert describe_currency("Revenue?", {"currency": "not a code"}) == ""
     assert describe_currency("Revenue?", None) == ""
+
+
+def test_the_description_names_the_per_currency_columns_shown():
+    columns = ["period", "ptd_amt_usd", "ptd_amt_eur", "ptd_amt_lc"]
+    assert describe_currency("Revenue in euros?", {}, columns) == (
+        '"euros": amounts in EUR: the *_eur columns.'
+    )
+    assert describe_currency("Revenue?", {"currency": "USD"}, columns).endswith(
+        "currency USD: the *_usd columns."
+    )
+    assert describe_currency("Revenue in local currency?", {}, columns).endswith(
+        "local currency: the *_lc columns."
+    )
+    assert describe_currency("Revenue in yen?", {}, columns) == '"yen": amounts in JPY.'

@@ -130,10 +130,14 @@ def test_the_description_names_periods_and_to_date_columns():
         when,
         to_date_columns=COLUMNS,
     )
-    assert "\"Q3 FY2024\" is fiscal quarter FY2024 Q3: periods '202310' to '202312'" in text
-    assert "quarter-to-date figure at '202312' (qtd_ columns)" in text
+    assert text == (
+        "\"Q3 FY2024\" is fiscal quarter FY2024 Q3, months '202310' to '202312': for its total "
+        "use the qtd_ columns at period = '202312'."
+    )
     month = describe_windows(windows("Sales last month?", "2024-05-22"), APRIL_FY, when)
-    assert month == "\"last month\" is April 2024: period '202404'."  # no columns known
+    assert month == "\"last month\" is period '202404'."  # no columns known
+    ytd = describe_windows(windows("Units so far this year?", "2024-05-22"), APRIL_FY, when)
+    assert ytd.endswith("its total is the year-to-date figure at period '202405'.")
 
 
 def test_a_question_without_time_words_gets_the_newest_period():
@@ -141,8 +145,7 @@ def test_a_question_without_time_words_gets_the_newest_period():
     assert names_no_time("Borealis retail revenue?")
     text = describe_windows([], APRIL_FY, when, question="Our revenue?", to_date_columns=COLUMNS)
     assert text == (
-        "The question names no period: use the newest period '202410' "
-        "(month figures: ptd_ columns)."
+        "The question names no period: use period '202410' (the newest) with the ptd_ columns."
     )
     # a time word the parser does not resolve: no default is claimed
     assert describe_windows([], APRIL_FY, when, question="Revenue over the past 3 weeks?") == ""
@@ -155,3 +158,15 @@ def test_bad_to_date_columns_are_rejected():
         ReportingCalendar(to_date_columns={"month": ""})
     merged = ReportingCalendar.from_facts([{"publish_day": 10}, {"to_date_columns": COLUMNS}])
     assert merged is not None and merged.to_date_columns == COLUMNS
+
+
+def test_a_monthly_series_is_asked_month_by_month():
+    when = datetime(2024, 12, 4)
+    question = "Our monthly revenue last year?"
+    text = describe_windows(
+        windows(question, "2024-12-04"), APRIL_FY, when, question=question, to_date_columns=COLUMNS
+    )
+    assert text == (
+        "\"last year\" is fiscal year FY2024, months '202304' to '202403': month by month, use "
+        "the ptd_ columns of each period from '202304' to '202403'."
+    )
