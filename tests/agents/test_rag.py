@@ -98,13 +98,30 @@ def test_the_calendar_in_the_knowledge_base_resolves_relative_dates(wide):
             "The fiscal year starts in April; a month is published on the 10th.",
             kind="temporal",
             database="fin",
-            content_resources={"calendar": {"fiscal_year_start_month": 4, "publish_day": 10}},
+            content_resources={
+                "calendar": {
+                    "fiscal_year_start_month": 4,
+                    "publish_day": 10,
+                    "to_date_columns": {"month": "ptd_", "year": "ytd_"},
+                }
+            },
         )
     )
     wide.retriever.refresh()
-    asked = wide.run("Aurora revenue last month?", {"query_time": "2024-07-08T09:00:00Z"})
+    context = {"query_time": "2024-07-08T09:00:00Z", "user_profile": {"currency": "JPY"}}
+    asked = wide.run("Aurora revenue last month?", context)
     assert "the newest period is '202406'" in asked.dates
     assert "'last month' is '202405'" in asked.dates
-    prompt = SqlGenerator(ScriptedLLM(["SELECT 1"]), "sqlite").messages(asked, {})[-1]["content"]
-    assert asked.dates in prompt
+    # the question's own phrase, and the currency with the columns the shown tables have
+    assert asked.resolved == (
+        "\"last month\" is period '202405': use the ptd_ columns (that month alone). The "
+        "question names no currency: amounts in the user's currency JPY: the *_jpy columns."
+    )
+    prompt = SqlGenerator(ScriptedLLM(["SELECT 1"]), "sqlite").messages(asked, context)
+    text = prompt[-1]["content"]
+    assert asked.dates in text
+    assert text.endswith("Aurora revenue last month?\nResolved: " + asked.resolved)
+    ytd = wide.run("Aurora revenue in euros so far this year?", context)
+    assert "for its total use the ytd_ columns at period = '202406'" in ytd.resolved
+    assert '"euros": amounts in EUR: the *_eur columns.' in ytd.resolved
     assert wide.run("Aurora revenue last month?").dates == ""  # no query time, no dates
