@@ -96,10 +96,14 @@ class Refiner:
             if results.error_kind == "connection":
                 return _Problem(results.error, repairable=False)
             return _Problem(f"The database rejected it: {results.error}")
-        if results.row_count == 0 and self.options.repair_empty:
+        if not results.has_data and self.options.repair_empty:
             issues = self.checker.check(candidate.sql) if self.checker else []
             lines = [i.describe() for i in issues]
-            text = "It ran but returned no rows."
+            text = (
+                "It ran but returned no rows."
+                if results.row_count == 0
+                else "It ran but returned only NULL: no row matched its filters."
+            )
             if lines:
                 text += " " + " ".join(lines) + "."
             return _Problem(text, issues=issues)

@@ -9,9 +9,9 @@ fingerprint of their results:
 - rows are compared in order only when the query has a top-level ``ORDER BY``, else as a
   multiset.
 
-The largest group wins; among equal groups a non-empty result beats an empty one, then the
-configured tie-break decides. Confidence is the winning group's share of *all* candidates, so
-failures count against it.
+The largest group wins; among equal groups a result with data beats an empty or all-NULL one,
+then the configured tie-break decides. Confidence is the winning group's share of *all*
+candidates, so failures count against it.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def vote(
         members.sort(key=lambda c: _tie_key(c, tie_break, order))
     ranked = sorted(
         groups.values(),
-        key=lambda g: (-len(g), g[0].results.row_count == 0, _tie_key(g[0], tie_break, order)),
+        key=lambda g: (-len(g), not g[0].results.has_data, _tie_key(g[0], tie_break, order)),
     )
     winner = ranked[0][0]
     return VoteOutcome(winner, len(ranked[0]) / len(candidates), ranked, len(candidates))
@@ -106,7 +106,7 @@ def agreement(candidates: Sequence[Candidate], dialect: str = "sqlite") -> Candi
     outcome = vote(candidates, dialect=dialect)
     if outcome.winner is None or outcome.support < 2:
         return None
-    return None if outcome.winner.results.row_count == 0 else outcome.winner
+    return outcome.winner if outcome.winner.results.has_data else None
 
 
 def _tie_key(candidate: Candidate, tie_break: str, order: dict[int, int]) -> tuple:

@@ -58,6 +58,12 @@ class Results:
         """True when the query ran (an empty result is still ok)."""
         return self.error is None
 
+    @property
+    def has_data(self) -> bool:
+        """Some row holds a non-NULL value: an aggregate over no rows (``SUM`` of a filter
+        that matches nothing) gives one all-NULL row, which is no answer either."""
+        return self.truncated or any(v is not None for row in self.rows for v in row)
+
     @classmethod
     def failure(cls, kind: ErrorKind, message: str, *, sql: str, elapsed: float) -> Results:
         """Results carrying only an error of ``kind``."""

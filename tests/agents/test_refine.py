@@ -52,6 +52,21 @@ def test_a_misspelled_literal_gets_the_closest_stored_values_in_the_repair_promp
     assert "'France'" in llm.calls[0][0][-1]["content"]
 
 
+def test_an_aggregate_over_no_rows_is_repaired_like_an_empty_result(concert, checker):
+    _, database, _ = concert
+    llm = ScriptedLLM([sql_reply("SELECT avg(age) FROM singer WHERE country = 'France'")])
+    cand = Candidate(sql="SELECT avg(age) FROM singer WHERE country = 'Frence'")
+    fixed = Refiner(database, llm, checker).refine(cand, ASKED)
+    assert fixed.ok and fixed.repairs == 1 and fixed.results.has_data
+    problem = llm.calls[0][0][-1]["content"]
+    assert "returned only NULL" in problem and "'France'" in problem
+    # a NULL next to data is an answer
+    kept = Refiner(database, llm, checker).refine(
+        Candidate(sql="SELECT name, NULL FROM singer WHERE country = 'France'"), ASKED
+    )
+    assert kept.repairs == 0 and len(llm.calls) == 1
+
+
 def test_a_write_is_refused_and_never_runs(concert, checker):
     _, database, _ = concert
     llm = ScriptedLLM([sql_reply("WITH x AS (DELETE FROM singer RETURNING *) SELECT * FROM x")])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.answer import Candidate
-from agents.vote import fingerprint, is_ordered, vote
+from agents.vote import agreement, fingerprint, is_ordered, vote
 from kb.results import Results
 
 
@@ -65,3 +65,10 @@ def test_a_non_empty_result_beats_an_empty_one_of_the_same_size():
     empty = cand("SELECT a FROM t WHERE 0", [], sample=0)
     rows = cand("SELECT a FROM t", [[1]], sample=1)
     assert vote([empty, rows]).winner is rows
+
+
+def test_all_null_results_count_as_empty():
+    nothing = [cand("SELECT sum(a) FROM t WHERE 0", [[None]], sample=i) for i in range(2)]
+    rows = cand("SELECT sum(a) FROM t", [[3]], sample=2)
+    assert agreement(nothing) is None  # two agreeing NULLs are no answer
+    assert vote([nothing[0], rows]).winner is rows
