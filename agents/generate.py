@@ -61,6 +61,7 @@ class SqlGenerator:
                 "question": e.content_resources.get("question", e.name),
                 "sql": (e.content_resources.get("sql") or "").strip().rstrip(";"),
                 "cot": _one_line(e.content_resources.get("cot") or ""),
+                "asked": asked_differently(e.content_resources.get("context") or {}, context),
             }
             for e in rag.examples
         ]
@@ -135,6 +136,26 @@ def failed_candidate(message: str, model: str, index: int) -> Candidate:
         sample=index,
         results=Results.failure("sql", message, sql="", elapsed=0.0),
     )
+
+
+def asked_differently(example: Mapping[str, Any], current: Mapping[str, Any]) -> str:
+    """How an example's context differs from the question's: its date, and the profile
+    values that differ ("asked on 2024-05-20 by department=BO, currency=USD"). An example's
+    "our" and "this month" meant that asker's department and that date."""
+    parts: list[str] = []
+    when = _time_text(example.get("query_time"))[:10]
+    if when and when != _time_text(current.get("query_time"))[:10]:
+        parts.append(f"asked on {when}")
+    theirs = dict(example.get("user_profile") or {})
+    mine = dict(current.get("user_profile") or {})
+    differing = [
+        f"{key}={value}"
+        for key, value in theirs.items()
+        if key != "user" and value is not None and mine.get(key) != value
+    ]
+    if differing:
+        parts.append(("by " if parts else "asked by ") + ", ".join(differing))
+    return " ".join(parts)
 
 
 def _one_line(text: str) -> str:

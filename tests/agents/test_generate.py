@@ -1,0 +1,25 @@
+"""The SQL-gen prompt: examples say how their asking context differs from the question's."""
+
+from __future__ import annotations
+
+from agents.generate import asked_differently
+
+MINE = {
+    "query_time": "2024-12-04T10:30:00Z",
+    "user_profile": {"user": "s.tanaka", "department": "ZP", "currency": "JPY", "caliber": "A"},
+}
+
+
+def test_an_example_shows_its_date_and_the_profile_values_that_differ():
+    theirs = {
+        "query_time": "2024-06-04T08:00:00Z",
+        "user_profile": {"user": "c.miller", "department": "BO", "currency": "USD", "caliber": "A"},
+    }
+    assert asked_differently(theirs, MINE) == "asked on 2024-06-04 by department=BO, currency=USD"
+
+
+def test_the_same_context_or_none_says_nothing():
+    same_day = {"query_time": "2024-12-04T18:00:00Z", "user_profile": {"user": "x", "caliber": "A"}}
+    assert asked_differently(same_day, MINE) == ""
+    assert asked_differently({}, MINE) == ""
+    assert asked_differently({"user_profile": {"department": "BO"}}, {}) == "asked by department=BO"
