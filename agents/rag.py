@@ -16,7 +16,6 @@ search tools and adds what it finds. An optional LLM summary condenses the hints
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,14 +26,14 @@ from agents.hint_links import precise_links
 from agents.llm import LLM, LLMError
 from agents.question_facts import calendar_of, dates_text, resolved_text
 from agents.schema_slice import SchemaCatalog
+from agents.table_rank import BUSINESS_TYPES, TableRanker, named
 from agents.templates import render
-from agents.value_catalog import IDENTITY_FREQUENCY, IDENTITY_MIN_ROWS, ValueCatalog
+from agents.value_catalog import ValueCatalog
 from indices.evidence import Evidence, EvidenceItem, estimate_tokens
 from indices.retriever import Retriever
 from ukf import BaseUKF
 
 log = logging.getLogger(__name__)
-BUSINESS_TYPES = ("rule", "metric", "predicate", "knowledge", "taxonomy", "synonym", "document")
 
 
 @dataclass
@@ -102,7 +101,6 @@ class ProfileLink:
 
 
 PROFILE_MAX_TABLES = 2
-VALUE_MAX_TABLES = 4  # a named value held by at most this many tables points at them
 Explorer = Callable[[str, RagContext, Mapping[str, Any]], list[BaseUKF]]
 
 
@@ -131,6 +129,7 @@ class RagAgent:
     ) -> None:
         self._retriever, self.catalog = retriever, catalog
         self.values = values or ValueCatalog(catalog.store, catalog.database)
+        self.ranker = TableRanker(catalog, self.values)
         self.options = options or RagOptions()
         self.llm, self.explorer = llm, explorer
         self._profile_links: list[ProfileLink] = []
@@ -176,14 +175,19 @@ class RagAgent:
     # ------------------------------------------------------------------ static pipeline
     def _compose(self, question: str, evidence: Evidence, extra: list[BaseUKF] = ()) -> RagContext:
         items = [*evidence.items, *(EvidenceItem(e, text=e.text()) for e in extra)]
-        tables = self._rank_tables(items, evidence, self._profile_links)
+        tables = self.ranker.rank(
+            items,
+            evidence,
+            [link.table for link in self._profile_links],
+            whole_schema_tables=self.options.whole_schema_tables,
+        )
         mentioned = [
             (
                 i.entry.content_resources.get("table", ""),
                 i.entry.content_resources.get("column", ""),
             )
             for i in items
-            if i.entry.type in ("column", "enum") and _named(i)
+            if i.entry.type in ("column", "enum") and named(i)
         ]
         sliced = self.catalog.slice(
             tables,
@@ -209,7 +213,7 @@ class RagAgent:
             table = item.entry.content_resources.get("table")
             keep = (
                 (kind == "table" and table in shown)
-                or (kind in ("column", "enum") and _named(item) and table in shown)
+                or (kind in ("column", "enum") and named(item) and table in shown)
                 or kind in BUSINESS_TYPES
                 or item.entry in rag.examples
             )
@@ -217,80 +221,17 @@ class RagAgent:
                 rag.used.append(_used(item, question))
         return rag
 
-    def _rank_tables(
-        self, items: list[EvidenceItem], evidence: Evidence, profile: list[ProfileLink]
-    ) -> list[str]:
-        known = self.catalog.tables
-        score: dict[str, float] = {}
-        for link in profile:
-            if link.table in known:
-                score[link.table] = score.get(link.table, 0.0) + 3.0
-        # a phrase that names a column of many tables ("units") says little about each
-        reach: dict[tuple[int, int], set[str]] = {}
-        for item in items:
-            for span in item.spans:
-                reach.setdefault(span, set()).add(item.entry.content_resources.get("table"))
-        for item in items:
-            table = item.entry.content_resources.get("table")
-            if _named(item) and item.spans and item.entry.type in BUSINESS_TYPES:
-                # a metric or rule the question names, on the tables it names ("BCR compares
-                # profit_and_loss with budget_and_forecast")
-                for named in _tables_named_in(item.entry.text(), known):
-                    score[named] = score.get(named, 0.0) + 2.0
-            if _named(item):
-                # tables holding the value a synonym stands for: "Gale" means model_code
-                # 'ZP3' of the models dimension, which the facts of its brand hold too
-                for held in self._tables_holding(item.entry, known):
-                    score[held] = score.get(held, 0.0) + 4.0
-            if item.entry.type not in ("table", "column", "enum") or table not in known:
-                continue
-            weight = {"table": 3.0, "column": 2.0, "enum": 2.0}[item.entry.type]
-            if _named(item) and _identifies_table(item.entry):
-                # the question names the value every row of the table has ("Aurora" in
-                # income_aurora): the table *of* that value, ahead of the profile's table,
-                # and the tables partitioned the same way (sales_ledger_aurora)
-                score[table] = score.get(table, 0.0) + 4.0
-                for sibling in self.values.siblings(table):
-                    score[sibling] = score.get(sibling, 0.0) + 2.0
-            elif _named(item):
-                spread = max((len(reach.get(span, ())) for span in item.spans), default=1)
-                score[table] = score.get(table, 0.0) + weight / max(1, spread)
-            else:
-                score[table] = score.get(table, 0.0) + 0.1
-        names = {schema.entry.id: name for name, schema in known.items()}
-        for path in evidence.join_paths:
-            for step in path:
-                for key in ("from", "to"):
-                    name = names.get(step.get(key, ""))
-                    if name is not None:
-                        score[name] = score.get(name, 0.0) + 1.0
-        if len(known) <= self.options.whole_schema_tables:
-            # the whole schema in catalog order: the same prompt prefix for every question on
-            # this database, so a local model's prompt cache skips re-reading it
-            return list(known)
-        return sorted(score, key=lambda t: (-score[t], t))
-
-    def _tables_holding(self, entry: BaseUKF, known: Mapping[str, Any]) -> list[str]:
-        """Other tables holding the value a named synonym stands for, when few do (a named
-        enum value already brings every table holding it)."""
-        r = entry.content_resources
-        if entry.type != "synonym" or r.get("value") is None:
-            return []
-        tables = {h.table for h in self.values.holders(r["value"])} - {r.get("table")}
-        tables &= set(known)
-        return sorted(tables) if len(tables) <= VALUE_MAX_TABLES else []
-
     def _add_hints(self, rag: RagContext, question: str, items: list[EvidenceItem]) -> None:
         used = 0
         shown = set(rag.tables)
         hints: list[str] = [link.text for link in self._profile_links]
         # named or triggered knowledge first, then the rest in evidence order
-        items = sorted(items, key=lambda i: not (_named(i) or i.entry.triggers))
+        items = sorted(items, key=lambda i: not (named(i) or i.entry.triggers))
         precise = {id(i) for i in precise_links(items)}
         for item in items:
             if item.entry.type in BUSINESS_TYPES:
                 text = (item.text or item.entry.text()).strip()
-            elif item.entry.type in ("table", "column", "enum") and _named(item):
+            elif item.entry.type in ("table", "column", "enum") and named(item):
                 if item.entry.content_resources.get("table") not in shown:
                     continue  # a link into a table the prompt does not show
                 if item.spans and id(item) not in precise:
@@ -368,28 +309,6 @@ class RagAgent:
         rag.summary = reply.text.strip()
         rag.prompt_tokens += reply.prompt_tokens
         rag.completion_tokens += reply.completion_tokens
-
-
-def _tables_named_in(text: str, known: Mapping[str, Any]) -> list[str]:
-    """Known table names written out in ``text`` as identifiers (``profit_and_loss``,
-    ``regions.region_code``): a name that is also an English word ("regions") counts only
-    when it is qualified by a column."""
-    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
-    qualified = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\.[A-Za-z_]", text))
-    return sorted(t for t in known if (t in words and "_" in t) or t in qualified)
-
-
-def _identifies_table(entry: BaseUKF) -> bool:
-    """An enum value held by (nearly) every row of a table with more than a few rows."""
-    r = entry.content_resources
-    if entry.type != "enum" or (r.get("frequency") or 0) < IDENTITY_FREQUENCY:
-        return False
-    return (r.get("count") or 0) >= IDENTITY_MIN_ROWS
-
-
-def _named(item: EvidenceItem) -> bool:
-    """Brought in by words of the question, or found by the autonomous mode (no hits)."""
-    return not item.hits or any(h.reason == "span" for h in item.hits)
 
 
 def _phrases(item: EvidenceItem, question: str) -> list[str]:
