@@ -61,6 +61,7 @@ from kb.profile_model import (
     ProfileOptions,
     ProfileReport,
     SemanticType,
+    StopProfiling,
     TableProfile,
 )
 from kb.profile_sync import StoredSchema, apply_changes, plan_changes
@@ -76,6 +77,7 @@ __all__ = [
     "ProfileOptions",
     "ProfileReport",
     "SemanticType",
+    "StopProfiling",
     "TableProfile",
     "profile_database",
     "profile_schema",

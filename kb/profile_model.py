@@ -184,11 +184,19 @@ class Description:
     synonyms: tuple[str, ...] = ()
 
 
+class StopProfiling(Exception):
+    """Raised by a describer to stop profiling at once (a cancelled job, a stopping worker).
+
+    Any other describer failure only skips that entry's description; this one is never
+    swallowed, and nothing is written to the store."""
+
+
 class Describer(Protocol):
     """Fills descriptions and synonyms that the database does not provide (e.g. with an LLM).
 
     Called only for entries that have no description yet (no database comment, nothing in
-    the store), so re-profiling does not ask again.
+    the store), so re-profiling does not ask again. Raising :class:`StopProfiling` stops the
+    whole profiling run.
     """
 
     def describe_table(self, table: TableProfile) -> Description:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kb.profile_model import ColumnProfile, Describer, Description, TableProfile
+from kb.profile_model import ColumnProfile, Describer, Description, StopProfiling, TableProfile
 from ukf import BaseUKF
 from ukf.types.schema import ColumnUKF, EnumUKF, ForeignKey, TableUKF
 
@@ -148,6 +148,8 @@ class EntryBuilder:
             return
         try:
             found = ask(self._describer)
+        except StopProfiling:
+            raise
         except Exception as exc:  # a describer (LLM) failure must not stop profiling
             logger.warning("describer failed on %s %s: %s", entry.type, entry.name, exc)
             return

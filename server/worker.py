@@ -23,17 +23,18 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kb.profile_model import StopProfiling
 from server.jobs import CANCELLED, FAILED, SUCCEEDED, Job, JobQueue
 from server.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 
-class JobCancelledError(Exception):
-    """The job was cancelled; the runner stops."""
+class JobCancelledError(StopProfiling):
+    """The job was cancelled; the runner stops (profiling too: see ``StopProfiling``)."""
 
 
-class JobInterruptedError(Exception):
+class JobInterruptedError(StopProfiling):
     """The worker is stopping, or the job is no longer this worker's."""
 
 
