@@ -115,12 +115,29 @@ class PredicateChecker:
                 known[_norm(r["value"])] = r["value"]
                 for synonym in entry.synonyms:
                     known.setdefault(_norm(synonym), r["value"])
+            self._add_synonym_entries(values)
             for entry in self.store.iterate(type="column"):
                 r = entry.content_resources
                 if r.get("database") == self.database:
                     columns.setdefault(str(r["table"]).lower(), set()).add(str(r["column"]).lower())
             self._values, self._columns = values, columns
             return values
+
+
+    def _add_synonym_entries(self, values: dict[tuple[str, str], dict[str, str]]) -> None:
+        """Synonym entries of a stored value ("Deneb" means model_code 'VGS') name it in
+        every column holding that value, not only in the column their target lives in."""
+        holding: dict[str, list[dict[str, str]]] = {}
+        for known in values.values():
+            for stored in set(known.values()):
+                holding.setdefault(stored, []).append(known)
+        tag = f"[DATABASE:{self.database}]"
+        for entry in self.store.iterate(type="synonym"):
+            value = entry.content_resources.get("value")
+            if tag not in entry.tags or not isinstance(value, str):
+                continue
+            for known in holding.get(value, []):
+                known.setdefault(_norm(entry.name), value)
 
 
 def _comparisons(tree: exp.Expression) -> list[tuple[exp.Column, str]]:

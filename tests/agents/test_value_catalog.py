@@ -101,3 +101,15 @@ def test_the_profile_links_through_stored_codes_even_short_ones(partitioned):
     rag = agent.run("Our revenue?", {"user_profile": {"department": "AU"}})
     assert set(rag.tables[:2]) == {"income_au", "ledger_au"}, rag.tables
     assert "profile department=AU -> income_au.dept_code = 'AU'" in rag.hints
+
+
+def test_the_predicate_checker_knows_synonyms_in_every_column_holding_the_value(partitioned):
+    from agents.predicates import PredicateChecker
+
+    store, _ = partitioned
+    checker = PredicateChecker(store, "cars")
+    (issue,) = checker.check("SELECT sum(ptd_qty) FROM income_zp WHERE model_code = 'Gale'")
+    assert (issue.table, issue.suggestions, issue.certain) == ("income_zp", ["ZP3"], True)
+    (close,) = checker.check("SELECT sum(ptd_qty) FROM income_zp WHERE model_code = 'GAL'")
+    assert close.suggestions[0] == "ZP3" and not close.certain
+    assert checker.check("SELECT sum(ptd_qty) FROM income_zp WHERE model_code = 'ZP3'") == []
