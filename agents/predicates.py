@@ -123,7 +123,6 @@ class PredicateChecker:
             self._values, self._columns = values, columns
             return values
 
-
     def _add_synonym_entries(self, values: dict[tuple[str, str], dict[str, str]]) -> None:
         """Synonym entries of a stored value ("Deneb" means model_code 'VGS') name it in
         every column holding that value, not only in the column their target lives in."""
