@@ -46,6 +46,17 @@ def dates_text(calendar: ReportingCalendar | None, context: Mapping[str, Any]) -
     return calendar.describe(when)
 
 
+def time_spans(
+    question: str, calendar: ReportingCalendar | None, context: Mapping[str, Any]
+) -> list[tuple[int, int]]:
+    """Where the question's resolved time phrases are (their words need no other link:
+    "FY2024" is a period, not the value 'FY2024' of every fiscal_year column)."""
+    when = query_time_of(context)
+    if when is None or calendar is None:
+        return []
+    return [w.span for w in find_time_windows(question, calendar, when)]
+
+
 def resolved_text(
     question: str,
     calendar: ReportingCalendar | None,

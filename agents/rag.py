@@ -24,7 +24,7 @@ from typing import Any
 from agents.answer import UsedKnowledge
 from agents.hint_links import precise_links
 from agents.llm import LLM, LLMError
-from agents.question_facts import calendar_of, dates_text, resolved_text
+from agents.question_facts import calendar_of, dates_text, resolved_text, time_spans
 from agents.schema_slice import SchemaCatalog
 from agents.table_rank import BUSINESS_TYPES, TableRanker, named
 from agents.templates import render
@@ -82,6 +82,7 @@ class RagContext:
     dates: str = ""
     resolved: str = ""
     explored: list[str] = field(default_factory=list)
+    facts: _QuestionFacts | None = None  # profile links, time phrases
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
@@ -98,6 +99,14 @@ class ProfileLink:
     table: str
     column: str
     text: str
+
+
+@dataclass(frozen=True)
+class _QuestionFacts:
+    """What the agent settled about one question before composing its prompt."""
+
+    profile_links: list[ProfileLink] = field(default_factory=list)
+    time_spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 PROFILE_MAX_TABLES = 2
@@ -132,7 +141,6 @@ class RagAgent:
         self.ranker = TableRanker(catalog, self.values)
         self.options = options or RagOptions()
         self.llm, self.explorer = llm, explorer
-        self._profile_links: list[ProfileLink] = []
 
     @property
     def retriever(self) -> Retriever:
@@ -152,14 +160,17 @@ class RagAgent:
         started = time.perf_counter()
         ctx = {**(context or {}), "database": self.catalog.database}
         evidence = self.retriever.retrieve(question, ctx)
-        self._profile_links = self._link_profile(ctx.get("user_profile") or {})
-        rag = self._compose(question, evidence)
+        calendar = calendar_of(evidence)
+        facts = _QuestionFacts(
+            self._link_profile(ctx.get("user_profile") or {}),
+            time_spans(question, calendar, ctx),
+        )
+        rag = self._compose(question, evidence, facts)
         wanted = self._should_explore(rag) if explore is None else explore
         if self.explorer is not None and wanted:
             self._explore(question, rag, ctx)
         if self.options.summarize and self.llm is not None and rag.hints:
             self._summarize(rag)
-        calendar = calendar_of(evidence)
         rag.dates = dates_text(calendar, ctx)
         known = self.catalog.tables
         columns = [
@@ -173,12 +184,18 @@ class RagAgent:
         return rag
 
     # ------------------------------------------------------------------ static pipeline
-    def _compose(self, question: str, evidence: Evidence, extra: list[BaseUKF] = ()) -> RagContext:
+    def _compose(
+        self,
+        question: str,
+        evidence: Evidence,
+        facts: _QuestionFacts,
+        extra: list[BaseUKF] = (),
+    ) -> RagContext:
         items = [*evidence.items, *(EvidenceItem(e, text=e.text()) for e in extra)]
         tables = self.ranker.rank(
             items,
             evidence,
-            [link.table for link in self._profile_links],
+            [link.table for link in facts.profile_links],
             whole_schema_tables=self.options.whole_schema_tables,
         )
         mentioned = [
@@ -199,7 +216,8 @@ class RagAgent:
         )
         tables = [*sliced.full, *sliced.listed]
         rag = RagContext(question, self.catalog.database, evidence, sliced.text, tables=tables)
-        self._add_hints(rag, question, items)
+        rag.facts = facts
+        self._add_hints(rag, question, items, facts)
         rag.examples = [
             i.entry
             for i in items
@@ -221,10 +239,12 @@ class RagAgent:
                 rag.used.append(_used(item, question))
         return rag
 
-    def _add_hints(self, rag: RagContext, question: str, items: list[EvidenceItem]) -> None:
+    def _add_hints(
+        self, rag: RagContext, question: str, items: list[EvidenceItem], facts: _QuestionFacts
+    ) -> None:
         used = 0
         shown = set(rag.tables)
-        hints: list[str] = [link.text for link in self._profile_links]
+        hints: list[str] = [link.text for link in facts.profile_links]
         # named or triggered knowledge first, then the rest in evidence order
         items = sorted(items, key=lambda i: not (named(i) or i.entry.triggers))
         precise = {id(i) for i in precise_links(items)}
@@ -236,6 +256,8 @@ class RagAgent:
                     continue  # a link into a table the prompt does not show
                 if item.spans and id(item) not in precise:
                     continue  # inside a longer link, or an ambiguous reading not anchored
+                if item.spans and all(_inside(s, facts.time_spans) for s in item.spans):
+                    continue  # a time phrase, resolved to periods after the question
                 text = _link(item, question)
             else:
                 continue
@@ -284,7 +306,7 @@ class RagAgent:
             return
         seen = {u.id for u in rag.used}
         extra = [e for e in found if e.id not in seen]
-        explored = self._compose(question, rag.evidence, extra)
+        explored = self._compose(question, rag.evidence, rag.facts, extra)
         explored.explored = [e.id for e in extra]
         explored.prompt_tokens, explored.completion_tokens = (
             rag.prompt_tokens,
@@ -309,6 +331,10 @@ class RagAgent:
         rag.summary = reply.text.strip()
         rag.prompt_tokens += reply.prompt_tokens
         rag.completion_tokens += reply.completion_tokens
+
+
+def _inside(span: tuple[int, int], outer: list[tuple[int, int]]) -> bool:
+    return any(a <= span[0] and span[1] <= b for a, b in outer)
 
 
 def _phrases(item: EvidenceItem, question: str) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from agents.calendar import ReportingCalendar, shift_month
@@ -79,6 +79,7 @@ class TimeWindow:
     first: str
     last: str
     to_date: bool = False
+    span: tuple[int, int] = (0, 0)  # where the phrase is in the question
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def find_time_windows(
                 continue
             window = _resolve(pattern.kind, match, calendar, when)
             if window is not None:
-                found.append((start, window))
+                found.append((start, replace(window, span=(start, end))))
     return [w for _, w in sorted(found, key=lambda pair: pair[0])]
 
 

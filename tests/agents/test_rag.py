@@ -125,3 +125,9 @@ def test_the_calendar_in_the_knowledge_base_resolves_relative_dates(wide):
     assert "for its total use the ytd_ columns at period = '202406'" in ytd.resolved
     assert '"euros": amounts in EUR: the *_eur columns.' in ytd.resolved
     assert wide.run("Aurora revenue last month?").dates == ""  # no query time, no dates
+    # a resolved time phrase is not also linked to the period values it names
+    plain = wide.run("Aurora revenue for period 202405?")
+    assert any(h.startswith('"period" -> ') for h in plain.hints), plain.hints  # no calendar
+    dated = wide.run("Aurora revenue for period 202405?", context)
+    assert not any(h.startswith('"period" -> ') for h in dated.hints), dated.hints
+    assert "\"period 202405\" is period '202405'" in dated.resolved
