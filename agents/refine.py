@@ -13,7 +13,7 @@ For one candidate:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agents.answer import Candidate
 from agents.generate import candidate_from_reply
@@ -73,6 +73,8 @@ class Refiner:
                 return current
             if current.sql and problem.issues:
                 fixed = self._fix_predicates(current, problem.issues)
+                if fixed is None:
+                    fixed = self._guess_predicates(current, problem.issues)
                 if fixed is not None:
                     current = fixed
                     continue
@@ -109,8 +111,24 @@ class Refiner:
             return _Problem(text, issues=issues)
         return None
 
-    def _fix_predicates(
+    def _guess_predicates(
         self, candidate: Candidate, issues: list[PredicateIssue]
+    ) -> Candidate | None:
+        """A literal that is no stored value, with exactly one stored value close to it
+        ('GAL' when the column holds 'ZP3' and the synonym "Gale"): try that value, and keep
+        the guess only when the query then returns data."""
+        single = [
+            replace(i, certain=True) for i in issues if not i.certain and len(i.suggestions) == 1
+        ]
+        if not single:
+            return None
+        guessed = self._fix_predicates(candidate, single, label="predicate guessed")
+        if guessed is None or guessed.results is None or not guessed.results.has_data:
+            return None
+        return guessed
+
+    def _fix_predicates(
+        self, candidate: Candidate, issues: list[PredicateIssue], *, label: str = "predicate fixed"
     ) -> Candidate | None:
         assert self.checker is not None
         try:
@@ -132,7 +150,7 @@ class Refiner:
             sample=candidate.sample,
             tier=candidate.tier,
             repairs=candidate.repairs,
-            notes=[*candidate.notes, *(f"predicate fixed: {n}" for n in notes)],
+            notes=[*candidate.notes, *(f"{label}: {n}" for n in notes)],
             prompt_tokens=candidate.prompt_tokens,
             completion_tokens=candidate.completion_tokens,
         )

@@ -42,7 +42,8 @@ def test_a_wrong_case_literal_is_fixed_without_the_model(concert, checker):
 def test_a_misspelled_literal_gets_the_closest_stored_values_in_the_repair_prompt(concert, checker):
     _, database, _ = concert
     llm = ScriptedLLM([sql_reply("SELECT name FROM singer WHERE country = 'France'")])
-    cand = Candidate(sql="SELECT name FROM singer WHERE country IN ('Frence')")
+    # even the closest stored value returns nothing here: the model is asked, and told it
+    cand = Candidate(sql="SELECT name FROM singer WHERE country IN ('Frence') AND age > 1000")
     issues = checker.check(cand.sql)
     assert [(i.column, i.literal, i.suggestions[0], i.certain) for i in issues] == [
         ("country", "Frence", "France", False)
@@ -52,14 +53,23 @@ def test_a_misspelled_literal_gets_the_closest_stored_values_in_the_repair_promp
     assert "'France'" in llm.calls[0][0][-1]["content"]
 
 
+def test_a_single_close_stored_value_is_tried_and_kept_when_it_returns_data(concert, checker):
+    _, database, _ = concert
+    llm = ScriptedLLM([AssertionError("the model must not be asked")])
+    cand = Candidate(sql="SELECT name FROM singer WHERE country = 'Frence'")
+    fixed = Refiner(database, llm, checker).refine(cand, ASKED)
+    assert fixed.ok and fixed.results.row_count == 4 and llm.calls == []
+    assert "'France'" in fixed.sql and any(n.startswith("predicate guessed") for n in fixed.notes)
+
+
 def test_an_aggregate_over_no_rows_is_repaired_like_an_empty_result(concert, checker):
     _, database, _ = concert
     llm = ScriptedLLM([sql_reply("SELECT avg(age) FROM singer WHERE country = 'France'")])
-    cand = Candidate(sql="SELECT avg(age) FROM singer WHERE country = 'Frence'")
+    cand = Candidate(sql="SELECT avg(age) FROM singer WHERE country = 'Atlantis'")
     fixed = Refiner(database, llm, checker).refine(cand, ASKED)
     assert fixed.ok and fixed.repairs == 1 and fixed.results.has_data
     problem = llm.calls[0][0][-1]["content"]
-    assert "returned only NULL" in problem and "'France'" in problem
+    assert "returned only NULL" in problem and "'Atlantis' is not a value" in problem
     # a NULL next to data is an answer
     kept = Refiner(database, llm, checker).refine(
         Candidate(sql="SELECT name, NULL FROM singer WHERE country = 'France'"), ASKED
