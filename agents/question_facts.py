@@ -14,7 +14,7 @@ from typing import Any
 
 from agents.calendar import CalendarError, ReportingCalendar
 from agents.currency_phrases import describe_currency
-from agents.time_phrases import describe_windows, find_time_windows
+from agents.time_phrases import TimeWindow, describe_windows, find_time_windows
 from indices.evidence import Evidence
 from ukf.triggers import query_time_of
 
@@ -46,29 +46,28 @@ def dates_text(calendar: ReportingCalendar | None, context: Mapping[str, Any]) -
     return calendar.describe(when)
 
 
-def time_spans(
+def time_windows(
     question: str, calendar: ReportingCalendar | None, context: Mapping[str, Any]
-) -> list[tuple[int, int]]:
-    """Where the question's resolved time phrases are (their words need no other link:
-    "FY2024" is a period, not the value 'FY2024' of every fiscal_year column)."""
+) -> list[TimeWindow]:
+    """The question's time phrases resolved at the query time (none without a calendar)."""
     when = query_time_of(context)
     if when is None or calendar is None:
         return []
-    return [w.span for w in find_time_windows(question, calendar, when)]
+    return find_time_windows(question, calendar, when)
 
 
 def resolved_text(
     question: str,
     calendar: ReportingCalendar | None,
     context: Mapping[str, Any],
+    windows: list[TimeWindow],
     columns: Iterable[str] = (),
 ) -> str:
-    """The question's time windows and currency, resolved (empty when nothing applies);
-    ``columns`` are those of the tables the prompt shows."""
+    """The question's time ``windows`` (from :func:`time_windows`) and currency, resolved
+    (empty when nothing applies); ``columns`` are those of the tables the prompt shows."""
     parts: list[str] = []
     when = query_time_of(context)
     if when is not None and calendar is not None:
-        windows = find_time_windows(question, calendar, when)
         parts.append(
             describe_windows(
                 windows,

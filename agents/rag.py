@@ -24,10 +24,11 @@ from typing import Any
 from agents.answer import UsedKnowledge
 from agents.hint_links import precise_links
 from agents.llm import LLM, LLMError
-from agents.question_facts import calendar_of, dates_text, resolved_text, time_spans
+from agents.question_facts import calendar_of, dates_text, resolved_text, time_windows
 from agents.schema_slice import SchemaCatalog
 from agents.table_rank import BUSINESS_TYPES, TableRanker, named
 from agents.templates import render
+from agents.time_phrases import TimeWindow
 from agents.value_catalog import ValueCatalog
 from indices.evidence import Evidence, EvidenceItem, estimate_tokens
 from indices.retriever import Retriever
@@ -106,7 +107,7 @@ class _QuestionFacts:
     """What the agent settled about one question before composing its prompt."""
 
     profile_links: list[ProfileLink] = field(default_factory=list)
-    time_spans: list[tuple[int, int]] = field(default_factory=list)
+    windows: list[TimeWindow] = field(default_factory=list)
 
 
 PROFILE_MAX_TABLES = 2
@@ -163,7 +164,7 @@ class RagAgent:
         calendar = calendar_of(evidence)
         facts = _QuestionFacts(
             self._link_profile(ctx.get("user_profile") or {}),
-            time_spans(question, calendar, ctx),
+            time_windows(question, calendar, ctx),
         )
         rag = self._compose(question, evidence, facts)
         wanted = self._should_explore(rag) if explore is None else explore
@@ -179,7 +180,7 @@ class RagAgent:
             if t in known
             for c in known[t].columns
         ]
-        rag.resolved = resolved_text(question, calendar, ctx, columns)
+        rag.resolved = resolved_text(question, calendar, ctx, facts.windows, columns)
         rag.seconds = time.perf_counter() - started
         return rag
 
@@ -245,6 +246,7 @@ class RagAgent:
         used = 0
         shown = set(rag.tables)
         hints: list[str] = [link.text for link in facts.profile_links]
+        time_spans = [w.span for w in facts.windows]
         # named or triggered knowledge first, then the rest in evidence order
         items = sorted(items, key=lambda i: not (named(i) or i.entry.triggers))
         precise = {id(i) for i in precise_links(items)}
@@ -256,7 +258,7 @@ class RagAgent:
                     continue  # a link into a table the prompt does not show
                 if item.spans and id(item) not in precise:
                     continue  # inside a longer link, or an ambiguous reading not anchored
-                if item.spans and all(_inside(s, facts.time_spans) for s in item.spans):
+                if item.spans and all(_inside(s, time_spans) for s in item.spans):
                     continue  # a time phrase, resolved to periods after the question
                 text = _link(item, question)
             else:

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents.schema_slice import SchemaCatalog
-from agents.value_catalog import IDENTITY_FREQUENCY, IDENTITY_MIN_ROWS, ValueCatalog
+from agents.value_catalog import ValueCatalog, is_identity
 from indices.evidence import Evidence, EvidenceItem
 from ukf import BaseUKF
 
@@ -119,9 +119,7 @@ def tables_named_in(text: str, known: Mapping[str, Any]) -> list[str]:
 def identifies_table(entry: BaseUKF) -> bool:
     """An enum value held by (nearly) every row of a table with more than a few rows."""
     r = entry.content_resources
-    if entry.type != "enum" or (r.get("frequency") or 0) < IDENTITY_FREQUENCY:
-        return False
-    return (r.get("count") or 0) >= IDENTITY_MIN_ROWS
+    return entry.type == "enum" and is_identity(r.get("frequency") or 0, r.get("count") or 0)
 
 
 def named(item: EvidenceItem) -> bool:

@@ -27,6 +27,11 @@ IDENTITY_MIN_ROWS = 20  # ... when the table is not tiny
 MAX_SIBLINGS = 4  # an identity value shared by more tables does not partition them
 
 
+def is_identity(frequency: float, count: int) -> bool:
+    """A value (nearly) every row of a table holds, in a table that is not tiny."""
+    return frequency >= IDENTITY_FREQUENCY and count >= IDENTITY_MIN_ROWS
+
+
 @dataclass(frozen=True)
 class ValueHolder:
     """A column of a table holding a value, on ``frequency`` of its non-null rows."""
@@ -40,7 +45,7 @@ class ValueHolder:
     @property
     def identifies_table(self) -> bool:
         """(Nearly) every row of a table that is not tiny holds the value."""
-        return self.frequency >= IDENTITY_FREQUENCY and self.count >= IDENTITY_MIN_ROWS
+        return is_identity(self.frequency, self.count)
 
 
 class ValueCatalog:
