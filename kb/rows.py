@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pydantic_core
+
 from kb.visibility import layer_of, logical_key
 from ukf import BaseUKF, canonical_json, parse_tag, type_for
 
@@ -75,6 +77,11 @@ def entry_row(entry: BaseUKF, seq: int) -> dict[str, Any]:
         "seq": seq,
         "data": canonical_json(document),
     }
+
+
+def document_from_data(data: str) -> dict[str, Any]:
+    """An entry's stored JSON document, parsed but not validated (it was when written)."""
+    return pydantic_core.from_json(data)
 
 
 def entry_from_data(data: str) -> BaseUKF:

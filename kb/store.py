@@ -21,7 +21,8 @@ from kb.errors import KnowledgeNotFoundError
 from kb.filters import UKFFilter
 from kb.jsonl import JSONLSource, JSONLTarget, read_jsonl, write_jsonl_lines
 from kb.migrations import migrate
-from kb.rows import RowBatch, entry_from_data
+from kb.planner import PlannerStats
+from kb.rows import RowBatch, document_from_data, entry_from_data
 from kb.visibility import Reader, overlay_clause, visible_clause
 from ukf import BaseUKF
 
@@ -51,6 +52,8 @@ class KnowledgeStore:
         with write_transaction(self._engine) as conn:
             self.schema_version = migrate(conn)
         self._upsert_statement = self._build_upsert()
+        self.planner = PlannerStats(self._engine, self.backend)
+        self.planner.open()
 
     def __repr__(self) -> str:
         return f"KnowledgeStore({make_url(self.url).render_as_string(hide_password=True)!r})"
@@ -98,14 +101,24 @@ class KnowledgeStore:
 
     def get_many(self, ids: Iterable[str], *, reader: Reader | None = None) -> dict[str, BaseUKF]:
         """Entries by id (missing or invisible ids are left out), in the order asked."""
+        return {uid: entry_from_data(data) for uid, data in self._stored(ids, reader).items()}
+
+    def get_documents(
+        self, ids: Iterable[str], *, reader: Reader | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Like :meth:`get_many`, but each entry as its stored JSON document (what
+        ``entry.to_dict()`` gives), not rebuilt as a model: for reads that only serialize."""
+        return {uid: document_from_data(data) for uid, data in self._stored(ids, reader).items()}
+
+    def _stored(self, ids: Iterable[str], reader: Reader | None) -> dict[str, str]:
         wanted = list(dict.fromkeys(ids))
-        found: dict[str, BaseUKF] = {}
+        found: dict[str, str] = {}
         with read_transaction(self._engine) as conn:
             for chunk in _chunks(wanted, DEFAULT_BATCH):
                 query = select(_E.c.id, _E.c.data).where(
                     _E.c.id.in_(chunk), visible_clause(_E, reader)
                 )
-                found.update({row.id: entry_from_data(row.data) for row in conn.execute(query)})
+                found.update({row.id: row.data for row in conn.execute(query)})
         return {uid: found[uid] for uid in wanted if uid in found}
 
     def exists(self, ukf_id: str) -> bool:
@@ -205,6 +218,7 @@ class KnowledgeStore:
             for chunk in _chunks(unique, batch_size):
                 self._write_batch(conn, chunk, seq)
         log.debug("upserted %d entries at version %d", len(unique), seq)
+        self.planner.note_writes(len(unique))
         return seq
 
     def _write_batch(self, conn: Connection, chunk: Sequence[BaseUKF], seq: int) -> None:
@@ -270,6 +284,7 @@ class KnowledgeStore:
                     conn.execute(delete(table).where(table.c.ukf_id.in_(chunk)))
                 conn.execute(delete(_E).where(_E.c.id.in_(chunk)))
         log.info("purged %d inactive entries", len(doomed))
+        self.planner.note_writes(len(doomed))
         return len(doomed)
 
     # ------------------------------------------------------------------------ JSONL

@@ -4,7 +4,7 @@ Reading: the caller's :class:`kb.visibility.Reader` (user, groups, workspace) go
 store read, so the store's SQL filter (:func:`kb.visibility.visible_clause`) applies: global
 entries, the caller's workspace, the caller's own entries, and of those only entries whose
 UKF ``auths`` list the caller or one of their groups (or that have no auths). Hits found by
-in-memory indices are passed through :func:`visible_entries` before anything is returned.
+in-memory indices are passed through :func:`visible_documents` before anything is returned.
 
 Writing: a caller may write only what they could read afterwards (no entries in another
 workspace, owned by another user, or hidden from them by auths), and an entry that carries
@@ -19,6 +19,7 @@ else exports what they can see.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kb.store import KnowledgeStore
 from kb.visibility import Reader, is_visible
@@ -32,11 +33,12 @@ class AccessDeniedError(PermissionError):
     """The caller may not write this entry; the message says why."""
 
 
-def visible_entries(
+def visible_documents(
     store: KnowledgeStore, ids: Iterable[str], identity: Identity
-) -> dict[str, BaseUKF]:
-    """The entries among ``ids`` that ``identity`` may see, in the order given."""
-    return store.get_many(ids, reader=identity.reader)
+) -> dict[str, dict[str, Any]]:
+    """The entries among ``ids`` that ``identity`` may see, in the order given, as their
+    stored JSON documents (answers only serialize them: no model is rebuilt)."""
+    return store.get_documents(ids, reader=identity.reader)
 
 
 def export_reader(identity: Identity) -> Reader | None:

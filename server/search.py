@@ -33,9 +33,8 @@ from indices.string import StringIndex
 from indices.vector import VectorIndex
 from kb.embeddings import Embedder
 from kb.store import KnowledgeStore
-from server.access import visible_entries
+from server.access import visible_documents
 from server.auth import Identity
-from ukf import BaseUKF
 
 log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]
@@ -247,13 +246,16 @@ def search(indices: SearchIndices, request: SearchRequest, identity: Identity) -
     """Run one search for ``identity``: hits it may see, with their entries."""
     store = indices.store
     if request.mode == "graph":
-        seeds = list(visible_entries(store, request.seeds or [], identity))
+        seeds = list(visible_documents(store, request.seeds or [], identity))
         request = request.model_copy(update={"seeds": seeds})
     hits = _raw_hits(indices, request, identity)
     ids = [h.ukf_id for h in hits]
-    # facet hits come from a query that applied the caller's visibility already
+    # facet hits come from a query that applied the caller's visibility already; the others
+    # are filtered by it here. Stored documents, not models: they are only serialized.
     entries = (
-        store.get_many(ids) if request.mode == "facet" else visible_entries(store, ids, identity)
+        store.get_documents(ids)
+        if request.mode == "facet"
+        else visible_documents(store, ids, identity)
     )
     kept = [h for h in hits if h.ukf_id in entries][: request.limit]
     return {
@@ -299,7 +301,7 @@ def _raw_hits(indices: SearchIndices, request: SearchRequest, identity: Identity
     )
 
 
-def _hit_json(hit: Hit, entry: BaseUKF, include: str) -> dict[str, Any]:
+def _hit_json(hit: Hit, entry: dict[str, Any], include: str) -> dict[str, Any]:
     found: dict[str, Any] = {
         "id": hit.ukf_id,
         "score": hit.score,
@@ -309,14 +311,14 @@ def _hit_json(hit: Hit, entry: BaseUKF, include: str) -> dict[str, Any]:
         "detail": hit.detail,
     }
     if include == "entry":
-        found["entry"] = entry.to_dict()
+        found["entry"] = entry
     elif include == "brief":
-        text = entry.short_description or entry.description
+        text = entry.get("short_description") or entry.get("description") or ""
         found.update(
-            type=entry.type,
-            name=entry.name,
+            type=entry["type"],
+            name=entry["name"],
             description=text[:BRIEF_CHARS],
-            priority=entry.priority,
-            inactive=entry.inactive_mark,
+            priority=entry["priority"],
+            inactive=entry["inactive_mark"],
         )
     return found

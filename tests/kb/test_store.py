@@ -5,8 +5,9 @@ import pytest
 from kb.errors import KnowledgeNotFoundError
 from kb.migrations import LATEST_VERSION
 from kb.store import KnowledgeStore
+from kb.visibility import Reader
 from tests.support.samples import every_template
-from ukf import BaseUKF, KnowledgeUKF, RuleUKF, TableUKF
+from ukf import Auth, BaseUKF, KnowledgeUKF, RuleUKF, TableUKF
 
 
 def _by_id(entries):
@@ -142,3 +143,16 @@ def test_a_failing_upsert_writes_nothing(store, monkeypatch):
     with pytest.raises(RuntimeError, match="disk on fire"):
         store.upsert_many(entries, batch_size=2)  # t0, t1 were already written in batch 1
     assert store.count() == 0 and store.version == version
+
+
+def test_documents_are_the_entries_as_dicts_with_the_same_visibility(store):
+    entries = every_template()
+    secret = KnowledgeUKF.create("salary bands", "...", auths=[Auth(user="hr")])
+    store.upsert_many([*entries, secret])
+    ids = [e.id for e in reversed(entries)] + ["absent", secret.id]
+    documents = store.get_documents(ids)
+    assert list(documents) == [*(e.id for e in reversed(entries)), secret.id]
+    for entry in entries:
+        assert documents[entry.id] == entry.to_dict()
+    assert secret.id not in store.get_documents(ids, reader=Reader(user="alice"))
+    assert secret.id in store.get_documents(ids, reader=Reader(user="hr"))
