@@ -106,7 +106,7 @@ class UKFFilter:
         if self.min_priority is not None:
             parts.append(c.priority >= self.min_priority)
         for slot, values in normalize_tag_filter(self.tags).items():
-            parts.append(_tag_clause(table, slot, values))
+            parts.append(_tag_clause(table, slot, values, _many(self.type)))
         s, r = schema.synonyms, schema.related
         if self.synonym is not None:
             parts.append(c.id.in_(select(s.c.ukf_id).where(s.c.norm == self.synonym.casefold())))
@@ -117,12 +117,19 @@ class UKFFilter:
         return and_(true(), *parts)
 
 
-def _tag_clause(table: Table, slot: str, values: list[str]) -> ColumnElement[bool]:
+def _tag_clause(
+    table: Table, slot: str, values: list[str], types: list[str] | None
+) -> ColumnElement[bool]:
+    """Entries tagged ``slot`` = one of ``values`` (``*`` wildcards); with ``types``, the
+    tag rows are narrowed by their copied entry type in the index (not entry by entry)."""
     t = schema.tags
     exact = [v for v in values if "*" not in v]
     options: list[ColumnElement[bool]] = [t.c.value.in_(exact)] if exact else []
     options += [t.c.value.like(_like_pattern(v), escape="\\") for v in values if "*" in v]
-    return table.c.id.in_(select(t.c.ukf_id).where(t.c.slot == slot, or_(*options)))
+    conditions = [t.c.slot == slot, or_(*options)]
+    if types is not None:
+        conditions.append(t.c.entry_type.in_(types))
+    return table.c.id.in_(select(t.c.ukf_id).where(*conditions))
 
 
 def _prefix_clause(table: Table, prefix: str) -> ColumnElement[bool]:

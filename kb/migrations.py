@@ -6,8 +6,9 @@ processes opening a fresh store at once are serialised (SQLite ``BEGIN IMMEDIATE
 PostgreSQL advisory lock). A store written by a newer schema is refused rather than guessed at.
 
 Migration 1 creates the knowledge tables and migration 2 the server's (API keys, jobs, audit
-log) as :mod:`kb.schema` declares them. Once a later migration
-changes a table, migration 1 must keep creating the *original* layout (freeze its DDL here).
+log) as :mod:`kb.schema` declares them now, so a later migration that changes a table must
+be idempotent: it finds the change already made on a store created at the latest version,
+and makes it on an older one (migration 3 adds ``ukf_tags.entry_type``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, func, insert, select, text
+from sqlalchemy import Connection, func, insert, inspect, select, text
 
 from kb import schema
 from kb.errors import SchemaVersionError
@@ -43,11 +44,35 @@ def _server_tables(conn: Connection) -> None:
     schema.metadata.create_all(conn, tables=list(schema.SERVER_TABLES), checkfirst=True)
 
 
+def _tag_entry_types(conn: Connection) -> None:
+    """ukf_tags.entry_type (a copy of the entry's type) and the (slot, value, type) index.
+
+    Idempotent: a store created by migration 1 from the current :mod:`kb.schema` has both."""
+    columns = {c["name"] for c in inspect(conn).get_columns("ukf_tags")}
+    if "entry_type" not in columns:
+        conn.execute(text("ALTER TABLE ukf_tags ADD COLUMN entry_type VARCHAR(32)"))
+    conn.execute(
+        text(
+            "UPDATE ukf_tags SET entry_type = "
+            "(SELECT type FROM ukf_entries WHERE ukf_entries.id = ukf_tags.ukf_id) "
+            "WHERE entry_type IS NULL"
+        )
+    )
+    conn.execute(text("DROP INDEX IF EXISTS ix_ukf_tags_slot_value"))
+    conn.execute(
+        text(
+            "CREATE INDEX IF NOT EXISTS ix_ukf_tags_slot_value_type "
+            "ON ukf_tags (slot, value, entry_type)"
+        )
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "entries, facet tables (tags, synonyms, related, auths), version", _initial_schema
     ),
     Migration(2, "server tables: api keys, jobs, job logs, audit log", _server_tables),
+    Migration(3, "ukf_tags.entry_type and the (slot, value, entry_type) index", _tag_entry_types),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

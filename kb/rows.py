@@ -28,7 +28,7 @@ class RowBatch:
         self.ids.append(uid)
         self.entries.append(entry_row(entry, seq))
         self.tags += [
-            {"ukf_id": uid, "slot": tag.slot, "value": tag.value}
+            {"ukf_id": uid, "slot": tag.slot, "value": tag.value, "entry_type": entry.type}
             for tag in map(parse_tag, entry.tags)
         ]
         self.synonyms += [

@@ -70,7 +70,10 @@ tags = Table(
     Column("ukf_id", String(32), ForeignKey("ukf_entries.id", **_CASCADE), primary_key=True),
     Column("slot", String(64), primary_key=True),
     Column("value", SortableText, primary_key=True),
-    Index("ix_ukf_tags_slot_value", "slot", "value"),
+    # the entry's type, copied here so "tables tagged [DATABASE:x]" is one index range even
+    # when thousands of logged experiences carry the same tag (migration 3)
+    Column("entry_type", String(32)),
+    Index("ix_ukf_tags_slot_value_type", "slot", "value", "entry_type"),
 )
 
 synonyms = Table(

@@ -187,10 +187,8 @@ def _needs_describer(state: AppState) -> str | None:
 
 # --------------------------------------------------------------------------- reindex
 def run_reindex(state: AppState, context: JobContext, _params: ReindexParams) -> dict[str, Any]:
-    from server.state import analyze_store
-
     context.progress(0.01, "refreshing the store's query statistics")
-    analyze_store(state.engine)
+    state.store.planner.analyze()
     return state.indices.rebuild(progress=context.progress)
 
 

@@ -25,6 +25,7 @@ router = APIRouter(prefix="/v1/knowledge", tags=["knowledge"])
 Reader = Annotated[Identity, Depends(require(Permission.KNOWLEDGE_READ))]
 Writer = Annotated[Identity, Depends(require(Permission.KNOWLEDGE_WRITE))]
 Active = Literal["true", "false", "all"]
+INLINE_SEARCH_MODES = frozenset({"string", "facet"})
 
 
 def _filter(
@@ -106,12 +107,20 @@ async def import_knowledge(request: Request, identity: Writer) -> Response:
 
 
 @router.post("/search", summary="Search in string, facet, vector or graph mode")
-def search_knowledge(request: Request, identity: Reader, body: SearchRequest) -> Response:
+async def search_knowledge(request: Request, identity: Reader, body: SearchRequest) -> Response:
+    """String and facet searches run on the event loop: each is one index lookup and one or
+    two indexed store reads, well under a millisecond, and a thread hand-off would cost more
+    than that (and tail latency under load). Vector (MiniLM) and graph (up to 4 hops) searches
+    can take longer and run on a handler thread."""
     state = get_state(request)
     check_text_length(body.query, state.settings.limits.max_question_chars, "query")
-    try:
+
+    def work() -> dict[str, Any]:
         with state.metrics.stage(f"search.{body.mode}"):
-            found = search(state.indices, body, identity)
+            return search(state.indices, body, identity)
+
+    try:
+        found = work() if body.mode in INLINE_SEARCH_MODES else await run_in_threadpool(work)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     return FastJSONResponse(found)

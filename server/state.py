@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 
 from kb.database import Database
 from kb.embeddings import Embedder
-from kb.engine import create_store_engine, write_transaction
+from kb.engine import create_store_engine
 from kb.profile_model import Describer
 from kb.store import KnowledgeStore
 from server.audit import AuditLog
@@ -82,7 +82,7 @@ class AppState:
         """Refresh the store's query statistics, start the indices and the job workers."""
         from server.job_kinds import runners_for
 
-        analyze_store(self.engine)
+        self.store.planner.analyze()
         self.indices.start()
         if not self.workers:
             runners = runners_for(self)
@@ -120,21 +120,6 @@ class AppState:
             self.target.close()
         self.engine.dispose()
         self.store.close()
-
-
-def analyze_store(engine: Engine) -> None:
-    """Refresh SQLite's planner statistics (PostgreSQL's autovacuum keeps its own).
-
-    Without them SQLite drives facet queries from the ``type`` index instead of the tags and
-    runs several times slower. ``analysis_limit`` keeps this fast on large stores.
-    """
-    if engine.dialect.name != "sqlite":
-        return
-    started = time.perf_counter()
-    with write_transaction(engine) as conn:
-        conn.exec_driver_sql("PRAGMA analysis_limit=2000")
-        conn.exec_driver_sql("ANALYZE")
-    log.info("store statistics refreshed in %.2f s", time.perf_counter() - started)
 
 
 def resolve_pepper(settings: Settings) -> bytes:

@@ -54,7 +54,7 @@ def test_a_bulk_write_analyzes_so_facets_are_planned_by_tag(tmp_path: Path):
         plan = _facet_plan(store)
         # by the (selective) tag, not by scanning every column entry through the type index
         assert "ix_ukf_entries_type" not in plan, plan
-        assert "ix_ukf_tags_slot_value" in plan, plan
+        assert "ix_ukf_tags_slot_value_type" in plan, plan
         assert len(store.search_ids(tags=["[TABLE:t3]"], type=["column"])) == MIN_ROWS // 50
 
 

@@ -8,7 +8,7 @@ from sqlalchemy import insert, inspect
 
 from kb import schema
 from kb.engine import create_store_engine, write_transaction
-from kb.migrations import MIGRATIONS
+from kb.migrations import LATEST_VERSION, MIGRATIONS
 from kb.store import KnowledgeStore
 from tests.support.samples import every_template
 
@@ -28,7 +28,7 @@ def test_a_version_1_store_gains_the_server_tables(store_url):
     with KnowledgeStore(store_url) as store:
         store.upsert_many(every_template())
     with KnowledgeStore(store_url) as store:
-        assert store.schema_version == 2 and store.count() == len(every_template())
+        assert store.schema_version == LATEST_VERSION and store.count() == len(every_template())
     engine = create_store_engine(store_url)
     tables = set(inspect(engine).get_table_names())
     engine.dispose()
