@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from kb.migrations import LATEST_VERSION
+
 pytestmark = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 SAMPLE = re.compile(r'^[a-z_]+(\{([a-z_]+="[^"]*",?)*\})? -?[0-9.e+Inf]+$')
 
@@ -15,7 +17,9 @@ def test_health_reports_the_store_indices_jobs_and_workers(server):
     assert reply.status_code == 200
     body = reply.json()
     assert body["status"] == "ok" and body["store"]["ok"] is True
-    assert body["store"]["schema_version"] == 2 and body["store"]["backend"] == "sqlite"
+    assert (
+        body["store"]["schema_version"] == LATEST_VERSION and body["store"]["backend"] == "sqlite"
+    )
     assert body["indices"]["ready"] is True
     assert body["jobs"]["queued"] == 0 and len(body["workers"]) == 1
     assert body["target"] is None and body["llm_tiers"] == []
