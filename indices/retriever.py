@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import combinations
@@ -136,9 +137,17 @@ class Retriever:
         """
         context = dict(context or {})
         self.refresh()
-        hits = self._gather(question, context)
         reader = _reader(context)
-        entries = self.store.get_many(list(hits), reader=reader)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="almanac-experiences") as pool:
+            # embedding the question (MiniLM, outside the GIL) overlaps the lookups and reads
+            nearest = pool.submit(self.nearest_experiences, question, context.get("database"))
+            hits = self._gather(question, context)
+            entries = self.store.get_many(list(hits), reader=reader)
+            experiences = nearest.result()
+        for hit in experiences:
+            hits.setdefault(hit.ukf_id, []).append(hit)
+        unread = [hit.ukf_id for hit in experiences if hit.ukf_id not in entries]
+        entries.update(self.store.get_many(unread, reader=reader))
         items = [
             EvidenceItem(entry, hits[uid])
             for uid, entry in entries.items()
@@ -152,6 +161,7 @@ class Retriever:
         return evidence
 
     def _gather(self, question: str, context: dict[str, Any]) -> dict[str, list[Hit]]:
+        """Hits of every tier but the experiences (:meth:`nearest_experiences`)."""
         hits: dict[str, list[Hit]] = {}
 
         def keep(found: list[Hit]) -> None:
@@ -172,7 +182,6 @@ class Retriever:
             )
         if context.get("tags"):
             keep(self.facets.search(context["tags"], limit=self.options.business_items))
-        keep(self.nearest_experiences(question, database))
         seeds = [uid for uid, found in hits.items() if any(h.reason == "span" for h in found)]
         keep(
             self.graph.expand(
