@@ -84,7 +84,8 @@ class SchemaCatalog:
         listing_tokens: int | None = None,
         min_full: int = 1,
     ) -> SchemaSlice:
-        """DDL for ``tables`` (default: all), most relevant first.
+        """DDL for ``tables`` (default: all), most relevant first; when the whole database
+        fits in full, in the catalog's (name) order instead, the same for every question.
 
         Args:
             tables: table names in order of relevance; unknown names are skipped.
@@ -103,7 +104,9 @@ class SchemaCatalog:
         mentioned = {(t.lower(), c.lower()) for t, c in mentioned_columns}
         out = SchemaSlice()
         parts: list[str] = []
+        ddl: dict[str, str] = {}
         used = listed = 0
+        compacted = False
         for name in names:
             full = _table_ddl(known[name], mentioned, max_columns, examples)
             cost = estimate_tokens(full)
@@ -112,10 +115,12 @@ class SchemaCatalog:
                     known[name], mentioned, min(max_columns, COMPACT_COLUMNS), examples
                 )
                 cost = min(cost, estimate_tokens(full))
+                compacted = True
             elif used + cost > budget_tokens and parts:
                 full = ""
             if full:
                 parts.append(full)
+                ddl[name] = full
                 out.full.append(name)
                 used += cost
                 continue
@@ -129,6 +134,10 @@ class SchemaCatalog:
                 out.named.append(name)
         if out.named:
             parts.append(f"-- more tables: {', '.join(out.named)}")
+        if len(out.full) == len(known) and not compacted:
+            # the whole database, every table in full: in catalog order, so every question on
+            # this database starts with the same prompt (llama.cpp reuses the cached prefix)
+            parts = [ddl[name] for name in known]
         out.text = "\n\n".join(parts)
         return out
 

@@ -131,3 +131,21 @@ def test_the_calendar_in_the_knowledge_base_resolves_relative_dates(wide):
     dated = wide.run("Aurora revenue for period 202405?", context)
     assert not any(h.startswith('"period" -> ') for h in dated.hints), dated.hints
     assert "\"period 202405\" is period '202405'" in dated.resolved
+
+
+def test_a_database_shown_whole_is_in_one_order_whatever_the_question(wide):
+    """Every question on a small database starts with the same prompt (cached prefix)."""
+    catalog = wide.catalog
+    small = ["regions", "fx_rates", "departments"]
+    first = catalog.slice(small, budget_tokens=10_000)
+    again = catalog.slice(list(reversed(catalog.tables)), budget_tokens=10_000)
+    everything = catalog.slice(list(catalog.tables), budget_tokens=10_000)
+    assert first.full == small  # a part of the database: most relevant first
+    assert first.text.index("fx_rates") > first.text.index("regions")
+    assert again.full == list(reversed(catalog.tables))  # relevance order kept for the caller
+    assert again.text == everything.text  # ... but the whole database is written in one order
+    positions = [everything.text.index(f"CREATE TABLE {name} ") for name in catalog.tables]
+    assert positions == sorted(positions)
+    # past the budget the slice follows relevance again
+    tight = catalog.slice(list(reversed(catalog.tables)), budget_tokens=400)
+    assert tight.text.startswith(f"CREATE TABLE {tight.full[0]} ")
