@@ -30,6 +30,7 @@ import faiss
 import numpy as np
 from tqdm import tqdm
 
+from indices import faiss_threads
 from indices.experience_metric import DEFAULT_DIMENSIONS, DEFAULT_SHRINKAGE, SkeletonMetric
 from indices.experience_skeleton import sql_skeleton
 from indices.hits import Hit
@@ -96,6 +97,7 @@ class ExperienceIndex:
         shrinkage: See :meth:`SkeletonMetric.fit`.
         dimensions: See :meth:`SkeletonMetric.fit`.
         refit_growth: Relative change in labeled experiences that triggers a refit.
+        threads: faiss OpenMP threads per search (see :mod:`indices.faiss_threads`).
     """
 
     def __init__(
@@ -106,7 +108,9 @@ class ExperienceIndex:
         shrinkage: float = DEFAULT_SHRINKAGE,
         dimensions: int | None = DEFAULT_DIMENSIONS,
         refit_growth: float = DEFAULT_REFIT_GROWTH,
+        threads: int | None = 1,
     ) -> None:
+        self.threads = threads
         self.embedder = embedder
         self.strings = strings
         self.shrinkage, self.dimensions, self.refit_growth = shrinkage, dimensions, refit_growth
@@ -358,7 +362,7 @@ class ExperienceIndex:
         # deep enough that k of the database's experiences are likely among the rows found
         depth = min(total, k if database is None else 2 * k * total // in_scope + 50)
         while True:
-            scores, rows = space.search(mapped, depth)
+            scores, rows = faiss_threads.search(space, mapped, depth, self.threads)
             found = [
                 (self._ids[r], float(s))
                 for s, r in zip(scores[0], rows[0], strict=True)

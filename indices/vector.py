@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import faiss
 import numpy as np
 
+from indices import faiss_threads
 from indices.hits import Hit
 from indices.serializers import GENERAL_SERIALIZER, Serializer, serializers
 from indices.sync import refresh_entries
@@ -50,8 +51,7 @@ class VectorIndex:
     Args:
         embedder: Turns texts into L2-normalised float32 vectors.
         sketch: Turns a question into its query sketch (enables the ``sketch`` serializer).
-        threads: faiss OpenMP threads (process-wide). One is fastest for single questions:
-            more threads spin against torch's and cost ~30 ms per search on 2 cores. None
+        threads: faiss OpenMP threads per search (see :mod:`indices.faiss_threads`); None
             leaves faiss as it is.
     """
 
@@ -62,8 +62,7 @@ class VectorIndex:
         sketch: Callable[[str], str] | None = None,
         threads: int | None = 1,
     ) -> None:
-        if threads is not None:
-            faiss.omp_set_num_threads(threads)
+        self.threads = threads
         self.embedder = embedder
         self.serializers: dict[str, Serializer] = serializers(sketch)
         self._sketch = sketch
@@ -176,7 +175,7 @@ class VectorIndex:
                 return []
             query = self._query_vector(text)
             depth = min(space.index.ntotal, max(k * 4, 50) if (mmr or keep) else k)
-            scores, rows = space.index.search(query, depth)
+            scores, rows = faiss_threads.search(space.index, query, depth, self.threads)
             found = [
                 (space.ids[r], float(s), r)
                 for s, r in zip(scores[0], rows[0], strict=True)

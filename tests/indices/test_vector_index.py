@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 
+import faiss
 import numpy as np
 
 from indices.serializers import comment_header
@@ -120,3 +122,20 @@ def test_follows_the_store(store):
     store.remove(entries[0].id)
     assert index.refresh(store)
     assert entries[0].id not in {h.ukf_id for h in index.search("nova revenue 2024", k=3)}
+
+
+def test_a_search_from_another_thread_runs_faiss_on_one_thread():
+    """OpenMP keeps the thread count per thread: a handler thread must set it itself."""
+    index = VectorIndex(WordHashEmbedder())
+    index.add(_experiences())
+    seen: list[int] = []
+
+    def handler() -> None:
+        faiss.omp_set_num_threads(4)  # what a fresh thread may start with
+        index.search("revenue by region", k=2)
+        seen.append(faiss.omp_get_max_threads())
+
+    worker = threading.Thread(target=handler)
+    worker.start()
+    worker.join()
+    assert seen == [1]
