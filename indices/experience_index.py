@@ -130,6 +130,7 @@ class ExperienceIndex:
         self._next_row = 0
         self._fitted_on = 0
         self._lock = threading.RLock()
+        self._fit_lock = threading.Lock()
         self.version = 0
 
     # ------------------------------------------------------------------ views
@@ -180,10 +181,10 @@ class ExperienceIndex:
                     question, databases, skeleton_of(entry), views, vector
                 )
                 self._count(self._experiences[entry.id], 1)
-            if self._refit_due():
-                self.fit()
-            else:
-                self._insert([e.id for e in experiences])
+            self._insert([e.id for e in experiences])  # searchable at once, mapped as now
+            due = self._refit_due()
+        if due:
+            self.fit()
 
     def remove(self, ukf_ids: Iterable[str]) -> None:
         with self._lock:
@@ -253,24 +254,41 @@ class ExperienceIndex:
         return abs(labeled - self._fitted_on) > self.refit_growth * self._fitted_on
 
     def fit(self) -> SkeletonMetric:
-        """Learn the metric from the labeled experiences now and re-map every experience."""
-        with self._lock:
-            labeled = self._labeled()
-            if labeled:
-                vectors = np.stack([self._experiences[uid].vector for uid in labeled])
+        """Learn the metric from the labeled experiences now and re-map every experience.
+
+        The metric (an eigendecomposition: about a second on 2 cores) is learned outside the
+        index lock from a snapshot, so searches go on meanwhile; the re-mapping is swapped in
+        under the lock with whatever was added since. A fit already running is not repeated.
+        """
+        if not self._fit_lock.acquire(blocking=False):
+            return self.metric
+        try:
+            with self._lock:
+                labeled = self._labeled()
+                vectors = (
+                    np.stack([self._experiences[uid].vector for uid in labeled])
+                    if labeled
+                    else None
+                )
                 skeletons = [self._experiences[uid].skeleton or "" for uid in labeled]
-                self.metric = SkeletonMetric.fit(
+            metric = (
+                SkeletonMetric.fit(
                     vectors, skeletons, shrinkage=self.shrinkage, dimensions=self.dimensions
                 )
-            else:
-                self.metric = SkeletonMetric()
-            self._fitted_on = len(labeled)
-            width = self.metric.dimension or len(VIEWS) * self.embedder.dimension
-            self._spaces = {scope: _space(width) for scope in SCOPES}
-            self._ids.clear()
-            self._rows.clear()
-            self._insert(list(self._experiences))
-            return self.metric
+                if vectors is not None
+                else SkeletonMetric()
+            )
+            with self._lock:
+                self.metric = metric
+                self._fitted_on = len(labeled)
+                width = self.metric.dimension or len(VIEWS) * self.embedder.dimension
+                self._spaces = {scope: _space(width) for scope in SCOPES}
+                self._ids.clear()
+                self._rows.clear()
+                self._insert(list(self._experiences))
+                return self.metric
+        finally:
+            self._fit_lock.release()
 
     # ------------------------------------------------------------ store syncing
     @classmethod

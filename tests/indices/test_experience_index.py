@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -202,3 +204,28 @@ def test_labeled_experiences_come_before_the_logged_unlabeled_questions(store):
     hits = index.search(QUERY, k=3, database="geo")
     assert all(store.get(h.ukf_id).content_resources.get("labeled") for h in hits)
     assert len(hits) == 3
+
+
+def test_searches_go_on_while_the_metric_is_learned(store, monkeypatch):
+    store.upsert_many(_experiences(labeled=True))
+    index = _index(store)
+    learning, release = threading.Event(), threading.Event()
+    real_fit = SkeletonMetric.fit
+
+    def slow_fit(*args, **kwargs):
+        learning.set()
+        assert release.wait(10)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(SkeletonMetric, "fit", staticmethod(slow_fit))
+    fitting = threading.Thread(target=index.fit)
+    fitting.start()
+    assert learning.wait(10)
+    searched: list = []
+    searcher = threading.Thread(target=lambda: searched.append(index.search(QUERY, k=2)))
+    searcher.start()
+    searcher.join(5)
+    release.set()
+    fitting.join(10)
+    assert searched and len(searched[0]) == 2  # answered while the fit was still waiting
+    assert index.metric.groups == 2  # and the new metric is in place afterwards
