@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.answer import Answer, Candidate, StageReport
@@ -90,6 +90,9 @@ class PipelineOptions:
     tie_break: TieBreak = "first"
     log_questions: bool = True
     cascade_last_samples: int = 1
+    # the tiers before the last repair without their model: a small model's repairs cost more
+    # than asking the next tier (0.5B on Spider: 26 s of repairs, then escalated anyway)
+    cascade_small_repairs: bool = False
     explore_steps: int = 4
     plain_fallback: bool = True
 
@@ -233,7 +236,15 @@ class Pipeline:
 
     def _cascade(self, options: AskOptions) -> Cascade:
         if options.cascade and len(self.tiers) > 1:
-            tiers = [self._tier(t, max(2, t.samples), stop_early=True) for t in self.tiers[:-1]]
+            tiers = [
+                self._tier(
+                    t,
+                    max(2, t.samples),
+                    stop_early=True,
+                    model_repairs=self.options.cascade_small_repairs,
+                )
+                for t in self.tiers[:-1]
+            ]
             last = self.tiers[-1]
             tiers.append(self._tier(last, self.options.cascade_last_samples, stop_early=True))
         else:
@@ -245,9 +256,14 @@ class Pipeline:
             plain_fallback=self.options.plain_fallback,
         )
 
-    def _tier(self, spec: ModelTier, samples: int, *, stop_early: bool) -> Tier:
+    def _tier(
+        self, spec: ModelTier, samples: int, *, stop_early: bool, model_repairs: bool = True
+    ) -> Tier:
         generator = SqlGenerator(spec.llm, self.dialect, self.options.generate)
-        refiner = Refiner(self.database, spec.llm, self.checker, self.options.refine)
+        refine = replace(
+            self.options.refine, model_repairs=model_repairs and self.options.refine.model_repairs
+        )
+        refiner = Refiner(self.database, spec.llm, self.checker, refine)
         return Tier(spec.name, generator, refiner, samples, spec.parallel, stop_early)
 
     def _candidates(

@@ -33,6 +33,7 @@ class RefineOptions:
     timeout_s: float = 30.0
     repair_empty: bool = True
     max_tokens: int = 320
+    model_repairs: bool = True  # False: only the predicate fixes that need no model
 
 
 class Refiner:
@@ -78,7 +79,7 @@ class Refiner:
                 if fixed is not None:
                     current = fixed
                     continue
-            if self.llm is None or not problem.repairable:
+            if self.llm is None or not problem.repairable or not self.options.model_repairs:
                 return current
             repaired = self._repair(current, history, problem, attempt)
             if repaired is None:

@@ -155,3 +155,34 @@ def test_the_autonomous_mode_adds_what_the_model_found_with_tools(concert):
     prompt = llm.calls[-1][0][1]["content"]
     assert "singer.Country = 'Netherlands'" in prompt
     assert answer.stage("retrieve").completion_tokens > 0
+
+
+def _cascade(concert, small, large, **options) -> Pipeline:
+    store, database, _ = concert
+    return Pipeline(
+        store=store,
+        retriever=Retriever.from_store(store),
+        database=database,
+        database_name="concert_singer",
+        tiers=[ModelTier("small", small), ModelTier("large", large)],
+        options=PipelineOptions(**options),
+    )
+
+
+def test_a_cascade_escalates_failing_small_answers_instead_of_repairing_them(concert):
+    small = ScriptedLLM([sql_reply("SELECT nam FROM singer WHERE country = 'France'")])
+    large = ScriptedLLM([sql_reply(FRANCE)])
+    answer = _cascade(concert, small, large).ask(QUESTION, options=AskOptions(cascade=True))
+    assert answer.tier == "large" and answer.row_count == 4
+    assert len(small.calls) == 2  # its two samples, no repair rounds
+    assert len(large.calls) == 1
+
+
+def test_small_tier_repairs_can_be_turned_back_on(concert):
+    small = ScriptedLLM(
+        [sql_reply("SELECT nam FROM singer WHERE country = 'France'")] * 2 + [sql_reply(FRANCE)]
+    )
+    large = ScriptedLLM([sql_reply(FRANCE)])
+    pipeline = _cascade(concert, small, large, cascade_small_repairs=True)
+    pipeline.ask(QUESTION, options=AskOptions(cascade=True))
+    assert len(small.calls) > 2  # the small model was asked to repair
