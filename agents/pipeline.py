@@ -48,12 +48,19 @@ MAX_QUESTION_CHARS = 2000
 
 @dataclass
 class ModelTier:
-    """A model of the cascade, small to large; the last one is the default model."""
+    """A model of the cascade, small to large; the last one is the default model.
+
+    ``temperature`` and ``max_tokens`` override the pipeline's sampling options for this model
+    (None: as ``PipelineOptions.generate`` says). A small tier sampled cooler agrees with itself
+    more often and rambles less, which is what makes escalation rare and the tier cheap.
+    """
 
     name: str
     llm: LLM
     samples: int = 2
     parallel: int = 1
+    temperature: float | None = None
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -259,7 +266,12 @@ class Pipeline:
     def _tier(
         self, spec: ModelTier, samples: int, *, stop_early: bool, model_repairs: bool = True
     ) -> Tier:
-        generator = SqlGenerator(spec.llm, self.dialect, self.options.generate)
+        generate = self.options.generate
+        if spec.temperature is not None:
+            generate = replace(generate, temperature=spec.temperature)
+        if spec.max_tokens is not None:
+            generate = replace(generate, max_tokens=spec.max_tokens)
+        generator = SqlGenerator(spec.llm, self.dialect, generate)
         refine = replace(
             self.options.refine, model_repairs=model_repairs and self.options.refine.model_repairs
         )

@@ -55,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
     models = run.add_argument_group("LLM systems")
     models.add_argument("--model", help="default model: packaged name or GGUF path")
     models.add_argument("--small-model", help="small cascade tier: packaged name or GGUF path")
+    models.add_argument(
+        "--small-temperature", type=float, help="sampling temperature of the small cascade tier"
+    )
+    models.add_argument(
+        "--small-max-tokens", type=int, help="completion budget of the small cascade tier"
+    )
     models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
     models.add_argument("--threads", type=int, help="llama.cpp threads")
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
@@ -97,6 +103,8 @@ def run_command(args: argparse.Namespace) -> int:
         "stratify": args.stratify,
         "model": args.model,
         "small_model": args.small_model,
+        "small_temperature": args.small_temperature,
+        "small_max_tokens": args.small_max_tokens,
         "questions": len(dataset),
     }
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
@@ -125,7 +133,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _system_options(args: argparse.Namespace) -> dict[str, object]:
-    keys = ("model", "small_model", "llm_cache", "threads")
+    keys = ("model", "small_model", "small_temperature", "small_max_tokens", "llm_cache", "threads")
     return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
 
 

@@ -32,7 +32,7 @@ from bench.vanna_style import VannaMemory
 
 def _choice(options: dict[str, Any]) -> ModelChoice:
     choice = ModelChoice()
-    for key in ("model", "small_model", "threads"):
+    for key in ("model", "small_model", "small_temperature", "small_max_tokens", "threads"):
         if options.get(key) is not None:
             setattr(choice, key, options[key])
     for key in ("data_dir", "llm_cache"):
@@ -134,7 +134,14 @@ class _AlmanacSystem(_LLMSystem):
             if example.database not in self.pipelines:
                 tiers = [ModelTier("default", self.llm)]
                 if self.small is not None:
-                    tiers.insert(0, ModelTier("small", self.small, samples=2))
+                    small = ModelTier(
+                        "small",
+                        self.small,
+                        samples=2,
+                        temperature=self.choice.small_temperature,
+                        max_tokens=self.choice.small_max_tokens,
+                    )
+                    tiers.insert(0, small)
                 self.pipelines[example.database] = Pipeline(
                     store=self.workspace.store,
                     retriever=self.workspace.retriever,

@@ -43,6 +43,8 @@ class ModelChoice:
     Attributes:
         model: the default (large) model: a packaged name or a GGUF path.
         small_model: the small cascade tier.
+        small_temperature: its sampling temperature (None: the pipeline's).
+        small_max_tokens: its completion budget (None: the pipeline's).
         data_dir: where packaged models are cached.
         llm_cache: response cache file (None: no cache).
         threads: llama.cpp threads (None: its default).
@@ -50,6 +52,8 @@ class ModelChoice:
 
     model: str = DEFAULT_MODEL
     small_model: str = TEST_MODEL
+    small_temperature: float | None = None
+    small_max_tokens: int | None = None
     data_dir: Path | None = None
     llm_cache: Path | None = None
     threads: int | None = None
