@@ -10,9 +10,11 @@ Each experience is embedded in three views of its question, concatenated:
 The concatenation is mapped by a :class:`~indices.experience_metric.SkeletonMetric` learned from
 the labeled experiences, whose SQL skeletons say which questions need the same query shape, and
 searched by cosine (faiss). The metric is refitted when the number of labeled experiences has
-moved by ``refit_growth`` since the last fit (all vectors are then re-mapped; about a second at
-10k experiences, searches wait for it); in between, new experiences are mapped by the current
-metric.
+moved by ``refit_growth`` since the last fit, and at most once per ``refit_interval_s`` (a
+refit due sooner runs in the background when the interval is over): learning it takes about a
+second of CPU at 10k experiences, and a server that labels an experience with every feedback
+would otherwise refit without pause. Searches do not wait for a fit; in between, new
+experiences are mapped by the current metric.
 Schema changes (new tables, columns, values) re-sketch every experience; texts whose sketch did
 not change are not embedded again.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -97,6 +100,7 @@ class ExperienceIndex:
         shrinkage: See :meth:`SkeletonMetric.fit`.
         dimensions: See :meth:`SkeletonMetric.fit`.
         refit_growth: Relative change in labeled experiences that triggers a refit.
+        refit_interval_s: Least time between two fits (0: refit as soon as one is due).
         threads: faiss OpenMP threads per search (see :mod:`indices.faiss_threads`).
     """
 
@@ -108,8 +112,11 @@ class ExperienceIndex:
         shrinkage: float = DEFAULT_SHRINKAGE,
         dimensions: int | None = DEFAULT_DIMENSIONS,
         refit_growth: float = DEFAULT_REFIT_GROWTH,
+        refit_interval_s: float = 0.0,
         threads: int | None = 1,
     ) -> None:
+        if refit_interval_s < 0:
+            raise ValueError(f"refit_interval_s must be >= 0, got {refit_interval_s}")
         self.threads = threads
         self.embedder = embedder
         self.strings = strings
@@ -131,6 +138,9 @@ class ExperienceIndex:
         self._fitted_on = 0
         self._lock = threading.RLock()
         self._fit_lock = threading.Lock()
+        self.refit_interval_s = refit_interval_s
+        self._last_fit = float("-inf")  # time.monotonic() when the last fit started
+        self._deferred: threading.Timer | None = None
         self.version = 0
 
     # ------------------------------------------------------------------ views
@@ -184,7 +194,7 @@ class ExperienceIndex:
             self._insert([e.id for e in experiences])  # searchable at once, mapped as now
             due = self._refit_due()
         if due:
-            self.fit()
+            self._refit()
 
     def remove(self, ukf_ids: Iterable[str]) -> None:
         with self._lock:
@@ -195,7 +205,7 @@ class ExperienceIndex:
             if schema_changed and self._experiences:
                 self._resketch()
             elif self._refit_due():
-                self.fit()
+                self._refit()
 
     def _drop(self, ukf_ids: list[str]) -> None:
         rows = []
@@ -253,6 +263,41 @@ class ExperienceIndex:
         labeled = len(self._labeled())
         return abs(labeled - self._fitted_on) > self.refit_growth * self._fitted_on
 
+    def _refit(self) -> None:
+        """Fit now, or once ``refit_interval_s`` has passed since the last fit."""
+        wait = self._last_fit + self.refit_interval_s - time.monotonic()
+        if wait <= 0:
+            self.fit()
+            return
+        with self._lock:
+            if self._deferred is None:
+                self._deferred = threading.Timer(wait, self._deferred_fit)
+                self._deferred.daemon = True
+                self._deferred.name = "almanac-experience-refit"
+                self._deferred.start()
+
+    def _deferred_fit(self) -> None:
+        with self._lock:
+            self._deferred = None
+            due = self._refit_due()
+        if due:
+            try:
+                self.fit()
+            except Exception:  # a background thread: log, the next refit tries again
+                log.exception("refitting the experience metric failed")
+
+    def close(self) -> None:
+        """Cancel a deferred refit (the index is being replaced or the server stops)."""
+        with self._lock:
+            if self._deferred is not None:
+                self._deferred.cancel()
+                self._deferred = None
+
+    @property
+    def refit_pending(self) -> bool:
+        """A refit is due and waits for ``refit_interval_s``."""
+        return self._deferred is not None
+
     def fit(self) -> SkeletonMetric:
         """Learn the metric from the labeled experiences now and re-map every experience.
 
@@ -262,6 +307,7 @@ class ExperienceIndex:
         """
         if not self._fit_lock.acquire(blocking=False):
             return self.metric
+        self._last_fit = time.monotonic()
         try:
             with self._lock:
                 labeled = self._labeled()
@@ -301,7 +347,8 @@ class ExperienceIndex:
     ) -> ExperienceIndex:
         """Index the store's experiences (the string index must already reflect the store).
 
-        ``options`` are the constructor's (``shrinkage``, ``dimensions``, ``refit_growth``).
+        ``options`` are the constructor's (``shrinkage``, ``dimensions``, ``refit_growth``,
+        ``refit_interval_s``).
         """
         index = cls(embedder, strings, **options)
         index.version = store.version

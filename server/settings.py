@@ -139,8 +139,17 @@ class Settings(BaseSettings):
     metrics_public: bool = Field(
         default=False, description="ALMANAC_METRICS_PUBLIC: /v1/metrics without a key"
     )
-    embedder: Literal["minilm", "none"] = Field(
-        default="minilm", description="ALMANAC_EMBEDDER: vector search model (none: no vectors)"
+    embedder: Literal["minilm", "minilm-torch", "none"] = Field(
+        default="minilm",
+        description="ALMANAC_EMBEDDER: vector search model: minilm runs all-MiniLM-L6-v2 through "
+        "ONNX Runtime (exported once to <data_dir>/models; PyTorch when that fails), "
+        "minilm-torch through PyTorch, none: no vectors",
+    )
+    experience_refit_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="ALMANAC_EXPERIENCE_REFIT_S: least time between two refits of the "
+        "experience metric (each takes about a second of CPU; feedback would refit constantly)",
     )
     index_refresh_s: float = Field(
         default=1.0, gt=0, description="ALMANAC_INDEX_REFRESH_S: how often indices follow the store"

@@ -148,7 +148,9 @@ def configured_embedder(settings: Settings) -> Embedder | None:
         return None
     from kb.embeddings import shared_minilm
 
-    return shared_minilm()
+    if settings.embedder == "minilm-torch":
+        return shared_minilm()
+    return shared_minilm(settings.data_dir / "models")
 
 
 def build_state(
@@ -170,7 +172,12 @@ def build_state(
         describer_factory = _llm_describer_factory(llms, settings) if llms else None
     if embedder is FROM_SETTINGS:
         embedder = configured_embedder(settings)
-    indices = SearchIndices(store, embedder, refresh_s=settings.index_refresh_s)
+    indices = SearchIndices(
+        store,
+        embedder,
+        refresh_s=settings.index_refresh_s,
+        refit_interval_s=settings.experience_refit_s,
+    )
     audit = AuditLog(engine)
     target = (
         Database(

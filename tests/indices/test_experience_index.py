@@ -229,3 +229,39 @@ def test_searches_go_on_while_the_metric_is_learned(store, monkeypatch):
     fitting.join(10)
     assert searched and len(searched[0]) == 2  # answered while the fit was still waiting
     assert index.metric.groups == 2  # and the new metric is in place afterwards
+
+
+def test_refits_wait_for_the_interval_then_run_in_the_background(store):
+    store.upsert_many(_experiences(labeled=True))
+    index = ExperienceIndex.from_store(
+        store, WordHashEmbedder(), StringIndex.from_store(store), refit_interval_s=0.5
+    )
+    fitted_on = index.metric.samples  # the first fit is not deferred
+    assert fitted_on > 0 and not index.refit_pending
+    more = [
+        ExperienceUKF.create(f"population of {s} please", POPULATION.format(s), labeled=True)
+        for s in ("maine", "idaho", "utah", "ohio")
+    ]
+    store.upsert_many(more)
+    assert index.refresh(store)
+    assert index.refit_pending and index.metric.samples == fitted_on  # due, but too soon
+    assert index.search(QUERY, k=3)  # the new ones are searchable meanwhile
+    for _ in range(100):
+        if not index.refit_pending and index.metric.samples == fitted_on + 4:
+            break
+        threading.Event().wait(0.05)
+    assert index.metric.samples == fitted_on + 4 and not index.refit_pending
+
+    store.upsert_many(
+        [
+            ExperienceUKF.create(f"population of {s}", POPULATION.format(s), labeled=True)
+            for s in ("iowa", "texas")
+        ]
+    )
+    index.refresh(store)
+    assert index.refit_pending
+    index.close()  # replaced or stopped: the deferred refit is cancelled
+    threading.Event().wait(0.8)
+    assert index.metric.samples == fitted_on + 4 and not index.refit_pending
+    with pytest.raises(ValueError):
+        ExperienceIndex(WordHashEmbedder(), StringIndex.from_store(store), refit_interval_s=-1)

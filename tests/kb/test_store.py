@@ -44,6 +44,13 @@ def test_every_write_bumps_the_version_and_changes_are_listed(store):
     assert start < first < second == store.version
     assert len(store.changes_since(first)) == 2
     assert len(store.changes_since(start)) == 3
+    written = store.written_since(start)
+    assert [(seq, type_) for seq, _id, type_ in written] == [
+        (first, "knowledge"),
+        (second, "knowledge"),
+        (second, "knowledge"),
+    ]
+    assert store.written_since(second) == []
 
 
 def test_get_of_an_unknown_id_names_it(store):
