@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,9 +34,10 @@ from tqdm import tqdm
 
 from indices import faiss_threads
 from indices.experience_metric import DEFAULT_DIMENSIONS, DEFAULT_SHRINKAGE, SkeletonMetric
-from indices.experience_skeleton import sql_skeleton
+from indices.experience_skeleton import skeleton_of
 from indices.hits import Hit
-from indices.sketch import Entity, QuerySketcher, surface, value_labels
+from indices.refit_schedule import RefitSchedule
+from indices.sketch import Entity, QuerySketcher, entity_of, value_labels
 from indices.string import StringIndex
 from indices.sync import changes_since
 from kb.embeddings import Embedder
@@ -73,23 +73,6 @@ def _space(width: int) -> faiss.IndexIDMap2:
     return faiss.IndexIDMap2(faiss.IndexFlatIP(width))
 
 
-def skeleton_of(entry: BaseUKF) -> str | None:
-    """The SQL skeleton of a labeled (or verified) experience; None for any other entry."""
-    res = entry.content_resources
-    sql = res.get("sql")
-    if entry.type != "experience" or not (res.get("labeled") or res.get("verified")):
-        return None
-    if not isinstance(sql, str) or not sql.strip():
-        return None
-    return sql_skeleton(sql, res.get("dialect") or "sqlite")
-
-
-def entity_of(entry: BaseUKF) -> Entity:
-    phrases = [entry.name, *entry.synonyms]
-    column = entry.content_resources.get("column") if entry.type == "enum" else None
-    return Entity(entry.type, frozenset(surface(p) for p in phrases), column)
-
-
 class ExperienceIndex:
     """Skeleton-aware nearest-experience search.
 
@@ -115,8 +98,6 @@ class ExperienceIndex:
         refit_interval_s: float = 0.0,
         threads: int | None = 1,
     ) -> None:
-        if refit_interval_s < 0:
-            raise ValueError(f"refit_interval_s must be >= 0, got {refit_interval_s}")
         self.threads = threads
         self.embedder = embedder
         self.strings = strings
@@ -138,9 +119,9 @@ class ExperienceIndex:
         self._fitted_on = 0
         self._lock = threading.RLock()
         self._fit_lock = threading.Lock()
-        self.refit_interval_s = refit_interval_s
-        self._last_fit = float("-inf")  # time.monotonic() when the last fit started
-        self._deferred: threading.Timer | None = None
+        self._refits = RefitSchedule(
+            self.fit, self._refit_due, refit_interval_s, name="almanac-experience-refit"
+        )
         self.version = 0
 
     # ------------------------------------------------------------------ views
@@ -260,43 +241,21 @@ class ExperienceIndex:
         return [uid for uid, e in self._experiences.items() if e.skeleton is not None]
 
     def _refit_due(self) -> bool:
-        labeled = len(self._labeled())
-        return abs(labeled - self._fitted_on) > self.refit_growth * self._fitted_on
+        with self._lock:  # also asked by the refit timer's thread
+            labeled = len(self._labeled())
+            return abs(labeled - self._fitted_on) > self.refit_growth * self._fitted_on
 
     def _refit(self) -> None:
-        """Fit now, or once ``refit_interval_s`` has passed since the last fit."""
-        wait = self._last_fit + self.refit_interval_s - time.monotonic()
-        if wait <= 0:
-            self.fit()
-            return
-        with self._lock:
-            if self._deferred is None:
-                self._deferred = threading.Timer(wait, self._deferred_fit)
-                self._deferred.daemon = True
-                self._deferred.name = "almanac-experience-refit"
-                self._deferred.start()
-
-    def _deferred_fit(self) -> None:
-        with self._lock:
-            self._deferred = None
-            due = self._refit_due()
-        if due:
-            try:
-                self.fit()
-            except Exception:  # a background thread: log, the next refit tries again
-                log.exception("refitting the experience metric failed")
+        self._refits.request()
 
     def close(self) -> None:
         """Cancel a deferred refit (the index is being replaced or the server stops)."""
-        with self._lock:
-            if self._deferred is not None:
-                self._deferred.cancel()
-                self._deferred = None
+        self._refits.close()
 
     @property
     def refit_pending(self) -> bool:
         """A refit is due and waits for ``refit_interval_s``."""
-        return self._deferred is not None
+        return self._refits.pending
 
     def fit(self) -> SkeletonMetric:
         """Learn the metric from the labeled experiences now and re-map every experience.
@@ -307,7 +266,7 @@ class ExperienceIndex:
         """
         if not self._fit_lock.acquire(blocking=False):
             return self.metric
-        self._last_fit = time.monotonic()
+        self._refits.fitting()
         try:
             with self._lock:
                 labeled = self._labeled()

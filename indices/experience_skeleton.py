@@ -7,10 +7,15 @@ skeleton to learn which differences between questions matter (:mod:`indices.expe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sqlglot
 from sqlglot import exp
 
 from kb.sql_guard import sqlglot_dialect
+
+if TYPE_CHECKING:
+    from ukf import BaseUKF
 
 
 def sql_skeleton(sql: str, dialect: str | None = "sqlite") -> str:
@@ -40,3 +45,14 @@ def _parse_generic(sql: str) -> exp.Expression | None:
         return sqlglot.parse_one(sql)
     except sqlglot.errors.SqlglotError:
         return None
+
+
+def skeleton_of(entry: BaseUKF) -> str | None:
+    """The SQL skeleton of a labeled (or verified) experience; None for any other entry."""
+    res = entry.content_resources
+    sql = res.get("sql")
+    if entry.type != "experience" or not (res.get("labeled") or res.get("verified")):
+        return None
+    if not isinstance(sql, str) or not sql.strip():
+        return None
+    return sql_skeleton(sql, res.get("dialect") or "sqlite")

@@ -17,8 +17,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from indices.string import SpanMatch, StringIndex
+
+if TYPE_CHECKING:
+    from ukf import BaseUKF
 
 _LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+(?:[.,]\d+)?\b")
 PLACEHOLDERS = {"table": "TABLE", "column": "COLUMN", "enum": "ENUM", "metric": "METRIC"}
@@ -127,3 +131,10 @@ def value_labels(entity_of: Callable[[str], Entity | None], *, typed: bool) -> L
         return best.replace("_", " ").lower()
 
     return label
+
+
+def entity_of(entry: BaseUKF) -> Entity:
+    """A schema entry as the sketcher sees it: type, surface phrases, column of an enum."""
+    phrases = [entry.name, *entry.synonyms]
+    column = entry.content_resources.get("column") if entry.type == "enum" else None
+    return Entity(entry.type, frozenset(surface(p) for p in phrases), column)

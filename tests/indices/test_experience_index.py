@@ -7,10 +7,10 @@ import threading
 import numpy as np
 import pytest
 
-from indices.experience_index import ExperienceIndex, entity_of, skeleton_of
+from indices.experience_index import ExperienceIndex
 from indices.experience_metric import SkeletonMetric
-from indices.experience_skeleton import sql_skeleton
-from indices.sketch import QuerySketcher, value_labels
+from indices.experience_skeleton import skeleton_of, sql_skeleton
+from indices.sketch import QuerySketcher, entity_of, value_labels
 from indices.string import StringIndex
 from tests.indices.test_vector_index import WordHashEmbedder
 from ukf import ColumnUKF, EnumUKF, ExperienceUKF, TableUKF
