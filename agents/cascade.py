@@ -108,7 +108,9 @@ class Cascade:
             started = time.perf_counter()
             outcome.tiers_tried.append(tier.name)
             messages = tier.generator.messages(rag, context)
-            found, agreed, cancelled = self._run_tier(tier, messages, on_candidate)
+            found, agreed, cancelled = self._run_tier(
+                tier, messages, on_candidate, escalates=not last
+            )
             outcome.seconds_by_tier[tier.name] = time.perf_counter() - started
             outcome.candidates.extend(found)
             outcome.cancelled += cancelled
@@ -168,8 +170,16 @@ class Cascade:
         tier: Tier,
         messages: list[Message],
         on_candidate: Callable[[Candidate], None] | None,
+        *,
+        escalates: bool = False,
     ) -> tuple[list[Candidate], Candidate | None, int]:
-        """(candidates, the agreed winner or None, samples cancelled)."""
+        """(candidates, the agreed winner or None, samples cancelled).
+
+        A tier that ``escalates`` stops as soon as two agreeing results have become
+        impossible (a failed or empty candidate cannot agree): a small model's greedy answer
+        that fails leaves one sample, which cannot agree with anything, so the next tier
+        starts at once.
+        """
         found: list[Candidate] = []
         cancel = threading.Event()
 
@@ -209,6 +219,13 @@ class Cascade:
                     cancel.set()
                     cancelled = (tier.samples - next_index) + sum(f.cancel() for f in pending)
                     return found, agreed, cancelled
+                unfinished = tier.samples - next_index + len(pending)
+                if escalates and tier.stop_early and _usable(found) + unfinished < 2:
+                    cancel.set()
+                    cancelled = (tier.samples - next_index) + sum(f.cancel() for f in pending)
+                    log.info("tier %s cannot agree any more; escalating", tier.name)
+                    found.sort(key=lambda c: c.sample)
+                    return found, None, cancelled
                 while next_index < tier.samples and len(pending) < max(1, tier.parallel):
                     pending[pool.submit(draw, next_index)] = next_index
                     next_index += 1
@@ -217,6 +234,11 @@ class Cascade:
             pool.shutdown(wait=False, cancel_futures=True)
         found.sort(key=lambda c: c.sample)
         return found, None, 0
+
+
+def _usable(candidates: list[Candidate]) -> int:
+    """Candidates that could still be part of an agreement (executed, with rows)."""
+    return sum(1 for c in candidates if c.ok and c.results is not None and c.results.has_data)
 
 
 def _has_evidence(rag: RagContext) -> bool:

@@ -73,6 +73,21 @@ def test_empty_results_do_not_count_as_agreement(concert, rag):
     assert outcome.tier == "large" and outcome.winner.results.rows == [(6,)]
 
 
+def test_a_tier_that_can_no_longer_agree_escalates_without_its_last_sample(concert, rag):
+    _, database, _ = concert
+    small = ScriptedLLM([by_seed({0: "SELECT nope FROM singer", 1: COUNT, 2: COUNT})])
+    large = ScriptedLLM([sql_reply(COUNT)], name="large")
+    tiers = [tier("small", small, database), tier("large", large, database, samples=1)]
+    tiers[0].refiner.options.rounds = 0  # the failed greedy SQL stays failed
+    outcome = Cascade(tiers, dialect="sqlite").run(rag)
+    assert len(small.calls) == 1 and outcome.cancelled == 1  # one sample left: cannot agree
+    assert outcome.tier == "large" and outcome.winner.results.rows == [(6,)]
+    three = [tier("small", ScriptedLLM(small.replies), database, samples=3), tiers[1]]
+    three[0].refiner.options.rounds = 0
+    outcome = Cascade(three, dialect="sqlite").run(rag)
+    assert outcome.tier == "small" and outcome.winner.results.rows == [(6,)]  # two left: agree
+
+
 def test_all_failed_gives_an_empty_vote(concert, rag):
     _, database, _ = concert
     garbage = ScriptedLLM(["I am not sure what you mean."])
