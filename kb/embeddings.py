@@ -201,7 +201,7 @@ class MiniLMEmbedder:
                 onnx_file.unlink(missing_ok=True)
                 onnx_file = onnx_model_file(model_dir, cache_dir)
                 return OnnxMiniLM(onnx_file, model_dir, query_threads=self._query_threads)
-        except OnnxUnsupportedError as exc:
+        except (OnnxUnsupportedError, OSError) as exc:  # OSError: an unwritable cache folder
             logger.warning("embedding with PyTorch: %s", exc)
             return None
 

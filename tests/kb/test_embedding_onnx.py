@@ -91,3 +91,11 @@ def test_other_poolings_stay_on_torch(
         assert embedder.runtime == "torch"
     assert "embedding with PyTorch" in caplog.text
     assert embedder.embed(["cls pooled"]).shape == (1, 384)
+
+
+def test_an_unwritable_cache_folder_falls_back_to_torch(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache folder should be")
+    embedder = MiniLMEmbedder(onnx_cache=blocked / "models")
+    assert embedder.runtime == "torch"
+    assert embedder.embed(["Nova revenue"]).shape == (1, 384)
