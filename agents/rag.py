@@ -52,6 +52,9 @@ class RagOptions:
             this many tokens, then only named.
         min_full_tables: the most relevant tables shown as DDL even past the schema budget
             (compacted): a question that needs the second-ranked table should see it.
+        stable_schema: databases with more than ``whole_schema_tables`` tables get
+            :meth:`SchemaCatalog.overview` (the same for every question, so a local model's
+            prompt prefix is reused) instead of a slice ranked for the question.
         summarize: ask the LLM for a short summary of the hints.
         explore: "never", "always" or "hard" (when no table is named in the question).
     """
@@ -63,6 +66,7 @@ class RagOptions:
     max_columns: int = 24
     listing_tokens: int = 300
     min_full_tables: int = 2
+    stable_schema: bool = False
     summarize: bool = False
     explore: str = "never"
 
@@ -207,14 +211,24 @@ class RagAgent:
             for i in items
             if i.entry.type in ("column", "enum") and named(i)
         ]
-        sliced = self.catalog.slice(
-            tables,
-            mentioned_columns=mentioned,
-            budget_tokens=self.options.schema_tokens,
-            max_columns=self.options.max_columns,
-            listing_tokens=self.options.listing_tokens,
-            min_full=self.options.min_full_tables,
-        )
+        if (
+            self.options.stable_schema
+            and len(self.catalog.tables) > self.options.whole_schema_tables
+        ):
+            sliced = self.catalog.overview(
+                budget_tokens=self.options.schema_tokens,
+                max_columns=self.options.max_columns,
+                listing_tokens=self.options.listing_tokens,
+            )
+        else:
+            sliced = self.catalog.slice(
+                tables,
+                mentioned_columns=mentioned,
+                budget_tokens=self.options.schema_tokens,
+                max_columns=self.options.max_columns,
+                listing_tokens=self.options.listing_tokens,
+                min_full=self.options.min_full_tables,
+            )
         tables = [*sliced.full, *sliced.listed]
         rag = RagContext(question, self.catalog.database, evidence, sliced.text, tables=tables)
         rag.facts = facts

@@ -69,6 +69,71 @@ class SchemaCatalog:
             table.columns.sort(key=lambda c: order.get(c.content_resources["column"], 1 << 30))
         return dict(sorted(tables.items()))
 
+    def families(self) -> dict[str, list[str]]:
+        """Tables with the very same columns (names and types), by their first member:
+        ``{"income_aurora": ["income_aurora", "income_borealis", ...]}`` (two or more)."""
+        groups: dict[tuple, list[str]] = {}
+        for name, table in self.tables.items():
+            shape = tuple(
+                (c.content_resources["column"], c.content_resources.get("data_type") or "")
+                for c in table.columns
+            )
+            if shape:
+                groups.setdefault(shape, []).append(name)
+        return {members[0]: members for members in groups.values() if len(members) > 1}
+
+    def overview(
+        self,
+        *,
+        budget_tokens: int = 1200,
+        max_columns: int = 24,
+        examples: bool = True,
+        listing_tokens: int | None = None,
+    ) -> SchemaSlice:
+        """The same DDL for every question: each family of identical tables written once (its
+        first member, after a line naming the others), families first, then the other tables
+        in catalog (name) order; in full while ``budget_tokens`` last, then listed, then
+        named.
+
+        For databases too large to show whole: a question-specific slice changes the prompt
+        from its first tables on, so a local model prefills the whole schema for every
+        question; this one stays cached (the question's tables come in the hints).
+        """
+        known, families = self.tables, self.families()
+        member_of = {m: first for first, members in families.items() for m in members}
+        # families first: tables repeated per department, region or year are the fact tables
+        order = [*families, *(n for n in known if n not in member_of)]
+        out = SchemaSlice()
+        parts: list[str] = []
+        used = listed = 0
+        for name in order:
+            members = families.get(name, [name])
+            full = _table_ddl(known[name], set(), max_columns, examples)
+            if len(members) > 1:
+                full = (
+                    f"-- {len(members)} tables with the same columns: {', '.join(members)}\n" + full
+                )
+            cost = estimate_tokens(full)
+            if used + cost <= budget_tokens or not parts:
+                parts.append(full)
+                out.full.extend(members)
+                used += cost
+                continue
+            line = _table_line(known[name])
+            if len(members) > 1:
+                line += f"  -- also: {', '.join(members[1:])}"
+            cost = estimate_tokens(line)
+            if listing_tokens is None or listed + cost <= listing_tokens:
+                parts.append(line)
+                out.listed.extend(members)
+                listed += cost
+            else:
+                out.named.extend(members)
+        if out.named:
+            parts.append(f"-- more tables: {', '.join(out.named)}")
+        out.text = "\n\n".join(parts)
+        return out
+
     def render(self, tables: Sequence[str] | None = None, **options: Any) -> str:
         """DDL for ``tables`` (default: all), most relevant first: :meth:`slice`'s text."""
         return self.slice(tables, **options).text

@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument(
         "--small-max-tokens", type=int, help="completion budget of the small cascade tier"
     )
+    models.add_argument(
+        "--stable-schema",
+        action="store_true",
+        help="almanac systems: a question-independent schema overview for large databases",
+    )
     models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
     models.add_argument("--threads", type=int, help="llama.cpp threads")
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
@@ -105,6 +110,7 @@ def run_command(args: argparse.Namespace) -> int:
         "small_model": args.small_model,
         "small_temperature": args.small_temperature,
         "small_max_tokens": args.small_max_tokens,
+        "stable_schema": args.stable_schema,
         "questions": len(dataset),
     }
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
@@ -133,8 +139,18 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _system_options(args: argparse.Namespace) -> dict[str, object]:
-    keys = ("model", "small_model", "small_temperature", "small_max_tokens", "llm_cache", "threads")
-    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    keys = (
+        "model",
+        "small_model",
+        "small_temperature",
+        "small_max_tokens",
+        "llm_cache",
+        "threads",
+    )
+    options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    if args.stable_schema:
+        options["stable_schema"] = True
+    return options
 
 
 def compare_command(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from agents.generate import SqlGenerator, prompt_messages
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
+from agents.rag import RagOptions
 from agents.schema_slice import SchemaCatalog
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
 from bench.datasets import Example
@@ -123,6 +124,7 @@ class _AlmanacSystem(_LLMSystem):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
+        self.stable_schema = bool(options.get("stable_schema"))
         self.small = (
             load_llm(self.choice.small_model, self.choice) if self.tiers_needed > 1 else None
         )
@@ -148,7 +150,7 @@ class _AlmanacSystem(_LLMSystem):
                     database=database,
                     database_name=example.database,
                     tiers=tiers,
-                    options=PipelineOptions(),
+                    options=PipelineOptions(rag=RagOptions(stable_schema=self.stable_schema)),
                 )
             return self.pipelines[example.database]
 
