@@ -149,3 +149,22 @@ def test_a_database_shown_whole_is_in_one_order_whatever_the_question(wide):
     # past the budget the slice follows relevance again
     tight = catalog.slice(list(reversed(catalog.tables)), budget_tokens=400)
     assert tight.text.startswith(f"CREATE TABLE {tight.full[0]} ")
+
+
+def test_the_overview_is_the_same_for_every_question_and_writes_families_once(wide):
+    catalog = wide.catalog
+    incomes = [f"income_{b}" for b in BRANDS]
+    assert catalog.families()["income_aurora"] == incomes
+    overview = catalog.overview(budget_tokens=600, listing_tokens=200)
+    assert overview.text.count("CREATE TABLE income_") == 1
+    assert f"-- 8 tables with the same columns: {', '.join(incomes)}\n" in overview.text
+    assert set(overview.full + overview.listed + overview.named) == set(catalog.tables)
+
+    wide.options.stable_schema = True
+    aurora = wide.run("Aurora revenue in Europe in JPY for 202403?")
+    titan = wide.run("Titan cost in Asia for 202405?", {"user_profile": {"department": "Helix"}})
+    assert aurora.schema == titan.schema  # a cached prompt prefix for every question
+    assert "income_titan" in titan.tables  # each family member counts as shown ...
+    assert any("income_titan." in hint for hint in titan.hints)  # ... so its links are kept
+    wide.options.stable_schema = False
+    assert wide.run("Titan cost in Asia for 202405?").schema != titan.schema
