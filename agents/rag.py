@@ -54,7 +54,9 @@ class RagOptions:
             (compacted): a question that needs the second-ranked table should see it.
         stable_schema: databases with more than ``whole_schema_tables`` tables get
             :meth:`SchemaCatalog.overview` (the same for every question, so a local model's
-            prompt prefix is reused) instead of a slice ranked for the question.
+            prompt prefix is reused; the question's tables come in the hints) instead of a
+            slice ranked for the question. AutoFin, 60 test questions: the same EX, generate
+            p50 ~20 s instead of ~47 s.
         summarize: ask the LLM for a short summary of the hints.
         explore: "never", "always" or "hard" (when no table is named in the question).
     """
@@ -66,7 +68,7 @@ class RagOptions:
     max_columns: int = 24
     listing_tokens: int = 300
     min_full_tables: int = 2
-    stable_schema: bool = False
+    stable_schema: bool = True
     summarize: bool = False
     explore: str = "never"
 

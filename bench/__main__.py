@@ -62,9 +62,10 @@ def _parser() -> argparse.ArgumentParser:
         "--small-max-tokens", type=int, help="completion budget of the small cascade tier"
     )
     models.add_argument(
-        "--stable-schema",
+        "--sliced-schema",
         action="store_true",
-        help="almanac systems: a question-independent schema overview for large databases",
+        help="almanac systems: a schema slice ranked per question for large databases "
+        "(default: one overview for every question, RagOptions.stable_schema)",
     )
     models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
     models.add_argument("--threads", type=int, help="llama.cpp threads")
@@ -110,7 +111,7 @@ def run_command(args: argparse.Namespace) -> int:
         "small_model": args.small_model,
         "small_temperature": args.small_temperature,
         "small_max_tokens": args.small_max_tokens,
-        "stable_schema": args.stable_schema,
+        "sliced_schema": args.sliced_schema,
         "questions": len(dataset),
     }
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
@@ -148,8 +149,8 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         "threads",
     )
     options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    if args.stable_schema:
-        options["stable_schema"] = True
+    if args.sliced_schema:
+        options["sliced_schema"] = True
     return options
 
 

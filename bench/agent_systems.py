@@ -124,7 +124,7 @@ class _AlmanacSystem(_LLMSystem):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.stable_schema = bool(options.get("stable_schema"))
+        self.stable_schema = not options.get("sliced_schema")
         self.small = (
             load_llm(self.choice.small_model, self.choice) if self.tiers_needed > 1 else None
         )
