@@ -68,6 +68,7 @@ def partitioned(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, RagAgent]]:
     agent = RagAgent(Retriever.from_store(store), SchemaCatalog(store, "cars"))
     agent.options.whole_schema_tables = 3
     agent.options.schema_tokens = 150
+    agent.options.stable_schema = False  # the question's slice, not the overview
     yield store, agent
     database.close()
     store.close()
