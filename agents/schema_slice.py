@@ -122,13 +122,7 @@ class SchemaCatalog:
             line = _table_line(known[name])
             if len(members) > 1:
                 line += f"  -- also: {', '.join(members[1:])}"
-            cost = estimate_tokens(line)
-            if listing_tokens is None or listed + cost <= listing_tokens:
-                parts.append(line)
-                out.listed.extend(members)
-                listed += cost
-            else:
-                out.named.extend(members)
+            listed = _list_or_name(out, parts, line, members, listed, listing_tokens)
         if out.named:
             parts.append(f"-- more tables: {', '.join(out.named)}")
         out.text = "\n\n".join(parts)
@@ -190,13 +184,7 @@ class SchemaCatalog:
                 used += cost
                 continue
             line = _table_line(known[name])
-            cost = estimate_tokens(line)
-            if listing_tokens is None or listed + cost <= listing_tokens:
-                parts.append(line)
-                out.listed.append(name)
-                listed += cost
-            else:
-                out.named.append(name)
+            listed = _list_or_name(out, parts, line, [name], listed, listing_tokens)
         if out.named:
             parts.append(f"-- more tables: {', '.join(out.named)}")
         if len(out.full) == len(known) and not compacted:
@@ -318,6 +306,25 @@ def _examples(resources: dict) -> list[str]:
         elif value is not None:
             values.append(str(value))
     return values
+
+
+def _list_or_name(
+    out: SchemaSlice,
+    parts: list[str],
+    line: str,
+    tables: list[str],
+    listed: int,
+    listing_tokens: int | None,
+) -> int:
+    """List ``tables`` in ``line`` while ``listing_tokens`` last, else only name them (in the
+    last line); returns the tokens listed so far."""
+    cost = estimate_tokens(line)
+    if listing_tokens is None or listed + cost <= listing_tokens:
+        parts.append(line)
+        out.listed.extend(tables)
+        return listed + cost
+    out.named.extend(tables)
+    return listed
 
 
 def _table_line(table: TableSchema) -> str:
