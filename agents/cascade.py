@@ -215,17 +215,15 @@ class Cascade:
                     if on_candidate is not None:
                         on_candidate(candidate)
                 agreed = agreement(found, self.dialect) if tier.stop_early else None
-                if agreed is not None and len(found) >= 2:
-                    cancel.set()
-                    cancelled = (tier.samples - next_index) + sum(f.cancel() for f in pending)
-                    return found, agreed, cancelled
                 unfinished = tier.samples - next_index + len(pending)
-                if escalates and tier.stop_early and _usable(found) + unfinished < 2:
+                hopeless = escalates and tier.stop_early and _usable(found) + unfinished < 2
+                if (agreed is not None and len(found) >= 2) or hopeless:
                     cancel.set()
                     cancelled = (tier.samples - next_index) + sum(f.cancel() for f in pending)
-                    log.info("tier %s cannot agree any more; escalating", tier.name)
-                    found.sort(key=lambda c: c.sample)
-                    return found, None, cancelled
+                    if agreed is None:
+                        log.info("tier %s cannot agree any more; escalating", tier.name)
+                        found.sort(key=lambda c: c.sample)
+                    return found, agreed, cancelled
                 while next_index < tier.samples and len(pending) < max(1, tier.parallel):
                     pending[pool.submit(draw, next_index)] = next_index
                     next_index += 1

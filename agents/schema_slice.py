@@ -46,14 +46,27 @@ class SchemaCatalog:
         self._tables: dict[str, TableSchema] = {}
         self._watch = StoreWatch(store, ("table", "column"), database)
         self._lock = threading.Lock()
+        # derived from the tables, dropped when they reload: the overview is the same text
+        # for every question, so it is written once per schema, not once per question
+        self._families: dict[str, list[str]] | None = None
+        self._overviews: dict[tuple, SchemaSlice] = {}
 
     @property
     def tables(self) -> dict[str, TableSchema]:
         """Table name -> schema, reloaded when the store has changed."""
+        return self._snapshot()[0]
+
+    def _snapshot(
+        self,
+    ) -> tuple[dict[str, TableSchema], dict[str, list[str]], dict[tuple, SchemaSlice]]:
+        """(tables, their families, overviews written from them), of one load."""
         with self._lock:
             if self._watch.changed():
                 self._tables = self._load()
-            return self._tables
+                self._families, self._overviews = None, {}
+            if self._families is None:
+                self._families = _families(self._tables)
+            return self._tables, self._families, self._overviews
 
     def _load(self) -> dict[str, TableSchema]:
         tables: dict[str, TableSchema] = {}
@@ -72,15 +85,7 @@ class SchemaCatalog:
     def families(self) -> dict[str, list[str]]:
         """Tables with the very same columns (names and types), by their first member:
         ``{"income_aurora": ["income_aurora", "income_borealis", ...]}`` (two or more)."""
-        groups: dict[tuple, list[str]] = {}
-        for name, table in self.tables.items():
-            shape = tuple(
-                (c.content_resources["column"], c.content_resources.get("data_type") or "")
-                for c in table.columns
-            )
-            if shape:
-                groups.setdefault(shape, []).append(name)
-        return {members[0]: members for members in groups.values() if len(members) > 1}
+        return self._snapshot()[1]
 
     def overview(
         self,
@@ -99,34 +104,14 @@ class SchemaCatalog:
         from its first tables on, so a local model prefills the whole schema for every
         question; this one stays cached (the question's tables come in the hints).
         """
-        known, families = self.tables, self.families()
-        member_of = {m: first for first, members in families.items() for m in members}
-        # families first: tables repeated per department, region or year are the fact tables
-        order = [*families, *(n for n in known if n not in member_of)]
-        out = SchemaSlice()
-        parts: list[str] = []
-        used = listed = 0
-        for name in order:
-            members = families.get(name, [name])
-            full = _table_ddl(known[name], set(), max_columns, examples)
-            if len(members) > 1:
-                full = (
-                    f"-- {len(members)} tables with the same columns: {', '.join(members)}\n" + full
-                )
-            cost = estimate_tokens(full)
-            if used + cost <= budget_tokens or not parts:
-                parts.append(full)
-                out.full.extend(members)
-                used += cost
-                continue
-            line = _table_line(known[name])
-            if len(members) > 1:
-                line += f"  -- also: {', '.join(members[1:])}"
-            listed = _list_or_name(out, parts, line, members, listed, listing_tokens)
-        if out.named:
-            parts.append(f"-- more tables: {', '.join(out.named)}")
-        out.text = "\n\n".join(parts)
-        return out
+        known, families, overviews = self._snapshot()
+        key = (budget_tokens, max_columns, examples, listing_tokens)
+        written = overviews.get(key)
+        if written is None:
+            written = overviews[key] = _overview(known, families, *key)
+        return SchemaSlice(
+            written.text, list(written.full), list(written.listed), list(written.named)
+        )
 
     def render(self, tables: Sequence[str] | None = None, **options: Any) -> str:
         """DDL for ``tables`` (default: all), most relevant first: :meth:`slice`'s text."""
@@ -306,6 +291,53 @@ def _examples(resources: dict) -> list[str]:
         elif value is not None:
             values.append(str(value))
     return values
+
+
+def _families(known: dict[str, TableSchema]) -> dict[str, list[str]]:
+    groups: dict[tuple, list[str]] = {}
+    for name, table in known.items():
+        shape = tuple(
+            (c.content_resources["column"], c.content_resources.get("data_type") or "")
+            for c in table.columns
+        )
+        if shape:
+            groups.setdefault(shape, []).append(name)
+    return {members[0]: members for members in groups.values() if len(members) > 1}
+
+
+def _overview(
+    known: dict[str, TableSchema],
+    families: dict[str, list[str]],
+    budget_tokens: int,
+    max_columns: int,
+    examples: bool,
+    listing_tokens: int | None,
+) -> SchemaSlice:
+    member_of = {m: first for first, members in families.items() for m in members}
+    # families first: tables repeated per department, region or year are the fact tables
+    order = [*families, *(n for n in known if n not in member_of)]
+    out = SchemaSlice()
+    parts: list[str] = []
+    used = listed = 0
+    for name in order:
+        members = families.get(name, [name])
+        full = _table_ddl(known[name], set(), max_columns, examples)
+        if len(members) > 1:
+            full = f"-- {len(members)} tables with the same columns: {', '.join(members)}\n" + full
+        cost = estimate_tokens(full)
+        if used + cost <= budget_tokens or not parts:
+            parts.append(full)
+            out.full.extend(members)
+            used += cost
+            continue
+        line = _table_line(known[name])
+        if len(members) > 1:
+            line += f"  -- also: {', '.join(members[1:])}"
+        listed = _list_or_name(out, parts, line, members, listed, listing_tokens)
+    if out.named:
+        parts.append(f"-- more tables: {', '.join(out.named)}")
+    out.text = "\n\n".join(parts)
+    return out
 
 
 def _list_or_name(

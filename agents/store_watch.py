@@ -33,8 +33,6 @@ class StoreWatch:
             self._seen = written[-1][0]
             watched = [uid for _seq, uid, type_ in written if type_ in self.types]
             for entry in self.store.get_many(watched).values():
-                if entry.type in self.types and (
-                    entry.content_resources.get("database") in (None, self.database)
-                ):
+                if entry.content_resources.get("database") in (None, self.database):
                     return True
             return False

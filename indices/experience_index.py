@@ -175,7 +175,7 @@ class ExperienceIndex:
             self._insert([e.id for e in experiences])  # searchable at once, mapped as now
             due = self._refit_due()
         if due:
-            self._refit()
+            self._refits.request()
 
     def remove(self, ukf_ids: Iterable[str]) -> None:
         with self._lock:
@@ -186,7 +186,7 @@ class ExperienceIndex:
             if schema_changed and self._experiences:
                 self._resketch()
             elif self._refit_due():
-                self._refit()
+                self._refits.request()
 
     def _drop(self, ukf_ids: list[str]) -> None:
         rows = []
@@ -244,9 +244,6 @@ class ExperienceIndex:
         with self._lock:  # also asked by the refit timer's thread
             labeled = len(self._labeled())
             return abs(labeled - self._fitted_on) > self.refit_growth * self._fitted_on
-
-    def _refit(self) -> None:
-        self._refits.request()
 
     def close(self) -> None:
         """Cancel a deferred refit (the index is being replaced or the server stops)."""

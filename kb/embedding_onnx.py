@@ -216,12 +216,14 @@ class OnnxMiniLM:
         self._threads = {"query": query_threads, "bulk": bulk_threads or os.cpu_count() or 1}
         self._sessions: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._session("query")  # a damaged file fails here, not in the middle of a request
+        # a damaged file fails here, not in the middle of a request
+        output = self._session("query").get_outputs()[0]
+        self.dimension = int(output.shape[-1])  # (batch, tokens, hidden): the last is fixed
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """A ``(len(texts), 384)`` float32 matrix of unit rows (one forward pass)."""
+        """A ``(len(texts), dimension)`` float32 matrix of unit rows (one forward pass)."""
         if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
+            return np.zeros((0, self.dimension), dtype=np.float32)
         ids, mask = tokenize(self._tokenizer, texts)
         session = self._session("query" if len(texts) <= SMALL_BATCH else "bulk")
         hidden = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]

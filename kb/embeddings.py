@@ -104,7 +104,7 @@ class MiniLMEmbedder:
             return MINILM_DIMENSION
         model = self._load()
         if isinstance(model, OnnxMiniLM):
-            return int(model.encode(["dimension"]).shape[1])
+            return model.dimension
         dimension = getattr(model, "get_embedding_dimension", None)
         return int((dimension or model.get_sentence_embedding_dimension)())
 
