@@ -32,12 +32,25 @@ def dialect_name(dialect: str) -> str:
     return DIALECT_NAMES.get(dialect.lower(), dialect)
 
 
+SQL_FENCE = "```sql\n"
+FENCE_END = "```"
+
+
 @dataclass
 class GenerateOptions:
+    """Sampling options.
+
+    ``fenced`` starts every reply with an open ```sql fence and stops at the closing one:
+    the model writes the query (and its comment lines) and nothing else. Without it a small
+    model's sampled replies often open with paragraphs of reasoning and end with an
+    explanation: hundreds of tokens, and more often a different query.
+    """
+
     max_tokens: int = 320
     temperature: float = 0.7
     timeout_s: float | None = 120.0
     seed: int = 0
+    fenced: bool = True
 
 
 class SqlGenerator:
@@ -89,6 +102,7 @@ class SqlGenerator:
                 temperature=0.0 if greedy else self.options.temperature,
                 seed=self.options.seed + index,
                 timeout=self.options.timeout_s,
+                **fence_options(self.options.fenced),
             )
         except LLMBusyError:
             raise  # the caller answers 429/503; a busy model is not a wrong answer
@@ -110,6 +124,11 @@ class SqlGenerator:
             if cancel is not None and cancel.is_set():
                 return
             yield self.sample(messages, index)
+
+
+def fence_options(fenced: bool) -> dict[str, Any]:
+    """``chat`` options that start the reply inside a ```sql fence and stop at its end."""
+    return {"reply_prefix": SQL_FENCE, "stop": [FENCE_END]} if fenced else {}
 
 
 def prompt_messages(user_template: str, dialect: str, **variables: Any) -> list[Message]:

@@ -55,6 +55,7 @@ def cache_key(
     stop: Sequence[str] | None,
     json_schema: dict[str, Any] | None,
     seed: int | None = None,
+    reply_prefix: str | None = None,
 ) -> str:
     """SHA-256 hex digest of the canonical JSON of a call's answer-shaping arguments."""
     request = {
@@ -67,6 +68,8 @@ def cache_key(
         "json_schema": json_schema,
         "seed": seed,
     }
+    if reply_prefix:  # keys of calls without one stay what they were
+        request["reply_prefix"] = reply_prefix
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -107,6 +110,7 @@ class CachedLLM:
         json_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
         seed: int | None = None,
+        reply_prefix: str | None = None,
     ) -> ChatResult:
         started = time.perf_counter()
         options: dict[str, Any] = {
@@ -116,6 +120,7 @@ class CachedLLM:
             "stop": stop,
             "json_schema": json_schema,
             "seed": seed,
+            "reply_prefix": reply_prefix,
         }
         key = cache_key(self.name, messages, **options)
         stored = self._load(key)

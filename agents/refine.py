@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from agents.answer import Candidate
-from agents.generate import candidate_from_reply
+from agents.generate import candidate_from_reply, fence_options
 from agents.llm import LLM, LLMError, Message
 from agents.predicates import PredicateChecker, PredicateIssue
 from agents.sql_extract import strip_comments
@@ -34,6 +34,7 @@ class RefineOptions:
     repair_empty: bool = True
     max_tokens: int = 320
     model_repairs: bool = True  # False: only the predicate fixes that need no model
+    fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions.fenced)
 
 
 class Refiner:
@@ -170,6 +171,7 @@ class Refiner:
                 max_tokens=self.options.max_tokens,
                 temperature=0.0,
                 seed=candidate.sample,
+                **fence_options(self.options.fenced),
             )
         except LLMError as exc:
             log.warning("repair %d failed: %s", attempt, exc)
