@@ -3,9 +3,8 @@
 ``LLM.chat(messages, n, temperature, max_tokens, stop, json_schema, timeout, seed, reply_prefix)
 -> ChatResult``.
 
-- :class:`LlamaCppLLM`: in-process llama.cpp over a GGUF file (the embedded default; see
-  :mod:`agents.models`). One generation at a time per model (llama.cpp contexts are not
-  thread-safe); ``timeout`` is enforced between streamed tokens.
+- :class:`agents.llm_llamacpp.LlamaCppLLM`: in-process llama.cpp over a GGUF file (the
+  embedded default; see :mod:`agents.models`).
 - :class:`OpenAICompatibleLLM`: any OpenAI-compatible server (vLLM, llama.cpp server, Ollama,
   hosted APIs) through the ``openai`` client.
 - :class:`ResilientLLM`: retries with exponential backoff, a concurrency limit, and a bounded
@@ -29,7 +28,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -121,165 +120,6 @@ def continue_reply(prefix: str, reply: str, stop: Sequence[str] | None) -> str:
     rest = reply[start + len(prefix) :]
     cuts = [rest.find(s) for s in stop or () if s and s in rest]
     return prefix + (rest[: min(cuts)] if cuts else rest)
-
-
-class LlamaCppLLM:
-    """llama.cpp in-process over ``model_path`` (a GGUF file).
-
-    Args:
-        model_path: The GGUF file.
-        n_ctx: Context window in tokens.
-        n_threads: CPU threads (default: llama.cpp's choice).
-        seed: Sampling seed; sample ``i`` of a call uses ``seed + i``.
-    """
-
-    def __init__(
-        self, model_path: str, *, n_ctx: int = 4096, n_threads: int | None = None, seed: int = 0
-    ) -> None:
-        from llama_cpp import Llama
-
-        self.name = f"llama.cpp:{model_path.rsplit('/', 1)[-1]}"
-        self.seed = seed
-        self._llama = Llama(
-            model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False
-        )
-        self._template = _chat_template(self._llama)
-        self._lock = threading.Lock()
-
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        json_schema: dict[str, Any] | None = None,
-        timeout: float | None = None,
-        seed: int | None = None,
-        reply_prefix: str | None = None,
-    ) -> ChatResult:
-        started = time.perf_counter()
-        base_seed = self.seed if seed is None else seed
-        deadline = started + timeout if timeout else None
-        result = ChatResult(completions=[], model=self.name)
-        fmt = {"type": "json_object", "schema": json_schema} if json_schema else None
-        prefill = bool(reply_prefix) and fmt is None and self._template is not None
-        with self._lock:
-            for sample in range(n):
-                options = _Sampling(temperature, max_tokens, base_seed + sample, deadline)
-                try:
-                    if prefill:
-                        assert reply_prefix is not None
-                        text, finish = self._continue(messages, reply_prefix, stop, options, result)
-                    else:
-                        text, finish = self._answer(messages, stop, fmt, options, result)
-                except ValueError as exc:  # llama.cpp: "Requested tokens (N) exceed context window"
-                    raise LLMError(f"{self.name}: {exc}") from exc
-                if reply_prefix and not prefill and fmt is None:
-                    text = continue_reply(reply_prefix, text, stop)
-                result.completions.append(Completion(text, finish))
-        result.latency_s = time.perf_counter() - started
-        return check_json(result) if json_schema else result
-
-    def _answer(
-        self,
-        messages: Sequence[Message],
-        stop: Sequence[str] | None,
-        fmt: dict[str, Any] | None,
-        options: _Sampling,
-        result: ChatResult,
-    ) -> tuple[str, str | None]:
-        """A reply through llama.cpp's own chat handler."""
-        stream = self._llama.create_chat_completion(
-            messages=list(messages),
-            temperature=options.temperature,
-            max_tokens=options.max_tokens,
-            stop=list(stop or []),
-            response_format=fmt,
-            seed=options.seed,
-            stream=True,
-        )
-        text, tokens, finish = self._drain(
-            stream, lambda choice: choice["delta"].get("content"), options
-        )
-        result.completion_tokens += tokens
-        result.prompt_tokens += len(
-            self._llama.tokenize("".join(m["content"] for m in messages).encode("utf-8"))
-        )
-        return text, finish
-
-    def _continue(
-        self,
-        messages: Sequence[Message],
-        prefix: str,
-        stop: Sequence[str] | None,
-        options: _Sampling,
-        result: ChatResult,
-    ) -> tuple[str, str | None]:
-        """A reply that starts with ``prefix``: the chat template, then the prefix, continued."""
-        assert self._template is not None
-        formatted = self._template(messages=list(messages))
-        tokens = self._llama.tokenize(
-            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
-        )
-        tokens += self._llama.tokenize(prefix.encode("utf-8"), add_bos=False, special=False)
-        stream = self._llama.create_completion(
-            prompt=tokens,
-            temperature=options.temperature,
-            max_tokens=options.max_tokens,
-            stop=[*(stop or []), *(formatted.stop or [])],
-            stopping_criteria=formatted.stopping_criteria,
-            top_p=0.95,
-            top_k=40,
-            min_p=0.05,
-            repeat_penalty=1.0,
-            seed=options.seed,
-            stream=True,
-        )
-        text, generated, finish = self._drain(stream, lambda choice: choice.get("text"), options)
-        result.completion_tokens += generated
-        result.prompt_tokens += len(tokens)
-        return prefix + text, finish
-
-    def _drain(
-        self, stream: Any, piece: Callable[[dict[str, Any]], str | None], options: _Sampling
-    ) -> tuple[str, int, str | None]:
-        """(text, tokens, finish reason) of a streamed completion, within the deadline."""
-        parts: list[str] = []
-        finish = None
-        for chunk in stream:
-            choice = chunk["choices"][0]
-            parts.append(piece(choice) or "")
-            finish = choice.get("finish_reason") or finish
-            if options.deadline is not None and time.perf_counter() > options.deadline:
-                raise LLMTimeoutError(f"{self.name}: no answer within the timeout")
-        return "".join(parts), len(parts), finish
-
-
-@dataclass(frozen=True)
-class _Sampling:
-    temperature: float
-    max_tokens: int
-    seed: int
-    deadline: float | None
-
-
-def _chat_template(llama: Any) -> Any:
-    """The GGUF's own chat template as a formatter, or None (llama.cpp's default format)."""
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-    template = llama.metadata.get("tokenizer.chat_template")
-    if not template:
-        return None
-    eos, bos = llama.token_eos(), llama.token_bos()
-
-    def text(token: int) -> str:
-        if token < 0:
-            return ""
-        return llama.detokenize([token], special=True).decode("utf-8", errors="replace")
-
-    return Jinja2ChatFormatter(template, text(eos), text(bos), stop_token_ids=[eos])
 
 
 class OpenAICompatibleLLM:

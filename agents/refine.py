@@ -4,6 +4,8 @@ For one candidate:
 1. execute it on the target database (read-only, row cap, time limit);
 2. on an empty result, check its predicate values against the profiled enums and rewrite the
    literals that are certainly wrong (case, spacing, a known synonym) without asking the model;
+   on an error, move column references qualified with the wrong table to the one table of the
+   query that has the column (``agents/column_fix.py``), kept only when the query then runs;
 3. on an error, an empty result or a reply without SQL, continue the conversation that wrote
    it: the failing SQL and what went wrong (the database error, or the literals that are not
    stored values with the closest ones) go back to the model, which answers with a new query;
@@ -16,6 +18,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from agents.answer import Candidate
+from agents.column_fix import ColumnQualifierFix
 from agents.generate import candidate_from_reply, fence_options
 from agents.llm import LLM, LLMError, Message
 from agents.predicates import PredicateChecker, PredicateIssue
@@ -35,6 +38,7 @@ class RefineOptions:
     max_tokens: int = 320
     model_repairs: bool = True  # False: only the predicate fixes that need no model
     fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions.fenced)
+    fix_columns: bool = True  # re-qualify misplaced column references before asking the model
 
 
 class Refiner:
@@ -56,6 +60,7 @@ class Refiner:
     ) -> None:
         self.database, self.llm, self.checker = database, llm, checker
         self.options = options or RefineOptions()
+        self.columns = ColumnQualifierFix(database, database.dialect)
 
     def execute(self, candidate: Candidate) -> Candidate:
         """Run ``candidate`` (if it has SQL) and keep the results on it."""
@@ -73,6 +78,11 @@ class Refiner:
             problem = self._problem(current)
             if problem is None:
                 return current
+            if current.sql and problem.rejected and self.options.fix_columns:
+                moved = self._fix_columns(current)
+                if moved is not None:
+                    current = moved
+                    continue
             if current.sql and problem.issues:
                 fixed = self._fix_predicates(current, problem.issues)
                 if fixed is None:
@@ -99,7 +109,9 @@ class Refiner:
                 return _Problem("Your reply had no SQL query. Answer with one ```sql block.")
             if results.error_kind == "connection":
                 return _Problem(results.error, repairable=False)
-            return _Problem(f"The database rejected it: {results.error}")
+            return _Problem(
+                f"The database rejected it: {results.error}", rejected=results.error_kind == "sql"
+            )
         if not results.has_data and self.options.repair_empty:
             issues = self.checker.check(candidate.sql) if self.checker else []
             lines = [i.describe() for i in issues]
@@ -112,6 +124,18 @@ class Refiner:
                 text += " " + " ".join(lines) + "."
             return _Problem(text, issues=issues)
         return None
+
+    def _fix_columns(self, candidate: Candidate) -> Candidate | None:
+        """``candidate`` with misplaced column references moved, if that makes it run."""
+        moved = self.columns.apply(candidate.sql)
+        if moved is None:
+            return None
+        fixed = self.execute(
+            _rewritten(candidate, moved.sql, [f"column moved: {n}" for n in moved.notes])
+        )
+        if fixed.results is None or fixed.results.error:
+            return None
+        return fixed
 
     def _guess_predicates(
         self, candidate: Candidate, issues: list[PredicateIssue]
@@ -141,22 +165,11 @@ class Refiner:
         if sql is None:
             return None
         notes = [
-            f"{i.table}.{i.column}: '{i.literal}' -> '{i.suggestions[0]}'"
+            f"{label}: {i.table}.{i.column}: '{i.literal}' -> '{i.suggestions[0]}'"
             for i in issues
             if i.certain
         ]
-        fixed = Candidate(
-            sql=sql,
-            reasoning=candidate.reasoning,
-            model=candidate.model,
-            sample=candidate.sample,
-            tier=candidate.tier,
-            repairs=candidate.repairs,
-            notes=[*candidate.notes, *(f"{label}: {n}" for n in notes)],
-            prompt_tokens=candidate.prompt_tokens,
-            completion_tokens=candidate.completion_tokens,
-        )
-        return self.execute(fixed)
+        return self.execute(_rewritten(candidate, sql, notes))
 
     def _repair(
         self, candidate: Candidate, history: list[Message], problem: _Problem, attempt: int
@@ -187,8 +200,24 @@ class Refiner:
         return self.execute(repaired)
 
 
+def _rewritten(candidate: Candidate, sql: str, notes: list[str]) -> Candidate:
+    """``candidate`` with ``sql`` rewritten without the model (not a repair round)."""
+    return Candidate(
+        sql=sql,
+        reasoning=candidate.reasoning,
+        model=candidate.model,
+        sample=candidate.sample,
+        tier=candidate.tier,
+        repairs=candidate.repairs,
+        notes=[*candidate.notes, *notes],
+        prompt_tokens=candidate.prompt_tokens,
+        completion_tokens=candidate.completion_tokens,
+    )
+
+
 @dataclass
 class _Problem:
     text: str
     repairable: bool = True
     issues: list[PredicateIssue] | None = None
+    rejected: bool = False  # the database rejected the SQL (not a refusal or a timeout)

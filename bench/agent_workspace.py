@@ -17,7 +17,8 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from agents.llm import LLM, LlamaCppLLM
+from agents.llm import LLM
+from agents.llm_llamacpp import LlamaCppLLM
 from agents.models import DEFAULT_MODEL, TEST_MODEL, get_model, pull
 from bench.datasets import Example
 from indices.retriever import Retriever

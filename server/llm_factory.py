@@ -25,13 +25,13 @@ from typing import Any
 from agents.llm import (
     LLM,
     ChatResult,
-    LlamaCppLLM,
     LLMBusyError,
     LLMError,
     Message,
     OpenAICompatibleLLM,
     ResilientLLM,
 )
+from agents.llm_llamacpp import LlamaCppLLM
 from server.metrics import Metrics
 from server.settings import LLMTierSettings
 
@@ -69,7 +69,11 @@ def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
     if tier.backend == "openai":
         api_key = tier.api_key.get_secret_value() if tier.api_key else "not-needed"
         return OpenAICompatibleLLM(
-            str(tier.base_url), str(tier.model), api_key, timeout=tier.timeout_s
+            str(tier.base_url),
+            str(tier.model),
+            api_key,
+            timeout=tier.timeout_s,
+            prefill=tier.prefill,
         )
     if tier.backend == "gguf":
         path = Path(str(tier.path)).expanduser()

@@ -82,6 +82,11 @@ class LLMTierSettings(BaseModel):
     path: Path | None = Field(default=None, description="GGUF file (backend gguf)")
     base_url: str | None = Field(default=None, description="endpoint (backend openai)")
     api_key: SecretStr | None = Field(default=None, description="endpoint key (backend openai)")
+    prefill: bool = Field(
+        default=False,
+        description="the endpoint continues a trailing assistant message (llama.cpp server, "
+        "vLLM, Ollama; backend openai): SQL replies then start inside a sql fence",
+    )
     n_ctx: int = Field(default=8192, gt=0)
     n_threads: int | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=60.0, gt=0)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm import LlamaCppLLM
+from agents.llm_llamacpp import LlamaCppLLM
 from agents.models import TEST_MODEL, pull
 from bench.datasets.registry import default_data_root
 from indices.retriever import Retriever

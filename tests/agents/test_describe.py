@@ -17,7 +17,8 @@ from agents.describe import (
     clean_description,
     clean_synonyms,
 )
-from agents.llm import LlamaCppLLM, LLMOutputError, Message
+from agents.llm import LLMOutputError, Message
+from agents.llm_llamacpp import LlamaCppLLM
 from agents.models import TEST_MODEL, pull
 from kb.database import Database
 from kb.profile import ColumnProfile, Description, ProfileOptions, TableProfile, profile_database

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from agents.explore import Exploration, Explorer
-from agents.llm import LlamaCppLLM, LLMOutputError
+from agents.llm import LLMOutputError
+from agents.llm_llamacpp import LlamaCppLLM
 from agents.models import TEST_MODEL, pull
 from indices.facet import FacetIndex
 from indices.string import StringIndex

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agents.generate import asked_differently
+from agents.generate import GenerateOptions, SqlGenerator, asked_differently
+from tests.agents.scripted import ScriptedLLM, sql_reply
 
 MINE = {
     "query_time": "2024-12-04T10:30:00Z",
@@ -23,3 +24,13 @@ def test_the_same_context_or_none_says_nothing():
     assert asked_differently(same_day, MINE) == ""
     assert asked_differently({}, MINE) == ""
     assert asked_differently({"user_profile": {"department": "BO"}}, {}) == "asked by department=BO"
+
+
+def test_replies_start_inside_a_sql_fence_and_stop_at_its_end():
+    llm = ScriptedLLM([sql_reply("SELECT 1")])
+    messages = [{"role": "user", "content": "one?"}]
+    candidate = SqlGenerator(llm, "sqlite").sample(messages, 0)
+    assert candidate.sql.endswith("SELECT 1")
+    assert llm.calls[-1][1]["reply_prefix"] == "```sql\n" and llm.calls[-1][1]["stop"] == ["```"]
+    SqlGenerator(llm, "sqlite", GenerateOptions(fenced=False)).sample(messages, 1)
+    assert "reply_prefix" not in llm.calls[-1][1] and "stop" not in llm.calls[-1][1]

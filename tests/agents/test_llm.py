@@ -13,14 +13,15 @@ import pytest
 from agents.llm import (
     ChatResult,
     Completion,
-    LlamaCppLLM,
     LLMBusyError,
     LLMError,
     LLMOutputError,
     LLMTimeoutError,
     OpenAICompatibleLLM,
     ResilientLLM,
+    continue_reply,
 )
+from agents.llm_llamacpp import LlamaCppLLM
 from agents.models import TEST_MODEL, pull
 
 ASK = [
@@ -33,6 +34,16 @@ ASK = [
 def llama(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppLLM:
     path = pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False)
     return LlamaCppLLM(str(path), n_ctx=2048, seed=7)
+
+
+def test_a_reply_prefix_is_continued_up_to_the_stop(llama):
+    result = llama.chat(ASK, max_tokens=64, reply_prefix="```sql\n", stop=["```"])
+    text = result.text
+    assert text.startswith("```sql\n") and "select" in text.lower() and "orders" in text.lower()
+    assert "```" not in text[len("```sql\n") :], text  # stopped at the closing fence
+    assert result.prompt_tokens > 0 and 0 < result.completion_tokens < 64
+    sampled = llama.chat(ASK, n=2, temperature=0.9, max_tokens=64, reply_prefix="```sql\n")
+    assert all(c.text.startswith("```sql\n") for c in sampled.completions)
 
 
 def test_the_embedded_model_answers(llama):
@@ -69,9 +80,11 @@ class _Endpoint(BaseHTTPRequestHandler):
     """A scripted OpenAI-compatible server: each request pops the next behaviour."""
 
     script: ClassVar[list[str]] = []
+    content: ClassVar[str] = "SELECT 1"
+    bodies: ClassVar[list[dict]] = []
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
+        self.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
         action = self.script.pop(0) if self.script else "ok"
         if action == "slow":
             time.sleep(2)
@@ -92,7 +105,7 @@ class _Endpoint(BaseHTTPRequestHandler):
                         {
                             "index": 0,
                             "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": "SELECT 1"},
+                            "message": {"role": "assistant", "content": self.content},
                         }
                     ],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
@@ -114,7 +127,7 @@ def endpoint():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    _Endpoint.script = []
+    _Endpoint.script, _Endpoint.content, _Endpoint.bodies = [], "SELECT 1", []
     yield f"http://127.0.0.1:{server.server_port}/v1"
     server.shutdown()
 
@@ -140,6 +153,34 @@ def test_timeouts_and_garbage_are_clear_errors(endpoint):
     _Endpoint.script = ["garbage"]
     with pytest.raises(LLMError):
         OpenAICompatibleLLM(endpoint, "m").chat(ASK)
+
+
+def test_a_prefill_endpoint_gets_the_prefix_as_a_trailing_assistant_message(endpoint):
+    _Endpoint.content = "SELECT 1\n"
+    llm = OpenAICompatibleLLM(endpoint, "m", prefill=True)
+    result = llm.chat(ASK, reply_prefix="```sql\n", stop=["```"])
+    assert result.text == "```sql\nSELECT 1\n"
+    sent = _Endpoint.bodies[-1]
+    assert sent["messages"][-1] == {"role": "assistant", "content": "```sql\n"}
+    assert sent["continue_final_message"] is True and sent["stop"] == ["```"]
+
+
+def test_other_endpoints_answer_freely_and_the_reply_is_trimmed(endpoint):
+    _Endpoint.content = "Let me think.\n```sql\nSELECT 2\n```\nThis counts the rows."
+    result = OpenAICompatibleLLM(endpoint, "m").chat(ASK, reply_prefix="```sql\n", stop=["```"])
+    assert result.text == "```sql\nSELECT 2\n"
+    sent = _Endpoint.bodies[-1]
+    assert sent["messages"][-1]["role"] == "user" and not sent.get("stop")
+    assert "continue_final_message" not in sent
+
+
+def test_continue_reply_keeps_the_reply_from_the_prefix_to_the_first_stop():
+    assert continue_reply("```sql\n", "x ```sql\nSELECT 1\n``` y ```", ["```"]) == (
+        "```sql\nSELECT 1\n"
+    )
+    assert continue_reply("```sql\n", "SELECT 1 ```", ["```"]) == "SELECT 1 ```"  # no prefix
+    assert continue_reply("```sql\n", "```sql\nSELECT 1", None) == "```sql\nSELECT 1"
+    assert continue_reply("```sql\n", "```sql\nSELECT 1;\n--", ["--", ";"]) == ("```sql\nSELECT 1")
 
 
 class _Slow:

@@ -61,6 +61,7 @@ def test_a_repeated_call_is_a_hit_with_the_original_answer(tmp_path: Path) -> No
         {"stop": [";"]},
         {"json_schema": {"type": "object"}},
         {"seed": 7},
+        {"reply_prefix": "```sql\n"},
     ],
 )
 def test_any_answer_shaping_option_is_a_different_key(tmp_path: Path, change: dict) -> None:
@@ -81,6 +82,8 @@ def test_the_key_is_canonical_and_names_the_model() -> None:
     )
     assert key != cache_key("other", ASK, temperature=0.0, **options)
     assert len(key) == 64
+    # calls without a reply prefix keep the keys they had before the option existed
+    assert key == cache_key("m", ASK, temperature=0.0, reply_prefix=None, **options)
 
 
 def test_errors_are_never_cached(tmp_path: Path) -> None:
