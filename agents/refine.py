@@ -4,12 +4,13 @@ For one candidate:
 1. execute it on the target database (read-only, row cap, time limit);
 2. on an empty result, check its predicate values against the profiled enums and rewrite the
    literals that are certainly wrong (case, spacing, a known synonym) without asking the model;
-   on an error, move column references qualified with the wrong table to the one table of the
-   query that has the column (``agents/column_fix.py``), kept only when the query then runs;
 3. on an error, an empty result or a reply without SQL, continue the conversation that wrote
    it: the failing SQL and what went wrong (the database error, or the literals that are not
    stored values with the closest ones) go back to the model, which answers with a new query;
-   up to ``rounds`` times. The prompt prefix is unchanged, so a local model's cache is reused.
+   up to ``rounds`` times. The prompt prefix is unchanged, so a local model's cache is reused;
+4. when the database still rejects it (or there is no model to ask), move column references
+   qualified with the wrong table to the one table of the query that has the column
+   (``agents/column_fix.py``), kept only when the query then runs.
 """
 
 from __future__ import annotations
@@ -78,11 +79,6 @@ class Refiner:
             problem = self._problem(current)
             if problem is None:
                 return current
-            if current.sql and problem.rejected and self.options.fix_columns:
-                moved = self._fix_columns(current)
-                if moved is not None:
-                    current = moved
-                    continue
             if current.sql and problem.issues:
                 fixed = self._fix_predicates(current, problem.issues)
                 if fixed is None:
@@ -91,12 +87,25 @@ class Refiner:
                     current = fixed
                     continue
             if self.llm is None or not problem.repairable or not self.options.model_repairs:
-                return current
+                return self._without_model(current, problem)
             repaired = self._repair(current, history, problem, attempt)
             if repaired is None:
-                return current
+                return self._without_model(current, problem)
             current = repaired
-        return current
+        problem = self._problem(current)
+        return current if problem is None else self._without_model(current, problem)
+
+    def _without_model(self, candidate: Candidate, problem: _Problem) -> Candidate:
+        """The last resort when the model cannot (or did not) repair a rejected query.
+
+        Moving misplaced column references comes after the model's rounds: a query that
+        failed may also join a table it does not need, which the model's repair (it sees
+        the error) often drops and the mechanical fix keeps (Spider 60, 1.5B, fix first:
+        one question lost, none won).
+        """
+        if candidate.sql and problem.rejected and self.options.fix_columns:
+            return self._fix_columns(candidate) or candidate
+        return candidate
 
     def _problem(self, candidate: Candidate) -> _Problem | None:
         results = candidate.results

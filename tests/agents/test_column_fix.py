@@ -10,7 +10,7 @@ from agents.answer import Candidate
 from agents.column_fix import ColumnQualifierFix
 from agents.refine import RefineOptions, Refiner
 from kb.database import Database
-from tests.agents.scripted import ScriptedLLM
+from tests.agents.scripted import ScriptedLLM, sql_reply
 
 SCHEMA = """
 CREATE TABLE student (stu_id INTEGER PRIMARY KEY, name TEXT, age INTEGER);
@@ -69,14 +69,28 @@ def test_nothing_ambiguous_or_unknown_is_touched(database, sql):
     assert ColumnQualifierFix(database).apply(sql) is None
 
 
-def test_refine_moves_the_column_before_asking_the_model(database):
-    llm = ScriptedLLM([AssertionError("the model must not be asked")])
-    bad = Candidate(
-        sql="SELECT T2.kind FROM has_pet AS T1 JOIN pet AS T2 ON T1.pet_id = T2.pet_id "
-        "WHERE T1.weight > 5"
-    )
-    fixed = Refiner(database, llm).refine(bad, [{"role": "user", "content": "heavy pets?"}])
-    assert fixed.ok and fixed.results.rows == [("dog",)] and llm.calls == []
+BAD = (
+    "SELECT T2.kind FROM has_pet AS T1 JOIN pet AS T2 ON T1.pet_id = T2.pet_id WHERE T1.weight > 5"
+)
+ASKED = [{"role": "user", "content": "heavy pets?"}]
+
+
+def test_without_a_model_to_ask_refine_moves_the_column(database):
+    fixed = Refiner(database, None).refine(Candidate(sql=BAD), ASKED)
+    assert fixed.ok and fixed.results.rows == [("dog",)]
     assert fixed.repairs == 0 and fixed.notes == ["column moved: T1.weight -> T2.weight"]
-    off = Refiner(database, None, options=RefineOptions(fix_columns=False)).refine(bad, [])
-    assert not off.ok and "weight" in (off.results.error or "")
+    off = Refiner(database, None, options=RefineOptions(fix_columns=False))
+    unfixed = off.refine(Candidate(sql=BAD), ASKED)
+    assert not unfixed.ok and "weight" in (unfixed.results.error or "")
+
+
+def test_the_model_repairs_first_and_the_column_fix_is_the_last_resort(database):
+    good = "SELECT kind FROM pet WHERE weight > 5"
+    llm = ScriptedLLM([sql_reply(good)])
+    repaired = Refiner(database, llm).refine(Candidate(sql=BAD), ASKED)
+    assert repaired.ok and repaired.repairs == 1 and repaired.sql.endswith(good)
+    assert not any("column moved" in n for n in repaired.notes)
+    stubborn = ScriptedLLM([sql_reply(BAD)])  # the model repeats the same mistake
+    fixed = Refiner(database, stubborn).refine(Candidate(sql=BAD), ASKED)
+    assert len(stubborn.calls) == 2 and fixed.ok and fixed.repairs == 2
+    assert fixed.notes[-1] == "column moved: T1.weight -> T2.weight"
