@@ -9,7 +9,10 @@ import pytest
 from kb.migrations import LATEST_VERSION
 
 pytestmark = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
-SAMPLE = re.compile(r'^[a-z_]+(\{([a-z_]+="[^"]*",?)*\})? -?[0-9.e+Inf]+$')
+# a Prometheus sample: name{labels} value, the value a float (8.98e-05 too), +Inf, -Inf or NaN
+SAMPLE = re.compile(
+    r'^[a-z_]+(\{([a-z_]+="[^"]*",?)*\})? ([+-]?Inf|NaN|-?[0-9]+(\.[0-9]*)?(e[+-]?[0-9]+)?)$'
+)
 
 
 def test_health_reports_the_store_indices_jobs_and_workers(server):
