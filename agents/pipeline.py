@@ -100,6 +100,8 @@ class PipelineOptions:
     # the tiers before the last repair without their model: a small model's repairs cost more
     # than asking the next tier (0.5B on Spider: 26 s of repairs, then escalated anyway)
     cascade_small_repairs: bool = False
+    # the tiers before the last fence their temperature samples too (GenerateOptions)
+    cascade_small_fenced: bool = True
     explore_steps: int = 4
     plain_fallback: bool = True
 
@@ -249,6 +251,7 @@ class Pipeline:
                     max(2, t.samples),
                     stop_early=True,
                     model_repairs=self.options.cascade_small_repairs,
+                    fence_samples=self.options.cascade_small_fenced,
                 )
                 for t in self.tiers[:-1]
             ]
@@ -264,9 +267,17 @@ class Pipeline:
         )
 
     def _tier(
-        self, spec: ModelTier, samples: int, *, stop_early: bool, model_repairs: bool = True
+        self,
+        spec: ModelTier,
+        samples: int,
+        *,
+        stop_early: bool,
+        model_repairs: bool = True,
+        fence_samples: bool | None = None,
     ) -> Tier:
         generate = self.options.generate
+        if fence_samples is not None:
+            generate = replace(generate, fence_samples=fence_samples)
         if spec.temperature is not None:
             generate = replace(generate, temperature=spec.temperature)
         if spec.max_tokens is not None:

@@ -38,7 +38,7 @@ class RefineOptions:
     repair_empty: bool = True
     max_tokens: int = 320
     model_repairs: bool = True  # False: only the predicate fixes that need no model
-    fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions.fenced)
+    fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions)
     fix_columns: bool = True  # re-qualify misplaced column references before asking the model
 
 

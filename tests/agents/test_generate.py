@@ -32,5 +32,9 @@ def test_replies_start_inside_a_sql_fence_and_stop_at_its_end():
     candidate = SqlGenerator(llm, "sqlite").sample(messages, 0)
     assert candidate.sql.endswith("SELECT 1")
     assert llm.calls[-1][1]["reply_prefix"] == "```sql\n" and llm.calls[-1][1]["stop"] == ["```"]
-    SqlGenerator(llm, "sqlite", GenerateOptions(fenced=False)).sample(messages, 1)
+    SqlGenerator(llm, "sqlite").sample(messages, 1)  # a vote's sample may reason first
     assert "reply_prefix" not in llm.calls[-1][1] and "stop" not in llm.calls[-1][1]
+    SqlGenerator(llm, "sqlite", GenerateOptions(fence_samples=True)).sample(messages, 1)
+    assert llm.calls[-1][1]["reply_prefix"] == "```sql\n"
+    SqlGenerator(llm, "sqlite", GenerateOptions(fence_greedy=False)).sample(messages, 0)
+    assert "reply_prefix" not in llm.calls[-1][1]

@@ -186,3 +186,13 @@ def test_small_tier_repairs_can_be_turned_back_on(concert):
     pipeline = _cascade(concert, small, large, cascade_small_repairs=True)
     pipeline.ask(QUESTION, options=AskOptions(cascade=True))
     assert len(small.calls) > 2  # the small model was asked to repair
+
+
+def test_a_small_tier_fences_its_samples_and_a_vote_lets_samples_reason(concert):
+    small = ScriptedLLM([sql_reply(FRANCE)])
+    large = ScriptedLLM([sql_reply(FRANCE)])
+    pipeline = _cascade(concert, small, large)
+    pipeline.ask(QUESTION, options=AskOptions(cascade=True))
+    assert [options.get("reply_prefix") for _, options in small.calls] == ["```sql\n"] * 2
+    pipeline.ask(QUESTION, options=AskOptions(n=3))  # the last tier alone, voting
+    assert [options.get("reply_prefix") for _, options in large.calls] == ["```sql\n", None, None]
