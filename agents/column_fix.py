@@ -64,11 +64,9 @@ class ColumnQualifierFix:
 
 
 def _requalify_scope(scope: Scope, columns: dict[str, set[str]]) -> list[str]:
-    tables = {
-        alias.lower(): source.name.lower()
-        for alias, source in scope.sources.items()
-        if isinstance(source, exp.Table)
-    }
+    if any(not isinstance(source, exp.Table) for source in scope.sources.values()):
+        return []  # a derived table's columns are not in the schema: leave it to the model
+    tables = {alias.lower(): source.name.lower() for alias, source in scope.sources.items()}
     outer = {alias.lower() for parent in _parents(scope) for alias in parent.sources}
     notes = []
     for column in scope.columns:
@@ -77,8 +75,6 @@ def _requalify_scope(scope: Scope, columns: dict[str, set[str]]) -> list[str]:
             continue
         if qualifier in tables and name in columns.get(tables[qualifier], ()):
             continue
-        if any(not isinstance(s, exp.Table) for s in scope.sources.values()):
-            continue  # a derived table's columns are not in the schema: leave it to the model
         owners = [alias for alias, table in tables.items() if name in columns.get(table, ())]
         if len(owners) != 1:
             continue

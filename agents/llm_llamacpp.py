@@ -66,20 +66,21 @@ class LlamaCppLLM:
         deadline = started + timeout if timeout else None
         result = ChatResult(completions=[], model=self.name)
         fmt = {"type": "json_object", "schema": json_schema} if json_schema else None
-        prefill = bool(reply_prefix) and fmt is None and self._template is not None
+        prefix = reply_prefix if fmt is None else None
+        prefill = bool(prefix) and self._template is not None
         with self._lock:
             for sample in range(n):
                 options = _Sampling(temperature, max_tokens, base_seed + sample, deadline)
                 try:
-                    if prefill:
-                        assert reply_prefix is not None
-                        text, finish = self._continue(messages, reply_prefix, stop, options, result)
+                    if prefix and prefill:
+                        text, finish = self._continue(messages, prefix, stop, options, result)
+                    elif prefix:  # no chat template to continue: answer freely, then trim
+                        text, finish = self._answer(messages, None, fmt, options, result)
+                        text = continue_reply(prefix, text, stop)
                     else:
                         text, finish = self._answer(messages, stop, fmt, options, result)
                 except ValueError as exc:  # llama.cpp: "Requested tokens (N) exceed context window"
                     raise LLMError(f"{self.name}: {exc}") from exc
-                if reply_prefix and not prefill and fmt is None:
-                    text = continue_reply(reply_prefix, text, stop)
                 result.completions.append(Completion(text, finish))
         result.latency_s = time.perf_counter() - started
         return check_json(result) if json_schema else result
