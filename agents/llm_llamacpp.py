@@ -4,10 +4,15 @@ One generation at a time per model (llama.cpp contexts are not thread-safe); ``t
 enforced between streamed tokens. A ``reply_prefix`` is continued for real: the GGUF's own chat
 template is rendered with the assistant turn opened, the prefix appended, and the model
 completes it (the prompt cache still reuses the longest shared prefix of tokens).
+
+With a :class:`agents.llm_prompt_cache.PromptStateCache`, the context state after a call is
+kept on disk and restored before a later prompt that starts the same way, in this process or
+the next one: a schema prefilled once is not prefilled again.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +28,9 @@ from agents.llm import (
     check_json,
     continue_reply,
 )
+from agents.llm_prompt_cache import PromptStateCache, shared_prefix
+
+log = logging.getLogger(__name__)
 
 
 class LlamaCppLLM:
@@ -33,10 +41,17 @@ class LlamaCppLLM:
         n_ctx: Context window in tokens.
         n_threads: CPU threads (default: llama.cpp's choice).
         seed: Sampling seed; sample ``i`` of a call uses ``seed + i``.
+        prompt_cache: Context states kept across calls and processes (default: none).
     """
 
     def __init__(
-        self, model_path: str, *, n_ctx: int = 4096, n_threads: int | None = None, seed: int = 0
+        self,
+        model_path: str,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        seed: int = 0,
+        prompt_cache: PromptStateCache | None = None,
     ) -> None:
         from llama_cpp import Llama
 
@@ -47,6 +62,7 @@ class LlamaCppLLM:
         )
         self._template = _chat_template(self._llama)
         self._lock = threading.Lock()
+        self.prompt_cache = prompt_cache
 
     def chat(
         self,
@@ -71,6 +87,8 @@ class LlamaCppLLM:
         with self._lock:
             for sample in range(n):
                 options = _Sampling(temperature, max_tokens, base_seed + sample, deadline)
+                prompt = self._prompt_tokens(messages, prefix if prefill else None)
+                reused = self._restore(prompt)
                 try:
                     if prefix and prefill:
                         text, finish = self._continue(messages, prefix, stop, options, result)
@@ -81,9 +99,43 @@ class LlamaCppLLM:
                         text, finish = self._answer(messages, stop, fmt, options, result)
                 except ValueError as exc:  # llama.cpp: "Requested tokens (N) exceed context window"
                     raise LLMError(f"{self.name}: {exc}") from exc
+                self._store(prompt, reused)
                 result.completions.append(Completion(text, finish))
         result.latency_s = time.perf_counter() - started
         return check_json(result) if json_schema else result
+
+    def _prompt_tokens(self, messages: Sequence[Message], prefix: str | None) -> list[int]:
+        """The tokens llama.cpp will evaluate for ``messages`` (+ ``prefix``); [] uncached."""
+        if self.prompt_cache is None or self._template is None:
+            return []
+        formatted = self._template(messages=list(messages))
+        tokens = self._llama.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
+        if prefix:
+            tokens += self._llama.tokenize(prefix.encode("utf-8"), add_bos=False, special=False)
+        return tokens
+
+    def _restore(self, prompt: list[int]) -> int:
+        """Prompt tokens already in the context, after restoring a stored state if one is better."""
+        if not prompt or self.prompt_cache is None:
+            return 0
+        live = min(
+            shared_prefix(self._llama.input_ids[: self._llama.n_tokens], prompt), len(prompt) - 1
+        )
+        found = self.prompt_cache.best(prompt, live)
+        if found is not None and self.prompt_cache.restore(self._llama, found[0]):
+            return found[1]
+        return live
+
+    def _store(self, prompt: list[int], reused: int) -> None:
+        """Keep the context when this call prefilled enough of ``prompt`` to be worth it."""
+        if self.prompt_cache is None or len(prompt) - reused < self.prompt_cache.min_new:
+            return
+        try:
+            self.prompt_cache.store(self._llama)
+        except OSError as exc:  # a full or read-only disk costs speed, never the answer
+            log.warning("%s: prompt state not stored: %s", self.name, exc)
 
     def _answer(
         self,

@@ -25,7 +25,7 @@ from agents.answer import UsedKnowledge
 from agents.hint_links import precise_links
 from agents.llm import LLM, LLMError
 from agents.question_facts import calendar_of, dates_text, resolved_text, time_windows
-from agents.schema_slice import SchemaCatalog
+from agents.schema_slice import SchemaCatalog, SchemaSlice
 from agents.table_rank import BUSINESS_TYPES, TableRanker, named
 from agents.templates import render
 from agents.time_phrases import TimeWindow
@@ -213,24 +213,7 @@ class RagAgent:
             for i in items
             if i.entry.type in ("column", "enum") and named(i)
         ]
-        if (
-            self.options.stable_schema
-            and len(self.catalog.tables) > self.options.whole_schema_tables
-        ):
-            sliced = self.catalog.overview(
-                budget_tokens=self.options.schema_tokens,
-                max_columns=self.options.max_columns,
-                listing_tokens=self.options.listing_tokens,
-            )
-        else:
-            sliced = self.catalog.slice(
-                tables,
-                mentioned_columns=mentioned,
-                budget_tokens=self.options.schema_tokens,
-                max_columns=self.options.max_columns,
-                listing_tokens=self.options.listing_tokens,
-                min_full=self.options.min_full_tables,
-            )
+        sliced = self.schema_slice(tables, mentioned)
         tables = [*sliced.full, *sliced.listed]
         rag = RagContext(question, self.catalog.database, evidence, sliced.text, tables=tables)
         rag.facts = facts
@@ -255,6 +238,33 @@ class RagAgent:
             if keep:
                 rag.used.append(_used(item, question))
         return rag
+
+    @property
+    def shows_overview(self) -> bool:
+        """Whether every question sees one overview (a large database, ``stable_schema``)."""
+        return (
+            self.options.stable_schema
+            and len(self.catalog.tables) > self.options.whole_schema_tables
+        )
+
+    def schema_slice(
+        self, tables: list[str] | None = None, mentioned: list[tuple[str, str]] = ()
+    ) -> SchemaSlice:
+        """The schema shown for a question on ``tables`` (None: all) naming ``mentioned``."""
+        if self.shows_overview:
+            return self.catalog.overview(
+                budget_tokens=self.options.schema_tokens,
+                max_columns=self.options.max_columns,
+                listing_tokens=self.options.listing_tokens,
+            )
+        return self.catalog.slice(
+            tables,
+            mentioned_columns=mentioned,
+            budget_tokens=self.options.schema_tokens,
+            max_columns=self.options.max_columns,
+            listing_tokens=self.options.listing_tokens,
+            min_full=self.options.min_full_tables,
+        )
 
     def _add_hints(
         self, rag: RagContext, question: str, items: list[EvidenceItem], facts: _QuestionFacts

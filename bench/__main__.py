@@ -69,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
     models.add_argument("--threads", type=int, help="llama.cpp threads")
+    models.add_argument(
+        "--prompt-cache",
+        type=Path,
+        help="folder of llama.cpp context states kept across questions and runs "
+        "(default: none, every database's prompt prefilled in this process)",
+    )
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
     compare = commands.add_parser(
@@ -147,6 +153,7 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         "small_max_tokens",
         "llm_cache",
         "threads",
+        "prompt_cache",
     )
     options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if args.sliced_schema:

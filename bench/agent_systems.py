@@ -36,7 +36,7 @@ def _choice(options: dict[str, Any]) -> ModelChoice:
     for key in ("model", "small_model", "small_temperature", "small_max_tokens", "threads"):
         if options.get(key) is not None:
             setattr(choice, key, options[key])
-    for key in ("data_dir", "llm_cache"):
+    for key in ("data_dir", "llm_cache", "prompt_cache"):
         if options.get(key) is not None:
             setattr(choice, key, Path(options[key]))
     return choice

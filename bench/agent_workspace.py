@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 
 from agents.llm import LLM
 from agents.llm_llamacpp import LlamaCppLLM
+from agents.llm_prompt_cache import PromptStateCache, cache_folder
 from agents.models import DEFAULT_MODEL, TEST_MODEL, get_model, pull
 from bench.datasets import Example
 from indices.retriever import Retriever
@@ -33,7 +34,7 @@ from ukf import ExperienceUKF
 
 log = logging.getLogger(__name__)
 KNOWLEDGE_PACK = "knowledge.jsonl"
-_LLMS: dict[tuple[str, str | None], LLM] = {}
+_LLMS: dict[tuple[str, str | None, str | None], LLM] = {}
 _LLMS_LOCK = threading.Lock()
 
 
@@ -49,6 +50,7 @@ class ModelChoice:
         data_dir: where packaged models are cached.
         llm_cache: response cache file (None: no cache).
         threads: llama.cpp threads (None: its default).
+        prompt_cache: folder of llama.cpp context states (None: none).
     """
 
     model: str = DEFAULT_MODEL
@@ -58,15 +60,25 @@ class ModelChoice:
     data_dir: Path | None = None
     llm_cache: Path | None = None
     threads: int | None = None
+    prompt_cache: Path | None = None
 
 
 def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
     """One in-process model per (file, cache) per process."""
     path = _model_file(name_or_path, choice.data_dir)
-    key = (str(path), str(choice.llm_cache) if choice.llm_cache else None)
+    key = (
+        str(path),
+        str(choice.llm_cache) if choice.llm_cache else None,
+        str(choice.prompt_cache) if choice.prompt_cache else None,
+    )
     with _LLMS_LOCK:
         if key not in _LLMS:
-            llm: LLM = LlamaCppLLM(str(path), n_ctx=8192, n_threads=choice.threads)
+            states = None
+            if choice.prompt_cache is not None:
+                states = PromptStateCache(cache_folder(choice.prompt_cache, str(path), 8192))
+            llm: LLM = LlamaCppLLM(
+                str(path), n_ctx=8192, n_threads=choice.threads, prompt_cache=states
+            )
             if choice.llm_cache is not None:
                 from agents.llm_cache import CachedLLM
 

@@ -1,8 +1,10 @@
 """``almanac init`` and ``almanac ask``: the agent chain from the command line.
 
-    almanac init --db URL [--name NAME] [--pack FILE.jsonl] [--describe]
+    almanac init --db URL [--name NAME] [--pack FILE.jsonl] [--describe] [--no-warm]
         profile the database (optionally describe it with the default LLM), import a
-        knowledge pack, build the indices, and remember URL as the target for ``ask``
+        knowledge pack, build the indices, remember URL as the target for ``ask``, and warm
+        the models: the prompt prefix every question shares (system prompt and schema) is
+        prefilled once and kept in the prompt cache, so the first ``ask`` starts warm
     almanac ask "QUESTION" [--db URL] [--user-profile FILE.json] [--query-time T]
                 [--n N] [--cascade] [--explore] [--no-execute] [--max-rows N] [--json]
 
@@ -31,6 +33,12 @@ def add_agent_commands(commands: Any) -> None:
     init.add_argument("--pack", type=Path, help="a knowledge pack (UKF JSON Lines) to import")
     init.add_argument(
         "--describe", action="store_true", help="fill descriptions and synonyms with the LLM"
+    )
+    init.add_argument(
+        "--no-warm",
+        dest="warm",
+        action="store_false",
+        help="do not prefill the models' prompt cache with the schema",
     )
     ask = commands.add_parser("ask", help="answer a question with SQL and rows")
     ask.add_argument("question")
@@ -76,8 +84,11 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
         if args.pack:
             print(f"imported {store.import_jsonl(args.pack)} entries from {args.pack}")
         started = time.perf_counter()
-        summary = SearchIndices(store, configured_embedder(settings)).rebuild()
+        indices = SearchIndices(store, configured_embedder(settings))
+        summary = indices.rebuild()
         print(f"indices built in {time.perf_counter() - started:.1f} s: {summary}")
+        if args.warm:
+            _warm(_pipeline(settings, store, database, name, indices))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     (settings.data_dir / TARGET_FILE).write_text(json.dumps({"url": args.db, "name": name}))
     print(f'ready: almanac ask "..." (target {name})')
@@ -106,12 +117,42 @@ def resolve_target(args: argparse.Namespace, settings: Settings) -> tuple[str, s
     raise ValueError("no target database: pass --db URL, set ALMANAC_TARGET_URL or run init")
 
 
-def _ask(args: argparse.Namespace, settings: Settings) -> int:
-    from agents.pipeline import AskOptions, ModelTier, Pipeline
-    from kb.database import Database
-    from kb.store import KnowledgeStore
+def _pipeline(settings: Settings, store: Any, database: Any, name: str, indices: Any) -> Any:
+    """The agent chain over ``database`` with the configured tiers (cascade order)."""
+    from agents.pipeline import ModelTier, Pipeline
     from server.llm_factory import LLMTiers
     from server.metrics import Metrics
+
+    tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
+    names = settings.cascade_tiers or [tiers.default]
+    return Pipeline(
+        store=store,
+        retriever=indices.retriever,
+        database=database,
+        database_name=name,
+        tiers=[ModelTier(n, tiers.get(n)) for n in names],
+    )
+
+
+def _warm(pipeline: Any) -> None:
+    from agents.warm import warm_pipeline
+
+    report = warm_pipeline(pipeline)
+    if report.error:
+        print(f"warming failed (answers will be slower, not wrong): {report.error}")
+    elif report.models:
+        print(
+            f"warmed {', '.join(report.models)}: {report.prompt_tokens} prompt tokens "
+            f"in {report.seconds:.1f} s"
+        )
+    else:
+        print("not warmed: the schema is sliced per question")
+
+
+def _ask(args: argparse.Namespace, settings: Settings) -> int:
+    from agents.pipeline import AskOptions
+    from kb.database import Database
+    from kb.store import KnowledgeStore
     from server.search import SearchIndices
     from server.state import configured_embedder
 
@@ -128,18 +169,10 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
         max_rows=args.max_rows,
         explore=args.explore or None,
     )
-    tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
-    names = settings.cascade_tiers or [tiers.default]
     with KnowledgeStore(settings.resolved_store_url) as store, Database(url) as database:
         indices = SearchIndices(store, configured_embedder(settings))
         indices.rebuild()
-        pipeline = Pipeline(
-            store=store,
-            retriever=indices.retriever,
-            database=database,
-            database_name=name,
-            tiers=[ModelTier(n, tiers.get(n)) for n in names],
-        )
+        pipeline = _pipeline(settings, store, database, name, indices)
         answer = pipeline.ask(args.question, context, options)
     if args.json:
         print(answer.model_dump_json(indent=2))

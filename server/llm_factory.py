@@ -32,10 +32,12 @@ from agents.llm import (
     ResilientLLM,
 )
 from agents.llm_llamacpp import LlamaCppLLM
+from agents.llm_prompt_cache import PromptStateCache, cache_folder
 from server.metrics import Metrics
 from server.settings import LLMTierSettings
 
 log = logging.getLogger(__name__)
+PROMPT_CACHE_DIR = "prompt-cache"
 
 
 class MeteredLLM:
@@ -83,7 +85,20 @@ def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
         from agents.models import DEFAULT_MODEL, pull
 
         path = pull(tier.model or DEFAULT_MODEL, data_dir, progress=False)
-    return LlamaCppLLM(str(path), n_ctx=tier.n_ctx, n_threads=tier.n_threads)
+    return LlamaCppLLM(
+        str(path),
+        n_ctx=tier.n_ctx,
+        n_threads=tier.n_threads,
+        prompt_cache=prompt_cache(tier, path, data_dir),
+    )
+
+
+def prompt_cache(tier: LLMTierSettings, model: Path, data_dir: Path) -> PromptStateCache | None:
+    """The tier's context-state cache under ``data_dir`` (None when turned off)."""
+    if tier.prompt_cache_mb <= 0:
+        return None
+    folder = cache_folder(data_dir / PROMPT_CACHE_DIR, str(model), tier.n_ctx)
+    return PromptStateCache(folder, max_bytes=tier.prompt_cache_mb << 20)
 
 
 def build_llm(tier: LLMTierSettings, data_dir: Path, metrics: Metrics) -> LLM:

@@ -89,6 +89,13 @@ class LLMTierSettings(BaseModel):
     )
     n_ctx: int = Field(default=8192, gt=0)
     n_threads: int | None = Field(default=None, gt=0)
+    prompt_cache_mb: int = Field(
+        default=2048,
+        ge=0,
+        description="llama.cpp context states kept in <data_dir>/prompt-cache so a prompt "
+        "that starts like an earlier one (same system prompt and schema) is not prefilled "
+        "again, in this process or the next; 0 turns it off (backends packaged and gguf)",
+    )
     timeout_s: float = Field(default=60.0, gt=0)
     retries: int = Field(default=2, ge=0)
     max_concurrency: int = Field(default=1, gt=0)

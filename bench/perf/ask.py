@@ -1,12 +1,16 @@
 """Latency of ``ask`` with a real model, stage by stage.
 
     python -m bench.perf.ask [--dataset spider_dev] [--questions 20] [--model qwen2.5-coder-1.5b]
-                             [--n 1] [--cascade] [--threads 2]
+                             [--n 1] [--cascade] [--threads 2] [--prompt-cache DIR] [--warm]
 
 Profiles the databases of the sampled questions first (knowledge-base construction is not
 part of a question's latency), loads the model once, asks each question through the
 ``Pipeline`` and prints p50/p90/max of the whole answer and of each stage (retrieve,
 generate, refine, log), with prompt and completion tokens per question.
+
+``--prompt-cache DIR`` keeps llama.cpp context states in DIR, as ``almanac`` does in its
+data dir; ``--warm`` prefills each database's shared prompt prefix while profiling, as
+``almanac init`` does (its time is printed apart, not counted in the answers').
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
 from tqdm import tqdm
 
+from agents.answer import Answer
 from agents.pipeline import AskOptions, ModelTier, Pipeline
+from agents.warm import warm_pipeline
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
 from bench.datasets import load_dataset
 from bench.perf.store import percentile
@@ -34,13 +41,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=1)
     parser.add_argument("--cascade", action="store_true")
     parser.add_argument("--threads", type=int)
+    parser.add_argument("--prompt-cache", type=Path, help="folder of llama.cpp context states")
+    parser.add_argument("--warm", action="store_true", help="warm each database, as init does")
+    parser.add_argument("--details", action="store_true", help="one line per question")
     args = parser.parse_args(argv)
 
     dataset = load_dataset(args.dataset)
     if args.split:
         dataset = dataset.filter(split=args.split)
     sample = stratified_sample(dataset, args.questions, seed=1)
-    choice = ModelChoice(model=args.model, small_model=args.small_model, threads=args.threads)
+    choice = ModelChoice(
+        model=args.model,
+        small_model=args.small_model,
+        threads=args.threads,
+        prompt_cache=args.prompt_cache,
+    )
     workspace = AgentWorkspace()
     for example in tqdm(sample.examples, desc="profiling", unit="q"):
         workspace.database(example)
@@ -56,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     prompt_tokens: list[int] = []
     completion_tokens: list[int] = []
     tiers_used: dict[str, int] = {}
-    for example in tqdm(sample.examples, desc="asking", unit="q"):
+    for example in sample.examples:
         if example.database not in pipelines:
             pipelines[example.database] = Pipeline(
                 store=workspace.store,
@@ -65,11 +80,19 @@ def main(argv: list[str] | None = None) -> None:
                 database_name=example.database,
                 tiers=tiers,
             )
+    warming = [
+        warm_pipeline(pipeline)
+        for pipeline in tqdm(pipelines.values(), desc="warming", unit="db", disable=not args.warm)
+        if args.warm
+    ]
+    for example in tqdm(sample.examples, desc="asking", unit="q"):
         started = time.perf_counter()
         answer = pipelines[example.database].ask(
             example.question, example.context.model_dump(mode="json"), options
         )
         totals.append(time.perf_counter() - started)
+        if args.details:
+            tqdm.write(_detail_line(example.id, totals[-1], answer))
         for stage in answer.stages:
             stages.setdefault(stage.stage, []).append(stage.seconds)
         prompt_tokens.append(answer.prompt_tokens)
@@ -95,7 +118,23 @@ def main(argv: list[str] | None = None) -> None:
     )
     if args.cascade:
         print(f"  answered by tier: {tiers_used}")
+    if warming:
+        seconds = [w.seconds for w in warming]
+        print(
+            f"  warming    {len(warming)} databases, p50 {percentile(seconds, 0.5):.2f} s, "
+            f"prompt p50 {percentile([w.prompt_tokens for w in warming], 0.5):.0f} tokens"
+        )
     workspace.close()
+
+
+def _detail_line(example_id: str, seconds: float, answer: Answer) -> str:
+    stages = " ".join(f"{s.stage}={s.seconds:.1f}" for s in answer.stages)
+    repairs = sum(c.repairs for c in answer.candidates)
+    notes = "; ".join(n[:60] for c in answer.candidates for n in c.notes)
+    return (
+        f"{example_id}: {seconds:.1f} s ({stages}) prompt {answer.prompt_tokens} "
+        f"completion {answer.completion_tokens} repairs {repairs} {notes}"
+    )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,9 @@ def test_init_then_ask_with_the_embedded_model(tmp_path, capsys, monkeypatch):
     url = f"sqlite:///{spider_path('concert_singer')}"
     data = ["--data-dir", str(tmp_path)]
     assert main([*data, "init", "--db", url]) == 0
-    assert "profiled concert_singer: 4 tables" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "profiled concert_singer: 4 tables" in out and "warmed llama.cpp:" in out
+    (warmed,) = (tmp_path / "prompt-cache").glob("*/*.state")  # the schema, prefilled once
     assert main([*data, "ask", "How many singers do we have?"]) == 0
     out = capsys.readouterr().out
     assert "count" in out.lower() and "\n6\n" in out and "confidence 1.00" in out
