@@ -5,6 +5,8 @@
   import; an in-memory LRU cache keyed by text means repeated texts are embedded once. Given an
   ``onnx_cache`` folder it runs through ONNX Runtime (:mod:`kb.embedding_onnx`: the same
   vectors, 2-3x faster for a question), falling back to PyTorch when that is not possible.
+  Given a ``store`` file, vectors are also kept on disk (:mod:`kb.embedding_store`), so a new
+  process reads the knowledge base's vectors instead of embedding them again.
 - :class:`HashingEmbedder` hashes character n-grams into a vector: deterministic and instant,
   for unit tests of orchestration logic only (it knows nothing about meaning).
 
@@ -31,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from kb.embedding_onnx import OnnxMiniLM, OnnxUnsupportedError, onnx_model_file
+from kb.embedding_store import EmbeddingStore
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +76,7 @@ class MiniLMEmbedder:
         onnx_cache: folder for the model's ONNX export; set, the model runs through ONNX
             Runtime on CPU (None, or when the export is not possible: PyTorch).
         query_threads: ONNX Runtime threads for a question's few texts.
+        store: a SQLite file of embedded texts shared by processes (None: memory only).
     """
 
     def __init__(
@@ -84,6 +88,7 @@ class MiniLMEmbedder:
         device: str = "cpu",
         onnx_cache: Path | None = None,
         query_threads: int = 1,
+        store: Path | None = None,
     ) -> None:
         if batch_size < 1 or cache_size < 0:
             raise ValueError("batch_size must be at least 1 and cache_size at least 0")
@@ -96,6 +101,9 @@ class MiniLMEmbedder:
         self._cache_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.hits = self.misses = 0
+        self._store_path = store
+        self._store: EmbeddingStore | None = None
+        self._store_lock = threading.Lock()
 
     @property
     def dimension(self) -> int:
@@ -125,11 +133,20 @@ class MiniLMEmbedder:
         texts = [str(text) for text in texts]
         found = self._cached(texts)
         missing = list(dict.fromkeys(text for text in texts if text not in found))
+        disk = self._disk()
+        if missing and disk is not None:
+            stored = disk.get_many(missing)
+            if stored:
+                found.update(stored)
+                self._remember(list(stored), np.stack(list(stored.values())))
+                missing = [text for text in missing if text not in stored]
         if missing:
             started = time.perf_counter()
             computed = self._encode(missing)
             found.update(zip(missing, computed, strict=True))
             self._remember(missing, computed)
+            if disk is not None:
+                disk.put_many(missing, computed)
             if len(missing) > 1000:
                 logger.info(
                     "embedded %d texts in %.1f s", len(missing), time.perf_counter() - started
@@ -137,6 +154,16 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([found[text] for text in texts]).astype(np.float32, copy=False)
+
+    def _disk(self) -> EmbeddingStore | None:
+        """The on-disk vectors, opened on first use (the dimension may load the model)."""
+        if self._store_path is None:
+            return None
+        with self._store_lock:
+            if self._store is None:
+                name = Path(self._model_path).name if self._model_path else "all-MiniLM-L6-v2"
+                self._store = EmbeddingStore(self._store_path, name, self.dimension)
+            return self._store
 
     def _cached(self, texts: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -228,10 +255,11 @@ def _load_model(model_path: str | None, device: str) -> Any:
 
 
 @cache
-def shared_minilm(onnx_cache: Path | None = None) -> MiniLMEmbedder:
-    """One :class:`MiniLMEmbedder` per process and ``onnx_cache`` (created on first call; the
-    model loads later). With ``onnx_cache`` it runs through ONNX Runtime."""
-    return MiniLMEmbedder(onnx_cache=onnx_cache)
+def shared_minilm(onnx_cache: Path | None = None, store: Path | None = None) -> MiniLMEmbedder:
+    """One :class:`MiniLMEmbedder` per process, ``onnx_cache`` and ``store`` (created on first
+    call; the model loads later). With ``onnx_cache`` it runs through ONNX Runtime; with
+    ``store`` its vectors are kept in that file."""
+    return MiniLMEmbedder(onnx_cache=onnx_cache, store=store)
 
 
 class HashingEmbedder:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,7 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
 
     name = _target_name(args.db, args.name)
     describer = _describer(settings) if args.describe else None
+    tiers = _load_tiers(settings) if args.warm else None
     with KnowledgeStore(settings.resolved_store_url) as store, Database(args.db) as database:
         report = profile_database(database, store, database_name=name, describer=describer)
         print(
@@ -87,8 +90,8 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
         indices = SearchIndices(store, configured_embedder(settings))
         summary = indices.rebuild()
         print(f"indices built in {time.perf_counter() - started:.1f} s: {summary}")
-        if args.warm:
-            _warm(_pipeline(settings, store, database, name, indices))
+        if tiers is not None:
+            _warm(_pipeline(store, database, name, indices, tiers.result()))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     (settings.data_dir / TARGET_FILE).write_text(json.dumps({"url": args.db, "name": name}))
     print(f'ready: almanac ask "..." (target {name})')
@@ -117,20 +120,37 @@ def resolve_target(args: argparse.Namespace, settings: Settings) -> tuple[str, s
     raise ValueError("no target database: pass --db URL, set ALMANAC_TARGET_URL or run init")
 
 
-def _pipeline(settings: Settings, store: Any, database: Any, name: str, indices: Any) -> Any:
-    """The agent chain over ``database`` with the configured tiers (cascade order)."""
-    from agents.pipeline import ModelTier, Pipeline
+def _load_tiers(settings: Settings) -> Future[list[Any]]:
+    """The configured tiers (cascade order), loading in the background: a model takes
+    seconds to map, the indices are built meanwhile."""
+    from agents.pipeline import ModelTier
     from server.llm_factory import LLMTiers
     from server.metrics import Metrics
 
     tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
     names = settings.cascade_tiers or [tiers.default]
+    loading: Future[list[Any]] = Future()
+
+    def load() -> None:
+        try:
+            loading.set_result([ModelTier(n, tiers.get(n)) for n in names])
+        except BaseException as exc:  # handed to the caller by result()
+            loading.set_exception(exc)
+
+    threading.Thread(target=load, name="almanac-load-llm", daemon=True).start()
+    return loading
+
+
+def _pipeline(store: Any, database: Any, name: str, indices: Any, tiers: list[Any]) -> Any:
+    """The agent chain over ``database``."""
+    from agents.pipeline import Pipeline
+
     return Pipeline(
         store=store,
         retriever=indices.retriever,
         database=database,
         database_name=name,
-        tiers=[ModelTier(n, tiers.get(n)) for n in names],
+        tiers=tiers,
     )
 
 
@@ -169,10 +189,11 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
         max_rows=args.max_rows,
         explore=args.explore or None,
     )
+    tiers = _load_tiers(settings)
     with KnowledgeStore(settings.resolved_store_url) as store, Database(url) as database:
         indices = SearchIndices(store, configured_embedder(settings))
         indices.rebuild()
-        pipeline = _pipeline(settings, store, database, name, indices)
+        pipeline = _pipeline(store, database, name, indices, tiers.result())
         answer = pipeline.ask(args.question, context, options)
     if args.json:
         print(answer.model_dump_json(indent=2))

@@ -53,6 +53,7 @@ class _Configured(Enum):
 
 
 FROM_SETTINGS = _Configured.FROM_SETTINGS
+EMBEDDINGS_FILE = "embeddings.sqlite"
 
 
 @dataclass
@@ -148,9 +149,10 @@ def configured_embedder(settings: Settings) -> Embedder | None:
         return None
     from kb.embeddings import shared_minilm
 
+    vectors = settings.data_dir / EMBEDDINGS_FILE
     if settings.embedder == "minilm-torch":
-        return shared_minilm()
-    return shared_minilm(settings.data_dir / "models")
+        return shared_minilm(store=vectors)
+    return shared_minilm(settings.data_dir / "models", store=vectors)
 
 
 def build_state(
