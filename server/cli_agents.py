@@ -91,7 +91,12 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
         summary = indices.rebuild()
         print(f"indices built in {time.perf_counter() - started:.1f} s: {summary}")
         if tiers is not None:
-            _warm(_pipeline(store, database, name, indices, tiers.result()))
+            try:
+                loaded = tiers.result()
+            except Exception as exc:  # warming saves time; the knowledge base is built
+                print(f"not warmed: the model did not load: {exc}")
+            else:
+                _warm(_pipeline(store, database, name, indices, loaded))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     (settings.data_dir / TARGET_FILE).write_text(json.dumps({"url": args.db, "name": name}))
     print(f'ready: almanac ask "..." (target {name})')
