@@ -43,8 +43,7 @@ class Lemmatizer:
     def _lookups(self) -> Any:
         with self._lock:
             if self._table is None:
-                import spacy
-
+                spacy = _import_spacy_without_torch()
                 nlp = spacy.blank("en")
                 lemmatizer = nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
                 nlp.initialize()
@@ -54,6 +53,27 @@ class Lemmatizer:
     @lru_cache(maxsize=200_000)  # noqa: B019 - one lemmatiser per process, bounded cache
     def lemma(self, word: str) -> str:
         return self._lookups().get(word, word)
+
+
+def _import_spacy_without_torch() -> Any:
+    """spaCy, without the PyTorch import its ``thinc`` makes on the way (~2 s on 2 cores).
+
+    The lookup lemmatiser never runs a thinc model, so thinc is shown no torch while spaCy
+    loads (``has_torch`` false); a torch already imported, or imported later by the
+    embedder, is not affected.
+    """
+    import sys
+
+    if "spacy" in sys.modules or "torch" in sys.modules:
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # "import torch" fails fast
+    try:
+        import spacy
+    finally:
+        del sys.modules["torch"]
+    return spacy
 
 
 @lru_cache(maxsize=1)
