@@ -2,7 +2,7 @@
 
     python -m bench.perf.cli_ask [--dataset spider_dev] [--database concert_singer]
                                  [--questions 10] [--model qwen2.5-coder-1.5b] [--threads 2]
-                                 [--no-warm]
+                                 [--no-warm] [--data-dir DIR]
 
 Runs ``almanac init --db URL`` once in a fresh data dir (profiling, indices and, unless
 ``--no-warm``, warming the model's prompt cache), then ``almanac ask QUESTION --json`` in a new
@@ -10,7 +10,9 @@ process for each question on that database. Prints the init time, the wall time 
 (process start, imports, index rebuild, model load and the answer) with p50/p90, the answer's
 own time and its stages as the JSON reports them, and the overhead (wall minus answer).
 The model file is assembled into the default data dir once and used from there as a ``gguf``
-tier, so the fresh data dir does not copy a 1 GB file.
+tier, so the fresh data dir does not copy a 1 GB file. ``--data-dir DIR`` asks in an existing
+data dir instead (``almanac demo``'s, say), with no init: the dataset's database is passed as
+``--db``, its questions' query time and user profile as ``--query-time``/``--user-profile``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from agents.models import pull
 from bench.datasets import load_dataset
@@ -38,6 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--threads", type=int)
     parser.add_argument("--no-warm", dest="warm", action="store_false")
+    parser.add_argument("--data-dir", type=Path, help="an existing data dir: ask there, no init")
     args = parser.parse_args(argv)
 
     dataset = load_dataset(args.dataset).filter(
@@ -50,25 +54,29 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         tier["n_threads"] = args.threads
     env = {**os.environ, "ALMANAC_LLM_TIERS": json.dumps([tier])}
-    with tempfile.TemporaryDirectory(prefix="almanac-cli-ask-") as data_dir:
+    with tempfile.TemporaryDirectory(prefix="almanac-cli-ask-") as scratch:
+        data_dir = str(args.data_dir or scratch)
         almanac = [sys.executable, "-m", "server.cli", "--data-dir", data_dir]
-        url = dataset.examples[0].database_url
-        init = [*almanac, "init", "--db", str(url), *([] if args.warm else ["--no-warm"])]
-        started = time.perf_counter()
-        done = subprocess.run(init, env=env, capture_output=True, text=True, check=False)
-        init_s = time.perf_counter() - started
-        if done.returncode != 0:
-            raise SystemExit(f"init failed: {done.stderr[-2000:]}")
-        print(f"init {init_s:.1f} s: {done.stdout.strip().splitlines()[-2]}")
+        url = str(dataset.examples[0].database_url)
+        if args.data_dir is None:
+            _init(almanac, url, args.warm, env)
         walls, answers, stages = [], [], {}
         for example in dataset.examples:
-            ask = [*almanac, "ask", example.question, "--json"]
+            ask = [*almanac, "ask", example.question, "--json", "--db", url]
+            ask += ["--name", example.database]
             if example.context.query_time:
                 ask += ["--query-time", example.context.query_time.isoformat()]
+            if example.context.user_profile:
+                profile = Path(scratch) / "profile.json"
+                profile.write_text(json.dumps(example.context.user_profile))
+                ask += ["--user-profile", str(profile)]
             started = time.perf_counter()
             done = subprocess.run(ask, env=env, capture_output=True, text=True, check=False)
             walls.append(time.perf_counter() - started)
-            answer = json.loads(done.stdout)
+            try:
+                answer = json.loads(done.stdout)
+            except json.JSONDecodeError:
+                raise SystemExit(f"{example.id}: ask failed: {done.stderr[-2000:]}") from None
             answers.append(answer["seconds"])
             for stage in answer["stages"]:
                 stages.setdefault(stage["stage"], []).append(stage["seconds"])
@@ -82,6 +90,16 @@ def main(argv: list[str] | None = None) -> None:
         print(_percentiles(name, values))
     for name, values in stages.items():
         print(_percentiles(name, values))
+
+
+def _init(almanac: list[str], url: str, warm: bool, env: dict[str, str]) -> None:
+    init = [*almanac, "init", "--db", url, *([] if warm else ["--no-warm"])]
+    started = time.perf_counter()
+    done = subprocess.run(init, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"init failed: {done.stderr[-2000:]}")
+    lines = done.stdout.strip().splitlines()
+    print(f"init {time.perf_counter() - started:.1f} s: {lines[-2] if len(lines) > 1 else ''}")
 
 
 def _percentiles(name: str, values: list[float]) -> str:
