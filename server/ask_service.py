@@ -4,11 +4,13 @@
 current indices (asked per question, so a reindex job's swap is picked up), the target
 database and the LLM tiers (``cascade_tiers`` small to large, ending with the default tier).
 ``AskService.ask`` runs one question inside the LLM gate (429/503 when saturated) and records
-per-stage latencies in the metrics.
+per-stage latencies in the metrics. ``AskService.warm_in_background`` prefills the models with
+the target's shared prompt prefix after start (``ALMANAC_WARM_ON_START``, see ``agents.warm``).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -17,10 +19,13 @@ from fastapi import HTTPException
 
 from agents.answer import Answer
 from agents.pipeline import AskOptions, ModelTier, Pipeline, QuestionError
+from agents.warm import WarmReport, warm_pipeline
 from server.auth import Identity
 from server.state import AppState
 
 Event = dict[str, Any]
+log = logging.getLogger(__name__)
+INDICES_WAIT_S = 600.0
 
 
 class AskService:
@@ -47,6 +52,32 @@ class AskService:
                     tiers=self._tiers(),
                 )
             return self._pipeline
+
+    def warm(self) -> WarmReport | None:
+        """Prefill the ask tiers' models with the target's shared prompt prefix, in a gate
+        slot (a question asked meanwhile waits its turn, as behind another question)."""
+        state = self.state
+        if state.target is None or state.llms is None:
+            return None
+        if not state.indices.wait_ready(INDICES_WAIT_S):
+            log.warning("not warmed: the indices were not ready in %.0f s", INDICES_WAIT_S)
+            return None
+        pipeline = self.pipeline()
+        with state.llm_gate.slot():
+            return warm_pipeline(pipeline)
+
+    def warm_in_background(self) -> threading.Thread:
+        """:meth:`warm` in a daemon thread; a failure is logged (it only costs speed)."""
+
+        def run() -> None:
+            try:
+                self.warm()
+            except Exception:
+                log.exception("warming the models failed; the first question will be slower")
+
+        thread = threading.Thread(target=run, name="almanac-warm", daemon=True)
+        thread.start()
+        return thread
 
     def _tiers(self) -> list[ModelTier]:
         llms, settings = self.state.llms, self.state.settings

@@ -148,6 +148,12 @@ class Settings(BaseSettings):
     auth_cache_s: float = Field(
         default=5.0, ge=0, description="ALMANAC_AUTH_CACHE_S: how long a checked key is trusted"
     )
+    warm_on_start: bool = Field(
+        default=True,
+        description="ALMANAC_WARM_ON_START: after start, load the models of the ask tiers and "
+        "prefill the target's shared prompt prefix (system prompt and schema) in the "
+        "background, so the first question starts warm",
+    )
     metrics_public: bool = Field(
         default=False, description="ALMANAC_METRICS_PUBLIC: /v1/metrics without a key"
     )

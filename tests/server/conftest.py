@@ -35,7 +35,7 @@ TARGET_SQL = (
 
 
 def make_settings(tmp_path: Path, store_url: str, **overrides: Any) -> Settings:
-    """Settings for tests: no LLM, no MiniLM, fast polling, a fixed pepper."""
+    """Settings for tests: no LLM, no MiniLM, no warming, fast polling, a fixed pepper."""
     jobs = overrides.pop("jobs", {})
     limits = overrides.pop("limits", {})
     return Settings(
@@ -47,7 +47,7 @@ def make_settings(tmp_path: Path, store_url: str, **overrides: Any) -> Settings:
         index_refresh_s=0.1,
         jobs=JobSettings(**{"poll_s": 0.05, "lease_s": 30.0, **jobs}),
         limits=LimitSettings(**limits),
-        **overrides,
+        **{"warm_on_start": False, **overrides},
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -209,3 +210,32 @@ def test_a_saturated_llm_gate_answers_429(ask_server):
     release.set()
     first.join(10)
     assert second.status_code in (429, 503) and results[0].status_code == 200
+
+
+def test_the_server_warms_its_model_with_the_schema_after_start(tmp_path, store_url, sqlite_target):
+    store = KnowledgeStore(store_url)
+    with Database(sqlite_target) as database:
+        profile_database(
+            database, store, database_name="shop", options=ProfileOptions(progress=False)
+        )
+    store.close()
+    llm = ScriptedLLM(["(one warming token)", sql_reply(NORTH)])
+    settings = make_settings(
+        tmp_path,
+        store_url,
+        target_url=sqlite_target,
+        target_name="shop",
+        llm_tiers=[{"name": "default"}],
+        warm_on_start=True,
+    )
+    state = build_state(settings, embedder=HashingEmbedder(), llms=Tiers(default=llm))
+    with running_server(state) as server:
+        deadline = time.monotonic() + 30
+        while not llm.calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (messages, options), *_ = llm.calls
+        assert options["max_tokens"] == 1 and "CREATE TABLE customers" in messages[1]["content"]
+        reply = server.request("POST", "/v1/ask", "analyst", json={"question": QUESTION})
+        assert reply.status_code == 200 and reply.json()["rows"] == [["Ada"], ["Cy"]]
+        asked = llm.calls[1][0][1]["content"]
+        assert asked.startswith(messages[1]["content"].split("\n\n### Question")[0])
