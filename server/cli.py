@@ -200,7 +200,13 @@ def run_demo(settings: Settings, *, serve: bool = True) -> int:
         folder = prepare_demo(settings, store)
         _stats(store)
     settings = demo_settings(settings, folder)
+    from server.cli_agents import TARGET_FILE, remember_target
     from server.state import open_keys
+
+    if not (settings.data_dir / TARGET_FILE).exists():  # `almanac ask` asks AutoFin too
+        remember_target(
+            settings.data_dir, str(settings.target_url), settings.resolved_target_name or "autofin"
+        )
 
     store, engine, keys = open_keys(settings)
     try:
@@ -230,6 +236,8 @@ Try, once the server says it is up:
 
   curl -s {base}/v1/jobs -H 'Authorization: Bearer {ops_secret}'
   curl -s {base}/v1/health
+
+or, without the server: almanac ask "What was Nova revenue in June 2024 in USD, caliber B?"
 """
     )
     if describe_id:

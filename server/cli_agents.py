@@ -97,8 +97,7 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"not warmed: the model did not load: {exc}")
             else:
                 _warm(_pipeline(store, database, name, indices, loaded))
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    (settings.data_dir / TARGET_FILE).write_text(json.dumps({"url": args.db, "name": name}))
+    remember_target(settings.data_dir, args.db, name)
     print(f'ready: almanac ask "..." (target {name})')
     return 0
 
@@ -110,6 +109,12 @@ def _describer(settings: Settings) -> Any:
 
     tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
     return LLMDescriber(tiers.get(settings.describe_tier))
+
+
+def remember_target(data_dir: Path, url: str, name: str) -> None:
+    """Make ``url`` (tagged ``name``) the database ``ask`` asks about by default."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / TARGET_FILE).write_text(json.dumps({"url": url, "name": name}))
 
 
 def resolve_target(args: argparse.Namespace, settings: Settings) -> tuple[str, str]:

@@ -18,6 +18,8 @@ def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, ca
     assert "http://127.0.0.1:8000/v1/ask" in out
     assert "curl -s -X DELETE http://127.0.0.1:8000/v1/jobs/" in out  # how to cancel it
     assert (tmp_path / "autofin" / "autofin.sqlite").exists()
+    target = json.loads((tmp_path / "target.json").read_text())  # what `almanac ask` asks
+    assert target["name"] == "autofin" and target["url"].endswith("autofin/autofin.sqlite")
     assert (
         main(
             [
