@@ -194,8 +194,12 @@ def _npy_bytes(tokens: np.ndarray) -> bytes:
 
 def _write_whole(path: Path, data: bytes) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)  # a full disk keeps no half file
+        raise
 
 
 def cache_folder(root: Path, model_path: str, n_ctx: int) -> Path:
