@@ -34,15 +34,18 @@ class Tiers:
         return self.llms[name or self.default]
 
 
-@pytest.fixture()
-def ask_server(tmp_path, store_url, target_url):
-    """A started server whose target is profiled, and a function to swap its LLM replies."""
-    store = KnowledgeStore(store_url)
-    with Database(target_url) as database:
+def profile_shop(store_url: str, target_url: str) -> None:
+    """Profile the target into the store as database "shop"."""
+    with KnowledgeStore(store_url) as store, Database(target_url) as database:
         profile_database(
             database, store, database_name="shop", options=ProfileOptions(progress=False)
         )
-    store.close()
+
+
+@pytest.fixture()
+def ask_server(tmp_path, store_url, target_url):
+    """A started server whose target is profiled, and a function to swap its LLM replies."""
+    profile_shop(store_url, target_url)
     llm = ScriptedLLM([sql_reply(NORTH, "customers filtered by region")])
     small = ScriptedLLM([sql_reply(NORTH)], name="small")
     settings = make_settings(
@@ -213,12 +216,7 @@ def test_a_saturated_llm_gate_answers_429(ask_server):
 
 
 def test_the_server_warms_its_model_with_the_schema_after_start(tmp_path, store_url, sqlite_target):
-    store = KnowledgeStore(store_url)
-    with Database(sqlite_target) as database:
-        profile_database(
-            database, store, database_name="shop", options=ProfileOptions(progress=False)
-        )
-    store.close()
+    profile_shop(store_url, sqlite_target)
     llm = ScriptedLLM(["(one warming token)", sql_reply(NORTH)])
     settings = make_settings(
         tmp_path,
