@@ -75,6 +75,7 @@ class Refiner:
         """Execute ``candidate`` and repair it up to ``rounds`` times; returns the last version."""
         current = self.execute(candidate)
         history = list(messages)
+        tried = {_query_key(current.sql)}
         for attempt in range(1, self.options.rounds + 1):
             problem = self._problem(current)
             if problem is None:
@@ -92,6 +93,12 @@ class Refiner:
             if repaired is None:
                 return self._without_model(current, problem)
             current = repaired
+            if repaired.sql and _query_key(repaired.sql) in tried:
+                # a query it already wrote fails the same way: another round would be spent
+                # showing the model the same problem (greedy repairs rarely leave such a loop)
+                current.notes = [*current.notes, "repairs stopped: the same query again"]
+                break
+            tried.add(_query_key(repaired.sql))
         problem = self._problem(current)
         return current if problem is None else self._without_model(current, problem)
 
@@ -207,6 +214,11 @@ class Refiner:
         if not repaired.sql:
             return repaired  # a failed candidate; the next round may try again
         return self.execute(repaired)
+
+
+def _query_key(sql: str) -> str:
+    """``sql`` without comments and with its whitespace collapsed, for spotting a repeat."""
+    return " ".join(strip_comments(sql).split()).rstrip(";").lower() if sql else ""
 
 
 def _rewritten(candidate: Candidate, sql: str, notes: list[str]) -> Candidate:

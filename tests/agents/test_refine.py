@@ -88,7 +88,7 @@ def test_a_write_is_refused_and_never_runs(concert, checker):
 
 def test_rounds_are_bounded_and_zero_rounds_only_executes(concert, checker):
     _, database, _ = concert
-    llm = ScriptedLLM([sql_reply("SELECT still_wrong FROM singer")])
+    llm = ScriptedLLM([sql_reply(f"SELECT still_wrong_{i} FROM singer") for i in range(5)])
     out = Refiner(database, llm, checker, RefineOptions(rounds=3)).refine(
         Candidate(sql="SELECT nope FROM singer"), ASKED
     )
@@ -104,3 +104,15 @@ def test_checker_ignores_numbers_unknown_columns_and_unparseable_sql(checker):
     assert checker.check("SELECT name FROM singer WHERE country = 'France'") == []
     assert checker.check("SELECT name FROM singer WHERE nickname = 'Bob'") == []
     assert checker.check("SELEC nonsense (((") == []
+
+
+def test_repairs_stop_when_the_model_writes_a_query_it_already_wrote(concert, checker):
+    _, database, _ = concert
+    llm = ScriptedLLM(
+        [sql_reply("SELECT still_wrong FROM singer"), sql_reply("SELECT nope  FROM singer;")]
+    )
+    out = Refiner(database, llm, checker, RefineOptions(rounds=3)).refine(
+        Candidate(sql="-- first try\nSELECT nope FROM singer"), ASKED
+    )
+    assert not out.ok and out.repairs == 2 and len(llm.calls) == 2
+    assert out.notes[-1] == "repairs stopped: the same query again"
