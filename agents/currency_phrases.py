@@ -54,6 +54,21 @@ def named_currency(question: str) -> tuple[str, str] | None:
     return (best[1], best[2]) if best else None
 
 
+def answer_currency_spans(question: str) -> list[tuple[int, int]]:
+    """Where the question names the currency of its answer ("in JPY"; not "local currency")."""
+    named = named_currency(question)
+    if named is None or named[0] == LOCAL:
+        return []
+    start = question.lower().find(named[1].lower())
+    return [(start, start + len(named[1]))] if start >= 0 else []
+
+
+def is_local_currency_column(column: str) -> bool:
+    """A column of an entity's own currency (``local_currency``), not of an amount's."""
+    name = column.lower()
+    return "currency" in name and "local" in name
+
+
 def describe_currency(
     question: str, profile: Mapping[str, Any] | None, columns: Iterable[str] = ()
 ) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.answer import UsedKnowledge
+from agents.currency_phrases import answer_currency_spans, is_local_currency_column
 from agents.hint_links import precise_links
 from agents.llm import LLM, LLMError
 from agents.question_facts import calendar_of, dates_text, resolved_text, time_windows
@@ -273,6 +274,7 @@ class RagAgent:
         shown = set(rag.tables)
         hints: list[str] = [link.text for link in facts.profile_links]
         time_spans = [w.span for w in facts.windows]
+        currency_spans = answer_currency_spans(question)
         # named or triggered knowledge first, then the rest in evidence order
         items = sorted(items, key=lambda i: not (named(i) or i.entry.triggers))
         precise = {id(i) for i in precise_links(items)}
@@ -286,6 +288,9 @@ class RagAgent:
                     continue  # inside a longer link, or an ambiguous reading not anchored
                 if item.spans and all(_inside(s, time_spans) for s in item.spans):
                     continue  # a time phrase, resolved to periods after the question
+                local = is_local_currency_column(item.entry.content_resources.get("column", ""))
+                if local and item.spans and all(_inside(s, currency_spans) for s in item.spans):
+                    continue  # "in JPY" names the answer's currency, resolved after it
                 text = _link(item, question)
             else:
                 continue

@@ -90,7 +90,10 @@ def test_the_model_repairs_first_and_the_column_fix_is_the_last_resort(database)
     repaired = Refiner(database, llm).refine(Candidate(sql=BAD), ASKED)
     assert repaired.ok and repaired.repairs == 1 and repaired.sql.endswith(good)
     assert not any("column moved" in n for n in repaired.notes)
-    stubborn = ScriptedLLM([sql_reply(BAD)])  # the model repeats the same mistake
+    stubborn = ScriptedLLM([sql_reply(BAD)])  # the model repeats the same mistake: one round
     fixed = Refiner(database, stubborn).refine(Candidate(sql=BAD), ASKED)
-    assert len(stubborn.calls) == 2 and fixed.ok and fixed.repairs == 2
-    assert fixed.notes[-1] == "column moved: T1.weight -> T2.weight"
+    assert len(stubborn.calls) == 1 and fixed.ok and fixed.repairs == 1
+    assert fixed.notes[-2:] == [
+        "repairs stopped: the same query again",
+        "column moved: T1.weight -> T2.weight",
+    ]

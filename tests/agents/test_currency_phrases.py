@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.currency_phrases import describe_currency, named_currency
+from agents.currency_phrases import (
+    answer_currency_spans,
+    describe_currency,
+    is_local_currency_column,
+    named_currency,
+)
 
 
 @pytest.mark.parametrize(
@@ -49,3 +54,13 @@ def test_the_description_names_the_per_currency_columns_shown():
         "local currency: the *_lc columns."
     )
     assert describe_currency("Revenue in yen?", {}, columns) == '"yen": amounts in JPY.'
+
+
+def test_the_answer_currency_is_located_in_the_question_and_local_columns_are_told_apart():
+    question = "What was Aurora's revenue for period 202411 in JPY?"
+    (span,) = answer_currency_spans(question)
+    assert question[span[0] : span[1]] == "JPY"
+    assert answer_currency_spans("Revenue in local currency?") == []
+    assert answer_currency_spans("Revenue?") == []
+    assert is_local_currency_column("local_currency") and is_local_currency_column("LocalCurrency")
+    assert not is_local_currency_column("currency") and not is_local_currency_column("ptd_amt_lc")

@@ -185,7 +185,8 @@ def test_small_tier_repairs_can_be_turned_back_on(concert):
     large = ScriptedLLM([sql_reply(FRANCE)])
     pipeline = _cascade(concert, small, large, cascade_small_repairs=True)
     pipeline.ask(QUESTION, options=AskOptions(cascade=True))
-    assert len(small.calls) > 2  # the small model was asked to repair
+    repairs = [messages for messages, _ in small.calls if len(messages) > 2]
+    assert repairs and "no such column: nam" in repairs[0][-1]["content"]  # asked to repair
 
 
 def test_a_small_tier_fences_its_samples_and_a_vote_lets_samples_reason(concert):
