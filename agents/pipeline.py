@@ -163,6 +163,7 @@ class Pipeline:
     ) -> Answer:
         """Answer ``question`` asked in ``context`` (query_time, user_profile, user, workspace)."""
         question = _checked_question(question)
+        self.catalog.require_tables()
         options = options or AskOptions()
         context = dict(context or {})
         emit = on_event or (lambda event: None)

@@ -38,6 +38,10 @@ class TableSchema:
 COMPACT_COLUMNS = 12
 
 
+class NotProfiledError(ValueError):
+    """A database with no profiled tables: a prompt without a schema only invites guesses."""
+
+
 class SchemaCatalog:
     """Profiled tables and columns of ``database`` in ``store``, in table order."""
 
@@ -55,6 +59,15 @@ class SchemaCatalog:
     def tables(self) -> dict[str, TableSchema]:
         """Table name -> schema, reloaded when the store has changed."""
         return self._snapshot()[0]
+
+    def require_tables(self) -> None:
+        """Raise :class:`NotProfiledError` when the store holds no table of the database."""
+        if not self.tables:
+            raise NotProfiledError(
+                f"database {self.database!r} has no profiled tables in the knowledge base: "
+                f"profile it first (almanac init --db URL --name {self.database}, or a "
+                "profile job)"
+            )
 
     def _snapshot(
         self,

@@ -35,6 +35,8 @@ def shared_schema(pipeline: Pipeline) -> str | None:
     """The schema every question on the pipeline's database sees, or None when sliced per
     question (a database too large to show whole, without the overview)."""
     rag = pipeline.rag
+    if not pipeline.catalog.tables:
+        return None  # not profiled: questions are refused, nothing to warm
     sliced = rag.schema_slice()
     if rag.shows_overview or len(sliced.full) == len(pipeline.catalog.tables):
         return sliced.text

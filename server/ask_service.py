@@ -19,6 +19,7 @@ from fastapi import HTTPException
 
 from agents.answer import Answer
 from agents.pipeline import AskOptions, ModelTier, Pipeline, QuestionError
+from agents.schema_slice import NotProfiledError
 from agents.warm import WarmReport, warm_pipeline
 from server.auth import Identity
 from server.state import AppState
@@ -111,6 +112,8 @@ class AskService:
             answer = pipeline.ask(question, context, options, on_event=on_event)
         except QuestionError as exc:
             raise HTTPException(422, str(exc)) from None
+        except NotProfiledError as exc:
+            raise HTTPException(409, str(exc)) from None
         metrics = self.state.metrics
         for stage in answer.stages:
             metrics.observe_stage(stage.stage, stage.seconds)

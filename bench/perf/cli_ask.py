@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         almanac = [sys.executable, "-m", "server.cli", "--data-dir", data_dir]
         url = str(dataset.examples[0].database_url)
         if args.data_dir is None:
-            _init(almanac, url, args.warm, env)
+            _init(almanac, url, args.database, args.warm, env)
         walls, answers, stages = [], [], {}
         for example in dataset.examples:
             ask = [*almanac, "ask", example.question, "--json", "--db", url]
@@ -92,8 +92,8 @@ def main(argv: list[str] | None = None) -> None:
         print(_percentiles(name, values))
 
 
-def _init(almanac: list[str], url: str, warm: bool, env: dict[str, str]) -> None:
-    init = [*almanac, "init", "--db", url, *([] if warm else ["--no-warm"])]
+def _init(almanac: list[str], url: str, name: str, warm: bool, env: dict[str, str]) -> None:
+    init = [*almanac, "init", "--db", url, "--name", name, *([] if warm else ["--no-warm"])]
     started = time.perf_counter()
     done = subprocess.run(init, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -8,6 +8,7 @@ from agents.experience_log import FeedbackError
 from agents.generate import GenerateOptions
 from agents.llm import LLMBusyError
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
+from agents.schema_slice import NotProfiledError
 from indices.retriever import Retriever
 from indices.vector import VectorIndex
 from kb.embeddings import HashingEmbedder
@@ -83,6 +84,21 @@ def test_a_busy_model_is_reported_to_the_caller(concert):
 def test_bad_questions_are_refused(concert, question):
     with pytest.raises(ValueError, match="question"):
         make(concert, ScriptedLLM([sql_reply(FRANCE)])).ask(question)
+
+
+def test_a_database_that_was_never_profiled_is_refused_with_what_to_do(concert):
+    store, database, _ = concert
+    llm = ScriptedLLM([sql_reply(FRANCE)])
+    pipeline = Pipeline(
+        store=store,
+        retriever=Retriever.from_store(store),
+        database=database,
+        database_name="concert",  # profiled as concert_singer
+        tiers=[ModelTier("scripted", llm)],
+    )
+    with pytest.raises(NotProfiledError, match="almanac init --db URL --name concert"):
+        pipeline.ask(QUESTION)
+    assert llm.calls == []
 
 
 def test_unexecuted_answers_return_the_greedy_sql(concert):

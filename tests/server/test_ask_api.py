@@ -237,3 +237,20 @@ def test_the_server_warms_its_model_with_the_schema_after_start(tmp_path, store_
         assert reply.status_code == 200 and reply.json()["rows"] == [["Ada"], ["Cy"]]
         asked = llm.calls[1][0][1]["content"]
         assert asked.startswith(messages[1]["content"].split("\n\n### Question")[0])
+
+
+def test_a_target_that_was_never_profiled_is_refused_with_409(tmp_path, store_url, sqlite_target):
+    settings = make_settings(
+        tmp_path,
+        store_url,
+        target_url=sqlite_target,
+        target_name="shop",
+        llm_tiers=[{"name": "default"}],
+        warm_on_start=True,  # and warming it is skipped, not an error
+    )
+    llm = ScriptedLLM([sql_reply(NORTH)])
+    state = build_state(settings, embedder=HashingEmbedder(), llms=Tiers(default=llm))
+    with running_server(state) as server:
+        reply = server.request("POST", "/v1/ask", "analyst", json={"question": QUESTION})
+        assert reply.status_code == 409 and "no profiled tables" in reply.text
+        assert llm.calls == []
