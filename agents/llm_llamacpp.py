@@ -108,13 +108,18 @@ class LlamaCppLLM:
         """The tokens llama.cpp will evaluate for ``messages`` (+ ``prefix``); [] uncached."""
         if self.prompt_cache is None or self._template is None:
             return []
+        return self._templated(messages, prefix)[0]
+
+    def _templated(self, messages: Sequence[Message], prefix: str | None) -> tuple[list[int], Any]:
+        """(tokens, the template's output) of ``messages`` with the assistant turn opened."""
+        assert self._template is not None
         formatted = self._template(messages=list(messages))
         tokens = self._llama.tokenize(
             formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
         )
         if prefix:
             tokens += self._llama.tokenize(prefix.encode("utf-8"), add_bos=False, special=False)
-        return tokens
+        return tokens, formatted
 
     def _restore(self, prompt: list[int]) -> int:
         """Prompt tokens already in the context, after restoring a stored state if one is better."""
@@ -173,12 +178,7 @@ class LlamaCppLLM:
         result: ChatResult,
     ) -> tuple[str, str | None]:
         """A reply that starts with ``prefix``: the chat template, then the prefix, continued."""
-        assert self._template is not None
-        formatted = self._template(messages=list(messages))
-        tokens = self._llama.tokenize(
-            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
-        )
-        tokens += self._llama.tokenize(prefix.encode("utf-8"), add_bos=False, special=False)
+        tokens, formatted = self._templated(messages, prefix)
         stream = self._llama.create_completion(
             prompt=tokens,
             temperature=options.temperature,
