@@ -129,7 +129,7 @@ class LlamaCppLLM:
             shared_prefix(self._llama.input_ids[: self._llama.n_tokens], prompt), len(prompt) - 1
         )
         found = self.prompt_cache.best(prompt, live)
-        if found is not None and self.prompt_cache.restore(self._llama, found[0]):
+        if found is not None and self.prompt_cache.restore(self._llama, *found):
             return found[1]
         return live
 

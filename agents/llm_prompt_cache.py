@@ -109,8 +109,10 @@ class PromptStateCache:
                 best = (entry, shared)
         return best
 
-    def restore(self, llama: Any, entry: PromptState) -> bool:
-        """Load ``entry`` into ``llama``'s context; False (and the entry dropped) if it fails."""
+    def restore(self, llama: Any, entry: PromptState, keep: int | None = None) -> bool:
+        """Load ``entry`` into ``llama``'s context, cut to its first ``keep`` tokens (the part
+        shared with the next prompt, so at least one prompt token is evaluated again and the
+        logits are fresh); False (and the entry dropped) if it does not load."""
         import llama_cpp
 
         started = time.perf_counter()
@@ -126,8 +128,9 @@ class PromptStateCache:
             llama._ctx.kv_cache_clear()
             self._remove(entry.key)
             return False
-        n = len(entry.tokens)
-        llama.input_ids[:n] = entry.tokens
+        n = len(entry.tokens) if keep is None else min(keep, len(entry.tokens))
+        llama._ctx.kv_cache_seq_rm(-1, n, -1)
+        llama.input_ids[:n] = entry.tokens[:n]
         llama.n_tokens = n
         llama._requires_eval = True  # the logits are not live: evaluate at least one token
         os.utime(entry.path)
