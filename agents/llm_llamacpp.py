@@ -84,14 +84,18 @@ class LlamaCppLLM:
         fmt = {"type": "json_object", "schema": json_schema} if json_schema else None
         prefix = reply_prefix if fmt is None else None
         prefill = bool(prefix) and self._template is not None
+        templated = None  # (tokens, template output): rendered once for every sample
+        if self._template is not None and (prefill or self.prompt_cache is not None):
+            templated = self._templated(messages, prefix if prefill else None)
+        prompt = templated[0] if templated and self.prompt_cache is not None else []
         with self._lock:
             for sample in range(n):
                 options = _Sampling(temperature, max_tokens, base_seed + sample, deadline)
-                prompt = self._prompt_tokens(messages, prefix if prefill else None)
                 reused = self._restore(prompt)
                 try:
                     if prefix and prefill:
-                        text, finish = self._continue(messages, prefix, stop, options, result)
+                        assert templated is not None
+                        text, finish = self._continue(templated, prefix, stop, options, result)
                     elif prefix:  # no chat template to continue: answer freely, then trim
                         text, finish = self._answer(messages, None, fmt, options, result)
                         text = continue_reply(prefix, text, stop)
@@ -104,14 +108,9 @@ class LlamaCppLLM:
         result.latency_s = time.perf_counter() - started
         return check_json(result) if json_schema else result
 
-    def _prompt_tokens(self, messages: Sequence[Message], prefix: str | None) -> list[int]:
-        """The tokens llama.cpp will evaluate for ``messages`` (+ ``prefix``); [] uncached."""
-        if self.prompt_cache is None or self._template is None:
-            return []
-        return self._templated(messages, prefix)[0]
-
     def _templated(self, messages: Sequence[Message], prefix: str | None) -> tuple[list[int], Any]:
-        """(tokens, the template's output) of ``messages`` with the assistant turn opened."""
+        """(tokens, the template's output) of ``messages`` with the assistant turn opened (and
+        ``prefix``): what llama.cpp evaluates, as its own chat handler renders it."""
         assert self._template is not None
         formatted = self._template(messages=list(messages))
         tokens = self._llama.tokenize(
@@ -171,14 +170,14 @@ class LlamaCppLLM:
 
     def _continue(
         self,
-        messages: Sequence[Message],
+        templated: tuple[list[int], Any],
         prefix: str,
         stop: Sequence[str] | None,
         options: _Sampling,
         result: ChatResult,
     ) -> tuple[str, str | None]:
         """A reply that starts with ``prefix``: the chat template, then the prefix, continued."""
-        tokens, formatted = self._templated(messages, prefix)
+        tokens, formatted = templated
         stream = self._llama.create_completion(
             prompt=tokens,
             temperature=options.temperature,

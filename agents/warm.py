@@ -13,9 +13,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from agents.generate import fence_options, prompt_messages
+from agents.generate import SqlGenerator, fence_options
 from agents.llm import LLMError
 from agents.pipeline import Pipeline
+from agents.rag import RagContext
+from indices.evidence import Evidence
 
 log = logging.getLogger(__name__)
 
@@ -54,19 +56,8 @@ def warm_pipeline(pipeline: Pipeline) -> WarmReport:
     if schema is None:
         return report
     report.schema_chars = len(schema)
-    messages = prompt_messages(
-        "generate_user.j2",
-        pipeline.dialect,
-        question="",
-        schema=schema,
-        hints=[],
-        summary="",
-        examples=[],
-        user_profile={},
-        query_time="",
-        dates="",
-        resolved="",
-    )
+    bare = RagContext("", pipeline.database_name, Evidence(""), schema)  # no question parts
+    messages = SqlGenerator(pipeline.default_llm, pipeline.dialect).messages(bare)
     fenced = fence_options(pipeline.options.generate.fence_greedy)
     seen: set[int] = set()
     for tier in pipeline.tiers:

@@ -133,8 +133,8 @@ class MiniLMEmbedder:
         texts = [str(text) for text in texts]
         found = self._cached(texts)
         missing = list(dict.fromkeys(text for text in texts if text not in found))
-        disk = self._disk()
-        if missing and disk is not None:
+        disk = self._disk() if missing else None
+        if disk is not None:
             stored = disk.get_many(missing)
             if stored:
                 found.update(stored)

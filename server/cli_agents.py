@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -139,15 +138,9 @@ def _load_tiers(settings: Settings) -> Future[list[Any]]:
 
     tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
     names = settings.cascade_tiers or [tiers.default]
-    loading: Future[list[Any]] = Future()
-
-    def load() -> None:
-        try:
-            loading.set_result([ModelTier(n, tiers.get(n)) for n in names])
-        except BaseException as exc:  # handed to the caller by result()
-            loading.set_exception(exc)
-
-    threading.Thread(target=load, name="almanac-load-llm", daemon=True).start()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="almanac-load-llm")
+    loading = pool.submit(lambda: [ModelTier(n, tiers.get(n)) for n in names])
+    pool.shutdown(wait=False)
     return loading
 
 

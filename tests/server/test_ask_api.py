@@ -215,19 +215,24 @@ def test_a_saturated_llm_gate_answers_429(ask_server):
     assert second.status_code in (429, 503) and results[0].status_code == 200
 
 
-def test_the_server_warms_its_model_with_the_schema_after_start(tmp_path, store_url, sqlite_target):
-    profile_shop(store_url, sqlite_target)
-    llm = ScriptedLLM(["(one warming token)", sql_reply(NORTH)])
+def warming_server(tmp_path, store_url: str, target_url: str, llm: ScriptedLLM):
+    """A server over target "shop" with one scripted tier, warming on start."""
     settings = make_settings(
         tmp_path,
         store_url,
-        target_url=sqlite_target,
+        target_url=target_url,
         target_name="shop",
         llm_tiers=[{"name": "default"}],
         warm_on_start=True,
     )
     state = build_state(settings, embedder=HashingEmbedder(), llms=Tiers(default=llm))
-    with running_server(state) as server:
+    return running_server(state)
+
+
+def test_the_server_warms_its_model_with_the_schema_after_start(tmp_path, store_url, sqlite_target):
+    profile_shop(store_url, sqlite_target)
+    llm = ScriptedLLM(["(one warming token)", sql_reply(NORTH)])
+    with warming_server(tmp_path, store_url, sqlite_target, llm) as server:
         deadline = time.monotonic() + 30
         while not llm.calls and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -240,17 +245,8 @@ def test_the_server_warms_its_model_with_the_schema_after_start(tmp_path, store_
 
 
 def test_a_target_that_was_never_profiled_is_refused_with_409(tmp_path, store_url, sqlite_target):
-    settings = make_settings(
-        tmp_path,
-        store_url,
-        target_url=sqlite_target,
-        target_name="shop",
-        llm_tiers=[{"name": "default"}],
-        warm_on_start=True,  # and warming it is skipped, not an error
-    )
     llm = ScriptedLLM([sql_reply(NORTH)])
-    state = build_state(settings, embedder=HashingEmbedder(), llms=Tiers(default=llm))
-    with running_server(state) as server:
+    with warming_server(tmp_path, store_url, sqlite_target, llm) as server:  # warming skipped
         reply = server.request("POST", "/v1/ask", "analyst", json={"question": QUESTION})
         assert reply.status_code == 409 and "no profiled tables" in reply.text
         assert llm.calls == []
