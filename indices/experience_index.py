@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import faiss
 import numpy as np
 from tqdm import tqdm
 
-from indices import faiss_threads
 from indices.experience_metric import DEFAULT_DIMENSIONS, DEFAULT_SHRINKAGE, SkeletonMetric
 from indices.experience_skeleton import skeleton_of
+from indices.experience_spaces import ExperienceSpaces
 from indices.hits import Hit
 from indices.refit_schedule import RefitSchedule
 from indices.sketch import Entity, QuerySketcher, entity_of, value_labels
@@ -48,10 +46,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 VIEWS = ("typed", "values", "question")
-SCOPES = ("labeled", "all")
 SKETCHED_TYPES = frozenset({"table", "column", "enum", "metric"})
 DEFAULT_REFIT_GROWTH = 0.1
-_ANY_DATABASE = ""  # the scope key of experiences without a database tag
 _PROGRESS_FROM = 1000  # show a progress bar when sketching at least this many questions
 
 
@@ -67,10 +63,6 @@ class _Experience:
         """Each view text's embedding."""
         parts = np.split(self.vector, len(self.views))
         return dict(zip(self.views, parts, strict=True))
-
-
-def _space(width: int) -> faiss.IndexIDMap2:
-    return faiss.IndexIDMap2(faiss.IndexFlatIP(width))
 
 
 class ExperienceIndex:
@@ -98,7 +90,6 @@ class ExperienceIndex:
         refit_interval_s: float = 0.0,
         threads: int | None = 1,
     ) -> None:
-        self.threads = threads
         self.embedder = embedder
         self.strings = strings
         self.shrinkage, self.dimensions, self.refit_growth = shrinkage, dimensions, refit_growth
@@ -110,12 +101,7 @@ class ExperienceIndex:
             for view, typed in labels.items()
         }
         self._experiences: dict[str, _Experience] = {}
-        # per scope ("labeled" or "all"): experiences per database, and their faiss space
-        self._per_database: dict[str, Counter[str]] = {"labeled": Counter(), "all": Counter()}
-        self._spaces = {scope: _space(len(VIEWS) * embedder.dimension) for scope in SCOPES}
-        self._ids: dict[int, str] = {}
-        self._rows: dict[str, int] = {}
-        self._next_row = 0
+        self._spaces = ExperienceSpaces(len(VIEWS) * embedder.dimension, threads=threads)
         self._fitted_on = 0
         self._lock = threading.RLock()
         self._fit_lock = threading.Lock()
@@ -171,7 +157,6 @@ class ExperienceIndex:
                 self._experiences[entry.id] = _Experience(
                     question, databases, skeleton_of(entry), views, vector
                 )
-                self._count(self._experiences[entry.id], 1)
             self._insert([e.id for e in experiences])  # searchable at once, mapped as now
             due = self._refit_due()
         if due:
@@ -189,41 +174,18 @@ class ExperienceIndex:
                 self._refits.request()
 
     def _drop(self, ukf_ids: list[str]) -> None:
-        rows = []
         for uid in ukf_ids:
-            gone = self._experiences.pop(uid, None)
-            if gone is not None:
-                self._count(gone, -1)
-            row = self._rows.pop(uid, None)
-            if row is not None:
-                del self._ids[row]
-                rows.append(row)
-        if rows:
-            for space in self._spaces.values():
-                space.remove_ids(np.array(rows, dtype=np.int64))
-
-    def _count(self, experience: _Experience, step: int) -> None:
-        for database in experience.databases or (_ANY_DATABASE,):
-            self._per_database["all"][database] += step
-            if experience.skeleton is not None:
-                self._per_database["labeled"][database] += step
+            self._experiences.pop(uid, None)
+        self._spaces.remove(ukf_ids)
 
     def _insert(self, ukf_ids: list[str]) -> None:
-        """Map the experiences by the current metric and add them to the faiss space."""
+        """Map the experiences by the current metric and add them to the faiss spaces."""
         if not ukf_ids:
             return
-        vectors = np.stack([self._experiences[uid].vector for uid in ukf_ids])
-        rows = np.arange(self._next_row, self._next_row + len(ukf_ids), dtype=np.int64)
-        self._next_row += len(ukf_ids)
-        mapped = self.metric.transform(vectors)
-        self._spaces["all"].add_with_ids(mapped, rows)
-        labeled = [
-            i for i, uid in enumerate(ukf_ids) if self._experiences[uid].skeleton is not None
-        ]
-        if labeled:
-            self._spaces["labeled"].add_with_ids(mapped[labeled], rows[labeled])
-        for row, uid in zip(rows.tolist(), ukf_ids, strict=True):
-            self._ids[row], self._rows[uid] = uid, row
+        rows = [self._experiences[uid] for uid in ukf_ids]
+        mapped = self.metric.transform(np.stack([row.vector for row in rows]))
+        databases = [row.databases for row in rows]
+        self._spaces.add(ukf_ids, mapped, databases, [row.skeleton is not None for row in rows])
 
     def _resketch(self) -> None:
         """Schema entries changed: sketch every experience again and re-map them."""
@@ -284,9 +246,7 @@ class ExperienceIndex:
                 self.metric = metric
                 self._fitted_on = len(labeled)
                 width = self.metric.dimension or len(VIEWS) * self.embedder.dimension
-                self._spaces = {scope: _space(width) for scope in SCOPES}
-                self._ids.clear()
-                self._rows.clear()
+                self._spaces.reset(width)
                 self._insert(list(self._experiences))
                 return self.metric
         finally:
@@ -356,10 +316,11 @@ class ExperienceIndex:
             return []
         with self._lock:
             mapped = self.metric.transform(query)
-            found = self._nearest("labeled", mapped, k, database) if labeled_first else []
+            nearest = self._spaces.nearest
+            found = nearest("labeled", mapped, k, database) if labeled_first else []
             if len(found) < k:
                 chosen = {uid for uid, _ in found}
-                more = self._nearest("all", mapped, k + len(found), database)
+                more = nearest("all", mapped, k + len(found), database)
                 found += [(uid, score) for uid, score in more if uid not in chosen]
             return [
                 Hit(
@@ -371,36 +332,3 @@ class ExperienceIndex:
                 )
                 for uid, score in found[:k]
             ]
-
-    def _nearest(
-        self, scope: str, mapped: np.ndarray, k: int, database: str | None
-    ) -> list[tuple[str, float]]:
-        """The ``k`` nearest rows of ``scope``'s space within ``database``, best first."""
-        space = self._spaces[scope]
-        total, in_scope = space.ntotal, self._scope_size(scope, database)
-        if not in_scope:
-            return []
-        # deep enough that k of the database's experiences are likely among the rows found
-        depth = min(total, k if database is None else 2 * k * total // in_scope + 50)
-        while True:
-            scores, rows = faiss_threads.search(space, mapped, depth, self.threads)
-            found = [
-                (self._ids[r], float(s))
-                for s, r in zip(scores[0], rows[0], strict=True)
-                if r >= 0 and r in self._ids
-            ]
-            kept = [(uid, s) for uid, s in found if self._in_scope(uid, database)]
-            if len(kept) >= k or depth >= total:
-                return kept[:k]
-            depth = min(total, depth * 4)
-
-    def _scope_size(self, scope: str, database: str | None) -> int:
-        """How many experiences of ``scope`` a search in ``database`` may return."""
-        counts = self._per_database[scope]
-        if database is None:
-            return sum(counts.values())
-        return counts[database] + counts[_ANY_DATABASE]
-
-    def _in_scope(self, ukf_id: str, database: str | None) -> bool:
-        databases = self._experiences[ukf_id].databases
-        return database is None or not databases or database in databases
