@@ -44,7 +44,10 @@ class Tier:
         generator: writes candidates with the tier's model.
         refiner: executes and repairs them (with the same model).
         samples: candidates drawn at most (>= 2 in a cascade, so two can agree).
-        parallel: samples in flight at once (1 for an in-process model).
+        parallel: draws in flight at once (1 for an in-process model).
+        together: samples asked of the model in one draw (an in-process llama.cpp model
+            decodes them in one batch, see :mod:`agents.llm_variants`); they are then
+            executed and repaired one by one.
         stop_early: answer as soon as two candidates agree.
     """
 
@@ -53,6 +56,7 @@ class Tier:
     refiner: Refiner
     samples: int = 2
     parallel: int = 1
+    together: int = 1
     stop_early: bool = True
 
 
@@ -182,51 +186,72 @@ class Cascade:
         """
         found: list[Candidate] = []
         cancel = threading.Event()
+        gives_up = escalates and tier.stop_early  # stops when two can no longer agree
 
-        def draw(index: int) -> Candidate:
+        def draw(indices: list[int], others: int) -> list[Candidate]:
+            """Candidates ``indices``, refined; ``others``: candidates outside this draw
+            that could still agree with them (usable or unfinished when it was submitted)."""
             if cancel.is_set():
                 raise _Cancelled
             started = time.perf_counter()
-            candidate = tier.generator.sample(messages, index)
+            drawn = tier.generator.draw(messages, indices)
             generated = time.perf_counter()
-            candidate.tier = tier.name
-            refined = tier.refiner.refine(candidate, messages)
-            refined.tier = tier.name
-            refined.generate_seconds = generated - started
-            refined.refine_seconds = time.perf_counter() - generated
-            return refined
+            refined_all: list[Candidate] = []
+            for position, candidate in enumerate(drawn):
+                later = len(drawn) - position + tier.samples - 1 - indices[-1]
+                hope = others + _usable(refined_all) + later
+                if cancel.is_set() or (gives_up and hope < 2):
+                    break  # a draw of this batch that can no longer matter is not executed
+                candidate.tier = tier.name
+                refining = time.perf_counter()
+                refined = tier.refiner.refine(candidate, messages)
+                refined.tier = tier.name
+                # a joint decode's time in equal shares, so the stage sums it once
+                refined.generate_seconds = (generated - started) / len(drawn)
+                refined.refine_seconds = time.perf_counter() - refining
+                refined_all.append(refined)
+            return refined_all
 
         pool = ThreadPoolExecutor(max_workers=max(1, tier.parallel), thread_name_prefix=tier.name)
+        size = max(1, tier.together)
         try:
-            pending: dict[Future, int] = {}
+            pending: dict[Future, list[int]] = {}
             next_index = 0
-            while next_index < tier.samples and len(pending) < max(1, tier.parallel):
-                pending[pool.submit(draw, next_index)] = next_index
-                next_index += 1
+
+            def submit() -> None:
+                nonlocal next_index
+                while next_index < tier.samples and len(pending) < max(1, tier.parallel):
+                    indices = list(range(next_index, min(tier.samples, next_index + size)))
+                    others = _usable(found) + sum(map(len, pending.values()))
+                    pending[pool.submit(draw, indices, others)] = indices
+                    next_index = indices[-1] + 1
+
+            submit()
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=pending.get):
+                for future in sorted(done, key=lambda f: pending[f][0]):
                     pending.pop(future)
                     try:
-                        candidate = future.result()
+                        drawn = future.result()
                     except _Cancelled:
                         continue
-                    found.append(candidate)
-                    if on_candidate is not None:
-                        on_candidate(candidate)
+                    for candidate in drawn:
+                        found.append(candidate)
+                        if on_candidate is not None:
+                            on_candidate(candidate)
                 agreed = agreement(found, self.dialect) if tier.stop_early else None
-                unfinished = tier.samples - next_index + len(pending)
-                hopeless = escalates and tier.stop_early and _usable(found) + unfinished < 2
+                unfinished = tier.samples - next_index + sum(map(len, pending.values()))
+                hopeless = gives_up and _usable(found) + unfinished < 2
                 if (agreed is not None and len(found) >= 2) or hopeless:
                     cancel.set()
-                    cancelled = (tier.samples - next_index) + sum(f.cancel() for f in pending)
+                    cancelled = (tier.samples - next_index) + sum(
+                        len(pending[f]) for f in pending if f.cancel()
+                    )
                     if agreed is None:
                         log.info("tier %s cannot agree any more; escalating", tier.name)
                         found.sort(key=lambda c: c.sample)
                     return found, agreed, cancelled
-                while next_index < tier.samples and len(pending) < max(1, tier.parallel):
-                    pending[pool.submit(draw, next_index)] = next_index
-                    next_index += 1
+                submit()
         finally:
             # samples still running after an agreement finish in the background, unread
             pool.shutdown(wait=False, cancel_futures=True)

@@ -6,19 +6,22 @@ experiences with their reasoning, the user profile, the query time and the diale
 stable parts come first, so a local model's prompt cache is reused across questions.
 
 Sample 0 is greedy; the others are drawn at ``temperature`` with their own seed, so a vote
-sees different candidates. A reply without SQL becomes a failed candidate, not an exception.
+sees different candidates. :meth:`SqlGenerator.draw` asks for several at once, which a model
+that decodes them together answers in little more than the time of one. A reply without SQL
+becomes a failed candidate, not an exception.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agents.answer import Candidate
-from agents.llm import LLM, LLMBusyError, LLMError, Message
+from agents.llm import LLM, ChatResult, LLMError, Message
+from agents.llm_variants import Variant, chat_variants
 from agents.rag import RagContext
 from agents.sql_extract import NoSQLError, extract_sql
 from agents.templates import render
@@ -99,22 +102,39 @@ class SqlGenerator:
 
     def sample(self, messages: list[Message], index: int) -> Candidate:
         """Candidate number ``index`` (0 = greedy)."""
+        return self.draw(messages, [index])[0]
+
+    def draw(self, messages: list[Message], indices: Sequence[int]) -> list[Candidate]:
+        """Candidates ``indices`` (0 = greedy), decoded together when the model can
+        (:mod:`agents.llm_variants`); a sample the model failed is a failed candidate."""
+        variants = [self.variant(index) for index in indices]
+        replies = chat_variants(
+            self.llm,
+            messages,
+            variants,
+            max_tokens=self.options.max_tokens,
+            timeout=self.options.timeout_s,
+        )
+        return [
+            self._candidate(index, reply) for index, reply in zip(indices, replies, strict=True)
+        ]
+
+    def variant(self, index: int) -> Variant:
+        """How sample ``index`` is drawn: greedy first, then at the temperature."""
         greedy = index == 0
         fenced = self.options.fence_greedy if greedy else self.options.fence_samples
-        try:
-            reply = self.llm.chat(
-                messages,
-                max_tokens=self.options.max_tokens,
-                temperature=0.0 if greedy else self.options.temperature,
-                seed=self.options.seed + index,
-                timeout=self.options.timeout_s,
-                **fence_options(fenced),
-            )
-        except LLMBusyError:
-            raise  # the caller answers 429/503; a busy model is not a wrong answer
-        except LLMError as exc:
-            log.warning("sample %d from %s failed: %s", index, self.llm.name, exc)
-            return failed_candidate(f"model failed: {exc}", self.llm.name, index)
+        fence = fence_options(fenced)
+        return Variant(
+            temperature=0.0 if greedy else self.options.temperature,
+            seed=self.options.seed + index,
+            reply_prefix=fence.get("reply_prefix"),
+            stop=tuple(fence.get("stop", ())),
+        )
+
+    def _candidate(self, index: int, reply: ChatResult | LLMError) -> Candidate:
+        if isinstance(reply, LLMError):
+            log.warning("sample %d from %s failed: %s", index, self.llm.name, reply)
+            return failed_candidate(f"model failed: {reply}", self.llm.name, index)
         candidate = candidate_from_reply(reply.text, self.llm.name, index)
         candidate.prompt_tokens, candidate.completion_tokens = (
             reply.prompt_tokens,

@@ -28,12 +28,13 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 log = logging.getLogger(__name__)
 Message = dict[str, str]
+_T = TypeVar("_T")
 
 
 class LLMError(RuntimeError):
@@ -246,13 +247,33 @@ class ResilientLLM:
         self.retries, self.backoff_s, self.max_wait_s = retries, backoff_s, max_wait_s
         self._slots = threading.BoundedSemaphore(max_concurrency)
 
+    @property
+    def variants_together(self) -> bool:
+        return bool(getattr(self.inner, "variants_together", False))
+
+    @property
+    def parallel_sequences(self) -> int:
+        return int(getattr(self.inner, "parallel_sequences", 1))
+
     def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+        return self._guarded(lambda: self.inner.chat(messages, **options))
+
+    def chat_variants(
+        self, messages: Sequence[Message], variants: Sequence[Any], **options: Any
+    ) -> list[ChatResult]:
+        """See :mod:`agents.llm_variants`: one slot, retried as a whole."""
+        from agents.llm_variants import variants_of
+
+        return self._guarded(lambda: variants_of(self.inner, messages, variants, **options))
+
+    def _guarded(self, call: Callable[[], _T]) -> _T:
+        """``call`` in a slot, retried with backoff on :class:`LLMError`."""
         if not self._slots.acquire(timeout=self.max_wait_s):
             raise LLMBusyError(f"{self.name}: all slots busy for {self.max_wait_s:g} s")
         try:
             for attempt in range(self.retries + 1):
                 try:
-                    return self.inner.chat(messages, **options)
+                    return call()
                 except LLMError as exc:
                     if attempt == self.retries:
                         raise

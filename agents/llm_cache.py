@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.llm import LLM, ChatResult, Completion, Message
+from agents.llm_variants import Variant, variants_of
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,46 @@ class CachedLLM:
         self._store(key, result)
         result.metadata.setdefault("cached", False)
         return result
+
+    @property
+    def variants_together(self) -> bool:
+        return bool(getattr(self.inner, "variants_together", False))
+
+    @property
+    def parallel_sequences(self) -> int:
+        return int(getattr(self.inner, "parallel_sequences", 1))
+
+    def chat_variants(
+        self,
+        messages: Sequence[Message],
+        variants: Sequence[Variant],
+        *,
+        max_tokens: int = 512,
+        timeout: float | None = None,
+    ) -> list[ChatResult]:
+        """Each variant under the key of the equivalent ``chat`` call; the missing ones are
+        asked of ``inner`` together."""
+        started = time.perf_counter()
+        base = {"n": 1, "max_tokens": max_tokens, "json_schema": None, "stop": None}
+        keys = [cache_key(self.name, messages, **{**base, **v.chat_options()}) for v in variants]
+        stored = [self._load(key) for key in keys]
+        missing = [i for i, value in enumerate(stored) if value is None]
+        with self._lock:
+            self.hits += len(variants) - len(missing)
+            self.misses += len(missing)
+        replies: dict[int, ChatResult] = {}
+        if missing:
+            asked = [variants[i] for i in missing]
+            fresh = variants_of(self.inner, messages, asked, max_tokens=max_tokens, timeout=timeout)
+            for i, result in zip(missing, fresh, strict=True):
+                self._store(keys[i], result)
+                result.metadata.setdefault("cached", False)
+                replies[i] = result
+        lookup = time.perf_counter() - started
+        for i, value in enumerate(stored):
+            if value is not None:
+                replies[i] = _from_json(value, lookup)
+        return [replies[i] for i in range(len(variants))]
 
     def __len__(self) -> int:
         """Number of stored answers (all processes)."""

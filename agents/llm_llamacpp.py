@@ -8,6 +8,10 @@ completes it (the prompt cache still reuses the longest shared prefix of tokens)
 With a :class:`agents.llm_prompt_cache.PromptStateCache`, the context state after a call is
 kept on disk and restored before a later prompt that starts the same way, in this process or
 the next one: a schema prefilled once is not prefilled again.
+
+With ``parallel_sequences`` > 1 the context holds that many sequences, and ``chat_variants``
+(see :mod:`agents.llm_variants`) decodes a greedy reply and samples of one prompt together,
+for little more than the time of one (:mod:`agents.llm_parallel_decode`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,14 @@ from agents.llm import (
     check_json,
     continue_reply,
 )
+from agents.llm_parallel_decode import (
+    SequenceRequest,
+    decode_parallel,
+    multi_sequence_context,
+    sequence_capacity,
+)
 from agents.llm_prompt_cache import PromptStateCache, shared_prefix
+from agents.llm_variants import Variant
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +53,7 @@ class LlamaCppLLM:
         n_threads: CPU threads (default: llama.cpp's choice).
         seed: Sampling seed; sample ``i`` of a call uses ``seed + i``.
         prompt_cache: Context states kept across calls and processes (default: none).
+        parallel_sequences: Replies ``chat_variants`` decodes together (1: one at a time).
     """
 
     def __init__(
@@ -52,6 +64,7 @@ class LlamaCppLLM:
         n_threads: int | None = None,
         seed: int = 0,
         prompt_cache: PromptStateCache | None = None,
+        parallel_sequences: int = 1,
     ) -> None:
         from llama_cpp import Llama
 
@@ -60,9 +73,13 @@ class LlamaCppLLM:
         self._llama = Llama(
             model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False
         )
+        if parallel_sequences > 1:
+            multi_sequence_context(self._llama, parallel_sequences)
         self._template = _chat_template(self._llama)
         self._lock = threading.Lock()
         self.prompt_cache = prompt_cache
+        self.parallel_sequences = sequence_capacity(self._llama)
+        self.variants_together = self._template is not None and self.parallel_sequences > 1
 
     def chat(
         self,
@@ -108,6 +125,78 @@ class LlamaCppLLM:
         result.latency_s = time.perf_counter() - started
         return check_json(result) if json_schema else result
 
+    def chat_variants(
+        self,
+        messages: Sequence[Message],
+        variants: Sequence[Variant],
+        *,
+        max_tokens: int = 512,
+        timeout: float | None = None,
+    ) -> list[ChatResult]:
+        """One reply per variant, decoded together (one at a time past the context's
+        sequences, or without a chat template)."""
+        capacity = sequence_capacity(self._llama) if self._template is not None else 1
+        if len(variants) < 2 or capacity < 2:
+            return [
+                self.chat(messages, max_tokens=max_tokens, timeout=timeout, **v.chat_options())
+                for v in variants
+            ]
+        replies: list[ChatResult] = []
+        for start in range(0, len(variants), capacity):
+            replies += self._decoded_together(
+                messages, variants[start : start + capacity], max_tokens, timeout
+            )
+        return replies
+
+    def _decoded_together(
+        self,
+        messages: Sequence[Message],
+        variants: Sequence[Variant],
+        max_tokens: int,
+        timeout: float | None,
+    ) -> list[ChatResult]:
+        started = time.perf_counter()
+        deadline = started + timeout if timeout else None
+        prompt, formatted = self._templated(messages, None)
+        template_stop = formatted.stop or []
+        template_stop = [template_stop] if isinstance(template_stop, str) else list(template_stop)
+        requests = [
+            SequenceRequest(
+                suffix=tuple(self._suffix(v.reply_prefix)),
+                temperature=v.temperature,
+                seed=v.seed,
+                max_tokens=max_tokens,
+                stop=(*v.stop, *template_stop),
+            )
+            for v in variants
+        ]
+        with self._lock:
+            reused = self._restore(prompt) if self.prompt_cache is not None else None
+            try:
+                replies = decode_parallel(
+                    self._llama, prompt, requests, reused=reused, deadline=deadline
+                )
+            except ValueError as exc:  # llama.cpp refused the prompt
+                raise LLMError(f"{self.name}: {exc}") from exc
+            self._store(prompt, reused or 0)
+        latency = time.perf_counter() - started
+        return [
+            ChatResult(
+                completions=[Completion((v.reply_prefix or "") + r.text, r.finish_reason)],
+                model=self.name,
+                prompt_tokens=len(prompt) + len(q.suffix),
+                completion_tokens=len(r.tokens),
+                latency_s=latency,
+                metadata={"decoded_together": len(variants)},
+            )
+            for v, q, r in zip(variants, requests, replies, strict=True)
+        ]
+
+    def _suffix(self, reply_prefix: str | None) -> list[int]:
+        if not reply_prefix:
+            return []
+        return self._llama.tokenize(reply_prefix.encode("utf-8"), add_bos=False, special=False)
+
     def _templated(self, messages: Sequence[Message], prefix: str | None) -> tuple[list[int], Any]:
         """(tokens, the template's output) of ``messages`` with the assistant turn opened (and
         ``prefix``): what llama.cpp evaluates, as its own chat handler renders it."""
@@ -116,9 +205,7 @@ class LlamaCppLLM:
         tokens = self._llama.tokenize(
             formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
         )
-        if prefix:
-            tokens += self._llama.tokenize(prefix.encode("utf-8"), add_bos=False, special=False)
-        return tokens, formatted
+        return tokens + self._suffix(prefix), formatted
 
     def _restore(self, prompt: list[int]) -> int:
         """Prompt tokens already in the context, after restoring a stored state if one is better."""

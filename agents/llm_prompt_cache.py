@@ -205,9 +205,11 @@ def _write_whole(path: Path, data: bytes) -> None:
         raise
 
 
-def cache_folder(root: Path, model_path: str, n_ctx: int) -> Path:
-    """The folder of one model file (by name, size and time) at one context size."""
+def cache_folder(root: Path, model_path: str, n_ctx: int, sequences: int = 1) -> Path:
+    """The folder of one model file (by name, size and time) at one context size and number
+    of parallel sequences (a state holds the context's layout)."""
     stat = Path(model_path).stat()
     stem = Path(model_path).stem
     fingerprint = hashlib.sha1(f"{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:10]
-    return Path(root) / f"{stem}-{fingerprint}-ctx{n_ctx}"
+    layout = f"ctx{n_ctx}" + (f"-seq{sequences}" if sequences > 1 else "")
+    return Path(root) / f"{stem}-{fingerprint}-{layout}"

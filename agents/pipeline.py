@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents.answer import Answer, Candidate, StageReport
-from agents.cascade import Cascade, CascadeOutcome, Tier
+from agents.cascade import Cascade, CascadeOutcome
 from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
 from agents.explore import Explorer
 from agents.generate import GenerateOptions, SqlGenerator
@@ -31,8 +31,9 @@ from agents.llm import LLM
 from agents.predicates import PredicateChecker
 from agents.rag import Explorer as ExplorerHook
 from agents.rag import RagAgent, RagContext, RagOptions
-from agents.refine import RefineOptions, Refiner
+from agents.refine import RefineOptions
 from agents.schema_slice import SchemaCatalog
+from agents.tiers import ModelTier, build_cascade
 from agents.vote import TieBreak
 from indices.retriever import Retriever
 from kb.database import Database
@@ -44,23 +45,6 @@ from ukf import BaseUKF
 log = logging.getLogger(__name__)
 Event = dict[str, Any]
 MAX_QUESTION_CHARS = 2000
-
-
-@dataclass
-class ModelTier:
-    """A model of the cascade, small to large; the last one is the default model.
-
-    ``temperature`` and ``max_tokens`` override the pipeline's sampling options for this model
-    (None: as ``PipelineOptions.generate`` says). A small tier sampled cooler agrees with itself
-    more often and rambles less, which is what makes escalation rare and the tier cheap.
-    """
-
-    name: str
-    llm: LLM
-    samples: int = 2
-    parallel: int = 1
-    temperature: float | None = None
-    max_tokens: int | None = None
 
 
 @dataclass
@@ -245,50 +229,14 @@ class Pipeline:
         return self._toolkits[reader]
 
     def _cascade(self, options: AskOptions) -> Cascade:
-        if options.cascade and len(self.tiers) > 1:
-            tiers = [
-                self._tier(
-                    t,
-                    max(2, t.samples),
-                    stop_early=True,
-                    model_repairs=self.options.cascade_small_repairs,
-                    fence_samples=self.options.cascade_small_fenced,
-                )
-                for t in self.tiers[:-1]
-            ]
-            last = self.tiers[-1]
-            tiers.append(self._tier(last, self.options.cascade_last_samples, stop_early=True))
-        else:
-            tiers = [self._tier(self.tiers[-1], options.n, stop_early=False)]
-        return Cascade(
-            tiers,
-            dialect=self.dialect,
-            tie_break=self.options.tie_break,
-            plain_fallback=self.options.plain_fallback,
+        return build_cascade(
+            self.tiers,
+            self.options,
+            cascade=options.cascade,
+            n=options.n,
+            database=self.database,
+            checker=self.checker,
         )
-
-    def _tier(
-        self,
-        spec: ModelTier,
-        samples: int,
-        *,
-        stop_early: bool,
-        model_repairs: bool = True,
-        fence_samples: bool | None = None,
-    ) -> Tier:
-        generate = self.options.generate
-        if fence_samples is not None:
-            generate = replace(generate, fence_samples=fence_samples)
-        if spec.temperature is not None:
-            generate = replace(generate, temperature=spec.temperature)
-        if spec.max_tokens is not None:
-            generate = replace(generate, max_tokens=spec.max_tokens)
-        generator = SqlGenerator(spec.llm, self.dialect, generate)
-        refine = replace(
-            self.options.refine, model_repairs=model_repairs and self.options.refine.model_repairs
-        )
-        refiner = Refiner(self.database, spec.llm, self.checker, refine)
-        return Tier(spec.name, generator, refiner, samples, spec.parallel, stop_early)
 
     def _candidates(
         self,

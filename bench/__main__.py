@@ -70,6 +70,12 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
     models.add_argument("--threads", type=int, help="llama.cpp threads")
     models.add_argument(
+        "--sequences",
+        type=int,
+        help="replies llama.cpp decodes together (greedy + samples of a vote or cascade tier; "
+        "default 1, one after the other; almanac's own default is 5)",
+    )
+    models.add_argument(
         "--prompt-cache",
         type=Path,
         help="folder of llama.cpp context states kept across questions and runs "
@@ -153,6 +159,7 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         "small_max_tokens",
         "llm_cache",
         "threads",
+        "sequences",
         "prompt_cache",
     )
     options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}

@@ -33,7 +33,15 @@ from bench.vanna_style import VannaMemory
 
 def _choice(options: dict[str, Any]) -> ModelChoice:
     choice = ModelChoice()
-    for key in ("model", "small_model", "small_temperature", "small_max_tokens", "threads"):
+    scalars = (
+        "model",
+        "small_model",
+        "small_temperature",
+        "small_max_tokens",
+        "threads",
+        "sequences",
+    )
+    for key in scalars:
         if options.get(key) is not None:
             setattr(choice, key, options[key])
     for key in ("data_dir", "llm_cache", "prompt_cache"):

@@ -61,6 +61,7 @@ class ModelChoice:
     llm_cache: Path | None = None
     threads: int | None = None
     prompt_cache: Path | None = None
+    sequences: int = 1  # replies decoded together (LlamaCppLLM parallel_sequences)
 
 
 def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
@@ -70,14 +71,20 @@ def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
         str(path),
         str(choice.llm_cache) if choice.llm_cache else None,
         str(choice.prompt_cache) if choice.prompt_cache else None,
+        choice.sequences,
     )
     with _LLMS_LOCK:
         if key not in _LLMS:
             states = None
             if choice.prompt_cache is not None:
-                states = PromptStateCache(cache_folder(choice.prompt_cache, str(path), 8192))
+                folder = cache_folder(choice.prompt_cache, str(path), 8192, choice.sequences)
+                states = PromptStateCache(folder)
             llm: LLM = LlamaCppLLM(
-                str(path), n_ctx=8192, n_threads=choice.threads, prompt_cache=states
+                str(path),
+                n_ctx=8192,
+                n_threads=choice.threads,
+                prompt_cache=states,
+                parallel_sequences=choice.sequences,
             )
             if choice.llm_cache is not None:
                 from agents.llm_cache import CachedLLM

@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import HTTPException
 
 from agents.answer import Answer
+from agents.llm_variants import variants_of
 from agents.pipeline import AskOptions, ModelTier, Pipeline, QuestionError
 from agents.schema_slice import NotProfiledError
 from agents.warm import WarmReport, warm_pipeline
@@ -84,7 +85,10 @@ class AskService:
         llms, settings = self.state.llms, self.state.settings
         assert llms is not None
         names = settings.cascade_tiers or [llms.default]
-        return [ModelTier(name, _LazyLLM(lambda n=name: llms.get(n), name)) for name in names]
+        return [
+            ModelTier(name, _LazyLLM(lambda n=name: llms.get(n), name, llms.decoded_together(name)))
+            for name in names
+        ]
 
     def ask(
         self,
@@ -134,8 +138,13 @@ def asked_by(identity: Identity, context: dict[str, Any]) -> dict[str, Any]:
 class _LazyLLM:
     """A tier that loads its model on the first call (tier models cost seconds and memory)."""
 
-    def __init__(self, load: Callable[[], Any], name: str) -> None:
+    def __init__(self, load: Callable[[], Any], name: str, together: int = 1) -> None:
         self._load, self.name = load, name
+        # known from the settings, so a cascade can plan a tier without loading its model
+        self.variants_together, self.parallel_sequences = together > 1, together
 
     def chat(self, messages: Any, **options: Any) -> Any:
         return self._load().chat(messages, **options)
+
+    def chat_variants(self, messages: Any, variants: Any, **options: Any) -> Any:
+        return variants_of(self._load(), messages, variants, **options)

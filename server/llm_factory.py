@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from agents.llm import (
 )
 from agents.llm_llamacpp import LlamaCppLLM
 from agents.llm_prompt_cache import PromptStateCache, cache_folder
+from agents.llm_variants import Variant, variants_of
 from server.metrics import Metrics
 from server.settings import LLMTierSettings
 
@@ -47,10 +48,27 @@ class MeteredLLM:
         self.inner, self.tier, self.metrics = inner, tier, metrics
         self.name = inner.name
 
+    @property
+    def variants_together(self) -> bool:
+        return bool(getattr(self.inner, "variants_together", False))
+
+    @property
+    def parallel_sequences(self) -> int:
+        return int(getattr(self.inner, "parallel_sequences", 1))
+
     def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+        return self._metered(lambda: [self.inner.chat(messages, **options)])[0]
+
+    def chat_variants(
+        self, messages: Sequence[Message], variants: Sequence[Variant], **options: Any
+    ) -> list[ChatResult]:
+        """See :mod:`agents.llm_variants`: one call, every reply's tokens counted."""
+        return self._metered(lambda: variants_of(self.inner, messages, variants, **options))
+
+    def _metered(self, call: Callable[[], list[ChatResult]]) -> list[ChatResult]:
         started = time.perf_counter()
         try:
-            result = self.inner.chat(messages, **options)
+            results = call()
         except LLMBusyError:
             self.metrics.record_llm(self.tier, time.perf_counter() - started, outcome="busy")
             raise
@@ -60,10 +78,10 @@ class MeteredLLM:
         self.metrics.record_llm(
             self.tier,
             time.perf_counter() - started,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
+            prompt_tokens=sum(r.prompt_tokens for r in results),
+            completion_tokens=sum(r.completion_tokens for r in results),
         )
-        return result
+        return results
 
 
 def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
@@ -90,6 +108,7 @@ def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
         n_ctx=tier.n_ctx,
         n_threads=tier.n_threads,
         prompt_cache=prompt_cache(tier, path, data_dir),
+        parallel_sequences=tier.parallel_sequences,
     )
 
 
@@ -97,7 +116,9 @@ def prompt_cache(tier: LLMTierSettings, model: Path, data_dir: Path) -> PromptSt
     """The tier's context-state cache under ``data_dir`` (None when turned off)."""
     if tier.prompt_cache_mb <= 0:
         return None
-    folder = cache_folder(data_dir / PROMPT_CACHE_DIR, str(model), tier.n_ctx)
+    folder = cache_folder(
+        data_dir / PROMPT_CACHE_DIR, str(model), tier.n_ctx, tier.parallel_sequences
+    )
     return PromptStateCache(folder, max_bytes=tier.prompt_cache_mb << 20)
 
 
@@ -138,6 +159,11 @@ class LLMTiers:
                 log.info("loading LLM tier %s (%s)", name, self._settings[name].backend)
                 self._built[name] = build_llm(self._settings[name], self.data_dir, self.metrics)
             return self._built[name]
+
+    def decoded_together(self, name: str) -> int:
+        """Replies tier ``name`` decodes in one go, known without loading it."""
+        tier = self._settings[name]
+        return 1 if tier.backend == "openai" else tier.parallel_sequences
 
     def loaded(self) -> list[str]:
         return sorted(self._built)

@@ -96,6 +96,14 @@ class LLMTierSettings(BaseModel):
         "that starts like an earlier one (same system prompt and schema) is not prefilled "
         "again, in this process or the next; 0 turns it off (backends packaged and gguf)",
     )
+    parallel_sequences: int = Field(
+        default=5,
+        ge=1,
+        le=64,
+        description="replies to one prompt llama.cpp decodes together (a greedy answer and "
+        "its samples for a vote or a cascade tier, for little more than the time of one); "
+        "1 decodes them one after the other (backends packaged and gguf)",
+    )
     timeout_s: float = Field(default=60.0, gt=0)
     retries: int = Field(default=2, ge=0)
     max_concurrency: int = Field(default=1, gt=0)

@@ -2,6 +2,7 @@
 
     python -m bench.perf.ask [--dataset spider_dev] [--questions 20] [--model qwen2.5-coder-1.5b]
                              [--n 1] [--cascade] [--threads 2] [--prompt-cache DIR] [--warm]
+                             [--sequences 1] [--details]
 
 Profiles the databases of the sampled questions first (knowledge-base construction is not
 part of a question's latency), loads the model once, asks each question through the
@@ -10,7 +11,9 @@ generate, refine, log), with prompt and completion tokens per question.
 
 ``--prompt-cache DIR`` keeps llama.cpp context states in DIR, as ``almanac`` does in its
 data dir; ``--warm`` prefills each database's shared prompt prefix while profiling, as
-``almanac init`` does (its time is printed apart, not counted in the answers').
+``almanac init`` does (its time is printed apart, not counted in the answers');
+``--sequences N`` lets llama.cpp decode up to N replies of a vote together (``--n``), as
+``almanac`` does with ``parallel_sequences`` (default 5).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=1)
     parser.add_argument("--cascade", action="store_true")
     parser.add_argument("--threads", type=int)
+    parser.add_argument("--sequences", type=int, default=1, help="replies decoded together")
     parser.add_argument("--prompt-cache", type=Path, help="folder of llama.cpp context states")
     parser.add_argument("--warm", action="store_true", help="warm each database, as init does")
     parser.add_argument("--details", action="store_true", help="one line per question")
@@ -55,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         small_model=args.small_model,
         threads=args.threads,
         prompt_cache=args.prompt_cache,
+        sequences=args.sequences,
     )
     workspace = AgentWorkspace()
     for example in tqdm(sample.examples, desc="profiling", unit="q"):

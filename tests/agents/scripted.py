@@ -51,3 +51,21 @@ class ScriptedLLM:
 
 def sql_reply(sql: str, reasoning: str = "scripted") -> str:
     return f"```sql\n-- Tables: any\n-- Reasoning: {reasoning}\n{sql}\n```"
+
+
+class ScriptedTogetherLLM(ScriptedLLM):
+    """A scripted model that decodes variants together (see ``agents.llm_variants``): each
+    ``chat_variants`` call is recorded in ``batches`` and answered variant by variant."""
+
+    variants_together = True
+
+    def __init__(self, replies: Sequence[Reply], *, name: str = "together", sequences: int = 5):
+        super().__init__(replies, name=name)
+        self.parallel_sequences = sequences
+        self.batches: list[list[Any]] = []
+
+    def chat_variants(
+        self, messages: Sequence[Message], variants: Sequence[Any], **options: Any
+    ) -> list[ChatResult]:
+        self.batches.append(list(variants))
+        return [self.chat(messages, **options, **v.chat_options()) for v in variants]

@@ -12,7 +12,7 @@ from agents.generate import SqlGenerator
 from agents.rag import RagAgent
 from agents.refine import Refiner
 from agents.schema_slice import SchemaCatalog
-from tests.agents.scripted import ScriptedLLM, sql_reply
+from tests.agents.scripted import ScriptedLLM, ScriptedTogetherLLM, sql_reply
 
 COUNT = "SELECT count(*) FROM singer"
 FRANCE = "SELECT name FROM singer WHERE country = 'France'"
@@ -161,3 +161,38 @@ def test_a_cascade_tier_must_sample_at_least_twice(concert):
     llm = ScriptedLLM([sql_reply(COUNT)])
     with pytest.raises(ValueError, match=">= 2 samples"):
         Cascade([tier("a", llm, database, samples=1), tier("b", llm, database)], dialect="sqlite")
+
+
+def test_a_tier_drawn_together_asks_once_and_refines_each(concert, rag):
+    _, database, _ = concert
+    small = ScriptedTogetherLLM([by_seed({0: COUNT, 1: "SELECT COUNT(singer_id) FROM singer"})])
+    large = ScriptedLLM([sql_reply(WRONG)], name="large")
+    tiers = [tier("small", small, database, together=2), tier("large", large, database)]
+    outcome = Cascade(tiers, dialect="sqlite").run(rag)
+    assert outcome.tier == "small" and outcome.winner.results.rows == [(6,)]
+    assert len(small.batches) == 1 and len(small.calls) == 2 and large.calls == []
+    assert all(c.ok and c.tier == "small" for c in outcome.candidates)
+
+
+def test_a_batch_stops_refining_once_two_can_no_longer_agree(concert, rag):
+    _, database, _ = concert
+    small = ScriptedTogetherLLM([by_seed({0: "SELECT nope FROM singer", 1: COUNT})])
+    large = ScriptedLLM([sql_reply(COUNT)], name="large")
+    tiers = [tier("small", small, database, together=2), tier("large", large, database, samples=1)]
+    tiers[0].refiner.options.rounds = 0
+    outcome = Cascade(tiers, dialect="sqlite").run(rag)
+    # greedy failed: the other sample of the batch cannot agree with anything, so it is not run
+    assert [c.sample for c in outcome.candidates if c.tier == "small"] == [0]
+    assert outcome.tier == "large" and outcome.winner.results.rows == [(6,)]
+
+
+def test_tts_in_batches_draws_every_sample(concert, rag):
+    _, database, _ = concert
+    llm = ScriptedTogetherLLM([by_seed({0: WRONG, 1: COUNT, 2: COUNT, 3: WRONG, 4: COUNT})])
+    single = tier("m", llm, database, samples=5, stop_early=False, together=2)
+    outcome = Cascade([single], dialect="sqlite").run(rag)
+    assert [len(b) for b in llm.batches] == [2, 2] and len(llm.calls) == 5  # the last alone
+    assert [c.sample for c in outcome.candidates] == [0, 1, 2, 3, 4]
+    first, second = outcome.candidates[:2]  # one joint decode, its time in equal shares
+    assert first.generate_seconds == second.generate_seconds > 0
+    assert outcome.winner.results.rows == [(6,)] and outcome.confidence == pytest.approx(0.6)
