@@ -223,7 +223,22 @@ def _after_prefix(prefix: str, continuation: str) -> str:
     return continuation if continuation.startswith(prefix) else prefix + continuation
 
 
-class ResilientLLM:
+class LLMWrapper:
+    """What a wrapper around ``inner`` says of it: whether it decodes several replies to one
+    prompt together, and how many (see :mod:`agents.llm_variants`)."""
+
+    inner: LLM
+
+    @property
+    def variants_together(self) -> bool:
+        return bool(getattr(self.inner, "variants_together", False))
+
+    @property
+    def parallel_sequences(self) -> int:
+        return int(getattr(self.inner, "parallel_sequences", 1))
+
+
+class ResilientLLM(LLMWrapper):
     """Retries, backoff and a concurrency limit around any :class:`LLM`.
 
     Args:
@@ -246,14 +261,6 @@ class ResilientLLM:
         self.inner, self.name = inner, inner.name
         self.retries, self.backoff_s, self.max_wait_s = retries, backoff_s, max_wait_s
         self._slots = threading.BoundedSemaphore(max_concurrency)
-
-    @property
-    def variants_together(self) -> bool:
-        return bool(getattr(self.inner, "variants_together", False))
-
-    @property
-    def parallel_sequences(self) -> int:
-        return int(getattr(self.inner, "parallel_sequences", 1))
 
     def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
         return self._guarded(lambda: self.inner.chat(messages, **options))

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.llm import LLM, ChatResult, Completion, Message
+from agents.llm import LLM, ChatResult, Completion, LLMWrapper, Message
 from agents.llm_variants import Variant, variants_of
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ def cache_key(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class CachedLLM:
+class CachedLLM(LLMWrapper):
     """An :class:`LLM` that answers repeated calls from a SQLite file.
 
     Args:
@@ -135,14 +135,6 @@ class CachedLLM:
         self._store(key, result)
         result.metadata.setdefault("cached", False)
         return result
-
-    @property
-    def variants_together(self) -> bool:
-        return bool(getattr(self.inner, "variants_together", False))
-
-    @property
-    def parallel_sequences(self) -> int:
-        return int(getattr(self.inner, "parallel_sequences", 1))
 
     def chat_variants(
         self,

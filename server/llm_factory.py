@@ -27,6 +27,7 @@ from agents.llm import (
     ChatResult,
     LLMBusyError,
     LLMError,
+    LLMWrapper,
     Message,
     OpenAICompatibleLLM,
     ResilientLLM,
@@ -41,20 +42,12 @@ log = logging.getLogger(__name__)
 PROMPT_CACHE_DIR = "prompt-cache"
 
 
-class MeteredLLM:
+class MeteredLLM(LLMWrapper):
     """Counts tokens, calls and latency of ``inner`` under the tier's name."""
 
     def __init__(self, inner: LLM, tier: str, metrics: Metrics) -> None:
         self.inner, self.tier, self.metrics = inner, tier, metrics
         self.name = inner.name
-
-    @property
-    def variants_together(self) -> bool:
-        return bool(getattr(self.inner, "variants_together", False))
-
-    @property
-    def parallel_sequences(self) -> int:
-        return int(getattr(self.inner, "parallel_sequences", 1))
 
     def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
         return self._metered(lambda: [self.inner.chat(messages, **options)])[0]
