@@ -62,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
         "--small-max-tokens", type=int, help="completion budget of the small cascade tier"
     )
     models.add_argument(
+        "--small-samples",
+        type=int,
+        help="samples the small cascade tier draws at most (default 2; it answers once two agree)",
+    )
+    models.add_argument(
         "--sliced-schema",
         action="store_true",
         help="almanac systems: a schema slice ranked per question for large databases "
@@ -157,6 +162,7 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         "small_model",
         "small_temperature",
         "small_max_tokens",
+        "small_samples",
         "llm_cache",
         "threads",
         "sequences",

@@ -38,6 +38,7 @@ def _choice(options: dict[str, Any]) -> ModelChoice:
         "small_model",
         "small_temperature",
         "small_max_tokens",
+        "small_samples",
         "threads",
         "sequences",
     )
@@ -147,7 +148,7 @@ class _AlmanacSystem(_LLMSystem):
                     small = ModelTier(
                         "small",
                         self.small,
-                        samples=2,
+                        samples=self.choice.small_samples,
                         temperature=self.choice.small_temperature,
                         max_tokens=self.choice.small_max_tokens,
                     )

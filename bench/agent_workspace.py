@@ -57,6 +57,7 @@ class ModelChoice:
     small_model: str = TEST_MODEL
     small_temperature: float | None = None
     small_max_tokens: int | None = None
+    small_samples: int = 2  # the cascade's small tier draws up to this many
     data_dir: Path | None = None
     llm_cache: Path | None = None
     threads: int | None = None
