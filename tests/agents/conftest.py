@@ -39,7 +39,12 @@ def concert(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, Database, Retrieve
 
 
 @pytest.fixture(scope="session")
-def embedded_llm(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppLLM:
-    """The real embedded test model (Qwen2.5-Coder 0.5B), loaded once."""
-    path = pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False)
-    return LlamaCppLLM(str(path), n_ctx=4096, n_threads=2, seed=11)
+def embedded_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real embedded test model's GGUF file (Qwen2.5-Coder 0.5B), assembled once."""
+    return pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False)
+
+
+@pytest.fixture(scope="session")
+def embedded_llm(embedded_model_path: Path) -> LlamaCppLLM:
+    """The real embedded test model, loaded once."""
+    return LlamaCppLLM(str(embedded_model_path), n_ctx=4096, n_threads=2, seed=11)

@@ -6,6 +6,8 @@ from collections import Counter
 
 import pytest
 
+from agents.llm import LLMWrapper
+from agents.llm_llamacpp import LlamaCppLLM
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 
 # (question, gold SQL) from Spider dev, concert_singer
@@ -20,6 +22,20 @@ QUESTIONS = [
         "SELECT avg(age), min(age), max(age) FROM singer WHERE country = 'France'",
     ),
 ]
+
+
+class CountingLLM(LLMWrapper):
+    """The real model, counting the calls that decode several replies together."""
+
+    def __init__(self, inner: LlamaCppLLM) -> None:
+        self.inner, self.name, self.together = inner, inner.name, []
+
+    def chat(self, messages, **options):
+        return self.inner.chat(messages, **options)
+
+    def chat_variants(self, messages, variants, **options):
+        self.together.append(len(variants))
+        return self.inner.chat_variants(messages, variants, **options)
 
 
 @pytest.fixture
@@ -56,3 +72,22 @@ def test_a_cascade_on_the_embedded_model(pipeline):
         assert len(tiers) == 2 and answer.confidence == 1.0
     else:
         assert answer.tier == "0.5b-b" and tiers[2:] == ["0.5b-b"]
+
+
+def test_a_vote_decoded_together_on_the_embedded_model(concert, embedded_model_path):
+    store, database, retriever = concert
+    llm = CountingLLM(
+        LlamaCppLLM(str(embedded_model_path), n_ctx=4096, n_threads=2, parallel_sequences=3)
+    )
+    pipeline = Pipeline(
+        store=store,
+        retriever=retriever,
+        database=database,
+        database_name="concert_singer",
+        tiers=[ModelTier("0.5b", llm)],
+    )
+    answer = pipeline.ask(QUESTIONS[0][0], options=AskOptions(n=3))
+    assert answer.error is None and answer.rows == [[6]], answer.sql
+    assert llm.together == [3]  # greedy and two samples in one joint decode
+    assert [c.sample for c in answer.candidates] == [0, 1, 2]
+    assert all(c.completion_tokens > 0 for c in answer.candidates)
