@@ -33,6 +33,9 @@ class Tiers:
     def get(self, name: str | None = None) -> ScriptedLLM:
         return self.llms[name or self.default]
 
+    def decoded_together(self, name: str) -> int:
+        return getattr(self.llms[name], "parallel_sequences", 1)
+
 
 def profile_shop(store_url: str, target_url: str) -> None:
     """Profile the target into the store as database "shop"."""
