@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.answer import UsedKnowledge
-from agents.currency_phrases import answer_currency_spans, is_local_currency_column
-from agents.hint_links import precise_links
 from agents.llm import LLM, LLMError
 from agents.question_facts import calendar_of, dates_text, resolved_text, time_windows
+from agents.rag_hints import ProfileLink, compose_hints, link_profile, used_knowledge
 from agents.schema_slice import SchemaCatalog, SchemaSlice
 from agents.table_rank import BUSINESS_TYPES, TableRanker, named
 from agents.templates import render
@@ -103,13 +102,6 @@ class RagContext:
 
 
 @dataclass(frozen=True)
-class ProfileLink:
-    table: str
-    column: str
-    text: str
-
-
-@dataclass(frozen=True)
 class _QuestionFacts:
     """What the agent settled about one question before composing its prompt."""
 
@@ -117,7 +109,6 @@ class _QuestionFacts:
     windows: list[TimeWindow] = field(default_factory=list)
 
 
-PROFILE_MAX_TABLES = 2
 Explorer = Callable[[str, RagContext, Mapping[str, Any]], list[BaseUKF]]
 
 
@@ -170,7 +161,7 @@ class RagAgent:
         evidence = self.retriever.retrieve(question, ctx)
         calendar = calendar_of(evidence)
         facts = _QuestionFacts(
-            self._link_profile(ctx.get("user_profile") or {}),
+            link_profile(self.values, ctx.get("user_profile") or {}),
             time_windows(question, calendar, ctx),
         )
         rag = self._compose(question, evidence, facts)
@@ -218,7 +209,14 @@ class RagAgent:
         tables = [*sliced.full, *sliced.listed]
         rag = RagContext(question, self.catalog.database, evidence, sliced.text, tables=tables)
         rag.facts = facts
-        self._add_hints(rag, question, items, facts)
+        rag.hints = compose_hints(
+            question,
+            items,
+            shown_tables=set(rag.tables),
+            first=[link.text for link in facts.profile_links],
+            time_spans=[w.span for w in facts.windows],
+            budget_tokens=self.options.hint_tokens,
+        )
         rag.examples = [
             i.entry
             for i in items
@@ -237,7 +235,7 @@ class RagAgent:
                 or item.entry in rag.examples
             )
             if keep:
-                rag.used.append(_used(item, question))
+                rag.used.append(used_knowledge(item, question))
         return rag
 
     @property
@@ -266,58 +264,6 @@ class RagAgent:
             listing_tokens=self.options.listing_tokens,
             min_full=self.options.min_full_tables,
         )
-
-    def _add_hints(
-        self, rag: RagContext, question: str, items: list[EvidenceItem], facts: _QuestionFacts
-    ) -> None:
-        used = 0
-        shown = set(rag.tables)
-        hints: list[str] = [link.text for link in facts.profile_links]
-        time_spans = [w.span for w in facts.windows]
-        currency_spans = answer_currency_spans(question)
-        # named or triggered knowledge first, then the rest in evidence order
-        items = sorted(items, key=lambda i: not (named(i) or i.entry.triggers))
-        precise = {id(i) for i in precise_links(items)}
-        for item in items:
-            if item.entry.type in BUSINESS_TYPES:
-                text = (item.text or item.entry.text()).strip()
-            elif item.entry.type in ("table", "column", "enum") and named(item):
-                if item.entry.content_resources.get("table") not in shown:
-                    continue  # a link into a table the prompt does not show
-                if item.spans and id(item) not in precise:
-                    continue  # inside a longer link, or an ambiguous reading not anchored
-                if item.spans and all(_inside(s, time_spans) for s in item.spans):
-                    continue  # a time phrase, resolved to periods after the question
-                local = is_local_currency_column(item.entry.content_resources.get("column", ""))
-                if local and item.spans and all(_inside(s, currency_spans) for s in item.spans):
-                    continue  # "in JPY" names the answer's currency, resolved after it
-                text = _link(item, question)
-            else:
-                continue
-            cost = estimate_tokens(text)
-            if text and used + cost <= self.options.hint_tokens and text not in hints:
-                hints.append(text)
-                used += cost
-        rag.hints = hints
-
-    def _link_profile(self, profile: Mapping[str, Any]) -> list[ProfileLink]:
-        """Profile values that are stored values of this database ("department=TI" ->
-        income_titan.dept_code = 'TI'), when they point at few tables."""
-        links: list[ProfileLink] = []
-        for key, value in profile.items():
-            if not isinstance(value, str) or len(value.strip()) < 2:
-                continue
-            found = self.values.holders(value.strip())
-            if len({h.table for h in found}) > PROFILE_MAX_TABLES:
-                # common values: keep the tables that hold only this value (income_titan
-                # has dept_code 'TI' on every row: it is the table *of* that department)
-                found = [h for h in found if h.identifies_table]
-            if not found or len({h.table for h in found}) > 3:
-                continue
-            for h in found:
-                text = f"profile {key}={value} -> {h.table}.{h.column} = '{h.value}'"
-                links.append(ProfileLink(h.table, h.column, text))
-        return links
 
     # ------------------------------------------------------------------ autonomous mode
     def _should_explore(self, rag: RagContext) -> bool:
@@ -364,36 +310,3 @@ class RagAgent:
         rag.summary = reply.text.strip()
         rag.prompt_tokens += reply.prompt_tokens
         rag.completion_tokens += reply.completion_tokens
-
-
-def _inside(span: tuple[int, int], outer: list[tuple[int, int]]) -> bool:
-    return any(a <= span[0] and span[1] <= b for a, b in outer)
-
-
-def _phrases(item: EvidenceItem, question: str) -> list[str]:
-    return sorted({question[a:b] for a, b in item.spans})
-
-
-def _link(item: EvidenceItem, question: str) -> str:
-    r = item.entry.content_resources
-    words = ", ".join(f'"{p}"' for p in _phrases(item, question)) or "found by search"
-    if item.entry.type == "table":
-        target = f"table {r.get('table', item.entry.name)}"
-    elif item.entry.type == "column":
-        target = f"column {r.get('table')}.{r.get('column')}"
-    else:
-        value = r.get("value")
-        shown = f"'{value}'" if isinstance(value, str) else str(value)
-        target = f"{r.get('table')}.{r.get('column')} = {shown}"
-    return f"{words} -> {target}"
-
-
-def _used(item: EvidenceItem, question: str) -> UsedKnowledge:
-    return UsedKnowledge(
-        id=item.entry.id,
-        type=item.entry.type,
-        name=item.entry.name,
-        reasons=item.reasons or ["explored"],
-        spans=item.spans,
-        phrases=_phrases(item, question),
-    )

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from bench.compare import compare_runs, render_comparison
 from bench.datasets import load_dataset
-from bench.report import mean_scores, write_report
+from bench.report import alternative_lines, mean_scores, write_report
 from bench.run import RunConfig, Runner, write_run_manifest
 from bench.sampling import stratified_sample
 from bench.systems import LearningSystem, Prediction, make_system, system_names
@@ -152,6 +152,8 @@ def run_command(args: argparse.Namespace) -> int:
         f"{args.system} on {dataset.name}: {scored}/{len(results)} scored  "
         + "  ".join(f"{k}={v:.4f}" for k, v in scores.items())
     )
+    for line in alternative_lines(results):
+        print(line)
     print(f"report: {report}")
     return 0
 

@@ -7,6 +7,11 @@
 - ``almanac-tts``: the full chain with n = 5 and a majority vote.
 - ``almanac-cascade``: the full chain with tiers 0.5B x 2 -> 1.5B.
 
+An answer that drew several candidates also hands the runner each tier's greedy candidate
+(refined, as a single draw would have answered before any plain-prompt fallback) as an
+alternative, so the report shows what the vote won and lost against n = 1 on the same
+questions.
+
 Systems learn from the stream: with gold revealed (``--stream labeled``) the question and its
 gold SQL become a labeled experience (almanac) or a training pair (vanna-style).
 Options (``python -m bench run ... --model M --small-model M --llm-cache FILE``) choose the
@@ -21,6 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from agents.answer import CandidateSummary
 from agents.generate import SqlGenerator, prompt_messages
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
 from agents.rag import RagOptions
@@ -170,6 +176,7 @@ class _AlmanacSystem(_LLMSystem):
         return Prediction(
             sql=sql,
             error=answer.error if sql is None else None,
+            alternatives=greedy_alternatives(answer.candidates),
             metadata={
                 "confidence": answer.confidence,
                 "tier": answer.tier,
@@ -184,6 +191,20 @@ class _AlmanacSystem(_LLMSystem):
     def observe(self, example: Example, prediction: Prediction, gold_revealed: bool) -> None:
         if gold_revealed:
             self.workspace.learn(example, example.gold_sql[0])
+
+
+def greedy_alternatives(candidates: list[CandidateSummary]) -> dict[str, str]:
+    """Each tier's greedy candidate when the answer drew more than one: ``greedy`` for a
+    single tier, ``greedy:<tier>`` in a cascade."""
+    if len(candidates) < 2:
+        return {}
+    greedy: dict[str, str] = {}
+    for candidate in candidates:
+        if candidate.sample == 0 and not candidate.tier.endswith(":plain"):
+            greedy.setdefault(candidate.tier, candidate.sql)
+    if len(greedy) == 1:
+        return {"greedy": next(iter(greedy.values()))}
+    return {f"greedy:{tier}": sql for tier, sql in greedy.items()}
 
 
 @register_system("almanac")

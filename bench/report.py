@@ -61,6 +61,31 @@ def learning_curve(results: Sequence[QuestionResult], metric: str = "ex") -> lis
     return curve
 
 
+def alternative_lines(results: Sequence[QuestionResult]) -> list[str]:
+    """EX of the answer against each alternative the system scored (its greedy candidate,
+    say), on the questions that have that alternative; empty when there are none."""
+    names = sorted({name for r in results if r.scores for name in r.alternative_scores})
+    if not names:
+        return []
+    lines = [
+        "| answer vs | n | answer EX | alternative EX | gain | answer won | answer lost |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        pairs = [
+            (r.scores["ex"], r.alternative_scores[name]["ex"])
+            for r in results
+            if r.scores is not None and name in r.alternative_scores
+        ]
+        answer = statistics.fmean(a for a, _ in pairs)
+        other = statistics.fmean(b for _, b in pairs)
+        lines.append(
+            f"| {name} | {len(pairs)} | {answer:.3f} | {other:.3f} | {answer - other:+.3f} "
+            f"| {sum(a > b for a, b in pairs)} | {sum(a < b for a, b in pairs)} |"
+        )
+    return lines
+
+
 def _table(title: str, groups: dict[str, list[QuestionResult]]) -> list[str]:
     head = "| " + title + " | n | " + " | ".join(LABELS[m] for m in METRICS) + " |"
     lines = [head, "|---|---:|" + "---:|" * len(METRICS)]
@@ -95,6 +120,9 @@ def render_markdown(results: Sequence[QuestionResult], *, title: str, streaming:
         + " |",
         "",
     ]
+    alternatives = alternative_lines(results)
+    if alternatives:
+        lines += ["## The answer against the system's other answers", "", *alternatives, ""]
     lines += ["![scores by difficulty](scores_by_difficulty.png)", "", "![latency](latency.png)"]
     if streaming:
         curve = learning_curve(results)

@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from bench.datasets import Dataset, Example
 from bench.metrics import score_all
+from bench.metrics.normalize import Result
 from bench.systems import LearningSystem, Prediction, System
 from kb.database import Database
 
@@ -54,6 +55,7 @@ class QuestionResult(BaseModel):
     execution_error: str | None = None
     gold_error: str | None = None
     scores: dict[str, float] | None = None
+    alternative_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
     latency_s: float = 0.0
     execution_s: float = 0.0
     system_metadata: dict[str, Any] = Field(default_factory=dict)
@@ -184,18 +186,34 @@ class Runner:
         if predicted is not None and not predicted.ok:
             result.execution_error = predicted.error
         rows = predicted.rows if predicted is not None and predicted.ok else None
-        best: tuple[tuple[float, ...], str, dict[str, float]] | None = None
-        for sql, gold_rows in golds:
-            scores = (
-                score_all(rows, gold_rows, example.order_relevant)
-                if rows is not None
-                else dict.fromkeys(METRICS, 0.0)
-            )
-            key = tuple(scores[m] for m in METRICS)
-            if best is None or key > best[0]:
-                best = (key, sql, scores)
-        assert best is not None
-        result.gold_sql, result.scores = best[1], best[2]
+        result.gold_sql, result.scores = best_gold(rows, golds, example.order_relevant)
+        for name, sql in prediction.alternatives.items():
+            other = database.execute(sql)
+            other_rows = other.rows if other.ok else None
+            result.alternative_scores[name] = best_gold(other_rows, golds, example.order_relevant)[
+                1
+            ]
+
+
+def best_gold(
+    rows: Result | None,
+    golds: list[tuple[str, Result]],
+    order_relevant: bool,
+) -> tuple[str, dict[str, float]]:
+    """The gold SQL that ``rows`` (None: the prediction failed) score best against, and the
+    scores; ``golds`` holds each gold SQL with its rows, canonical first."""
+    best: tuple[tuple[float, ...], str, dict[str, float]] | None = None
+    for sql, gold_rows in golds:
+        scores = (
+            score_all(rows, gold_rows, order_relevant)
+            if rows is not None
+            else dict.fromkeys(METRICS, 0.0)
+        )
+        key = tuple(scores[m] for m in METRICS)
+        if best is None or key > best[0]:
+            best = (key, sql, scores)
+    assert best is not None
+    return best[1], best[2]
 
 
 def load_results(path: Path) -> list[QuestionResult]:

@@ -19,11 +19,17 @@ from bench.datasets import Example
 
 
 class Prediction(BaseModel):
-    """A system's answer to one question."""
+    """A system's answer to one question.
+
+    ``alternatives`` are other answers the system produced on the way, by name (a voting
+    system's greedy candidate, say): the runner scores each like the answer, so one run
+    compares the vote with what a single greedy draw would have answered, question by question.
+    """
 
     sql: str | None = None
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    alternatives: dict[str, str] = Field(default_factory=dict)
 
 
 @runtime_checkable

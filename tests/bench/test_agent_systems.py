@@ -6,8 +6,10 @@ from collections import Counter
 
 import pytest
 
+from agents.answer import CandidateSummary
 from agents.models import TEST_MODEL
 from bench.__main__ import main as bench_main
+from bench.agent_systems import greedy_alternatives
 from bench.datasets import load_dataset
 from bench.sampling import stratified_sample
 from bench.systems import make_system, system_names
@@ -78,3 +80,20 @@ def test_learn_split_reveals_train_questions_before_the_test(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "almanac on geoquery: 2/2 scored" in printed
     assert (tmp_path / "out" / "report.md").exists()
+
+
+def test_each_tier_greedy_candidate_becomes_an_alternative():
+    def candidate(sql: str, tier: str = "", sample: int = 0) -> CandidateSummary:
+        return CandidateSummary(sql=sql, tier=tier, sample=sample)
+
+    assert greedy_alternatives([candidate("SELECT 1")]) == {}  # n = 1: nothing to compare
+    voted = [candidate("SELECT 1"), candidate("SELECT 2", "", 1), candidate("SELECT 3", "", 2)]
+    assert greedy_alternatives(voted) == {"greedy": "SELECT 1"}
+    cascade = [
+        candidate("SELECT 1", "0.5b"),
+        candidate("SELECT 2", "0.5b", 1),
+        candidate("SELECT 3", "1.5b"),
+        candidate("SELECT 4", "1.5b", 1),
+        candidate("SELECT 5", "1.5b:plain"),
+    ]
+    assert greedy_alternatives(cascade) == {"greedy:0.5b": "SELECT 1", "greedy:1.5b": "SELECT 3"}

@@ -10,7 +10,7 @@ import pytest
 
 from bench.__main__ import main as bench_main
 from bench.datasets import Dataset, Example, write_jsonl
-from bench.report import learning_curve
+from bench.report import alternative_lines, learning_curve
 from bench.run import RunConfig, Runner, load_results
 from bench.systems import GoldSystem, Prediction
 
@@ -160,3 +160,38 @@ def test_command_line_writes_results_report_and_plots(shop, tmp_path, capsys):
     assert bench_main([*args, "--stream", "labeled"]) == 2  # another run in the same folder
     assert "another run" in capsys.readouterr().err
     assert bench_main([*args, "--system", "nope", "--fresh"]) == 2
+
+
+class WithGreedy:
+    """Answers right but names a wrong greedy alternative on q0 and a failing one on q1."""
+
+    name = "with-greedy"
+
+    def predict(self, example: Example, dialect: str) -> Prediction:
+        gold = example.gold_sql[0]
+        alternatives = {
+            "q0": {"greedy": "SELECT 0"},
+            "q1": {"greedy": "SELECT missing FROM orders"},
+            "q3": {"greedy": gold},
+        }
+        return Prediction(sql=gold, alternatives=alternatives.get(example.id, {}))
+
+
+def test_alternatives_are_scored_beside_the_answer_and_reported(shop, tmp_path):
+    out = tmp_path / "out"
+    results = Runner(shop, WithGreedy(), RunConfig(out_dir=out)).run()
+    by_id = {r.id: r for r in results}
+    assert by_id["q0"].alternative_scores["greedy"]["ex"] == 0.0
+    assert by_id["q1"].alternative_scores["greedy"] == dict.fromkeys(
+        ("ex", "spider_ex", "soft_f1", "bf_beta"), 0.0
+    )
+    assert by_id["q3"].alternative_scores["greedy"]["ex"] == 1.0
+    assert by_id["q2"].alternative_scores == {}
+    assert by_id["q4"].alternative_scores == {}  # the gold fails: nothing is scored
+    assert load_results(out / "results.jsonl")[0].alternative_scores == {
+        "greedy": by_id["q0"].alternative_scores["greedy"]
+    }
+    lines = alternative_lines(results)
+    # three questions carry a greedy answer: the answer is right on all, the greedy on one
+    assert lines[2] == "| greedy | 3 | 1.000 | 0.333 | +0.667 | 2 | 0 |"
+    assert alternative_lines([r for r in results if r.id == "q2"]) == []
