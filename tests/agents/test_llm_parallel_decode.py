@@ -12,14 +12,12 @@ from agents.llm_prompt_cache import PromptStateCache, cache_folder
 from agents.llm_variants import Variant, chat_variants
 from agents.models import TEST_MODEL, pull
 
-ASK = [
-    {"role": "system", "content": "You write SQLite SQL. Answer with SQL only."},
-    {"role": "user", "content": "Count the rows of table orders placed in 2024."},
-]
+SYSTEM = {"role": "system", "content": "You write SQLite SQL. Answer with SQL only."}
+ASK = [SYSTEM, {"role": "user", "content": "Count the rows of table orders placed in 2024."}]
 # Greedy replies decoded in batches of other shapes may part at a near tie (the float sums run in
 # another order), so replies that must be equal come from a prompt with one clear answer.
 COPY = [
-    {"role": "system", "content": "You write SQLite SQL. Answer with SQL only."},
+    SYSTEM,
     {"role": "user", "content": "Repeat this query exactly: SELECT COUNT(*) FROM orders;"},
 ]
 GREEDY = Variant(0.0, 0, "```sql\n", ("```",))
@@ -35,7 +33,7 @@ def llama(model_path: str) -> LlamaCppLLM:
     return LlamaCppLLM(model_path, n_ctx=2048, n_threads=2, seed=7, parallel_sequences=4)
 
 
-def _only_the_prompt_is_left(llm: LlamaCppLLM, messages: list[dict[str, str]] = ASK) -> None:
+def _only_the_prompt_is_left(llm: LlamaCppLLM, messages: list[dict[str, str]]) -> None:
     memory = llama_cpp.llama_get_memory(llm._llama._ctx.ctx)
     prompt = llm._templated(messages, None)[0]
     assert llm._llama.n_tokens == len(prompt)
@@ -78,7 +76,7 @@ def test_limits_timeouts_and_a_context_too_small_leave_the_context_usable(llama)
     assert [r.completions[0].finish_reason for r in short] == ["length", "length"]
     with pytest.raises(LLMTimeoutError):
         llama.chat_variants(ASK, [GREEDY, Variant(0.7, 1)], max_tokens=40, timeout=1e-6)
-    _only_the_prompt_is_left(llama)
+    _only_the_prompt_is_left(llama, ASK)
     with pytest.raises(LLMError, match=r"need \d+ tokens"):
         llama.chat_variants(ASK, [GREEDY] * 3, max_tokens=1000)  # 3 x 1000 > 2048
     assert chat_variants(llama, ASK, [GREEDY, GREEDY], max_tokens=48)[0].text.startswith("```sql")
