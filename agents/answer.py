@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kb.results import Results
+from kb.target.results import Results
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Candidate:
         results: execution outcome; None when it was not executed.
         repairs: repair rounds it went through.
         notes: what refinement changed (e.g. a predicate value corrected).
-        fingerprint: the vote key of its results (set by ``agents.vote``).
+        fingerprint: the vote key of its results (set by ``agents.sql.vote``).
     """
 
     sql: str
@@ -111,7 +111,7 @@ class Answer(BaseModel):
 
     ``sql`` is None when no candidate could be produced or executed; ``error`` then says why.
     ``rows`` holds at most ``max_rows`` rows (``truncated`` tells whether more existed).
-    ``confidence`` is the winning share of the vote (see ``agents.vote``).
+    ``confidence`` is the winning share of the vote (see ``agents.sql.vote``).
     """
 
     id: str

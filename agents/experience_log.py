@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from kb.database import Database
 from kb.errors import KnowledgeNotFoundError
 from kb.store import KnowledgeStore
+from kb.target.database import Database
 from kb.visibility import Reader
 from ukf import ExperienceUKF
-from ukf.relations import QueryContext
+from ukf.context import QueryContext
 
 Verdict = Literal["correct", "wrong"]
 MAX_ANSWERS_KEPT = 20
@@ -70,7 +70,7 @@ class ExperienceLog:
     def record(
         self,
         question: str,
-        context: Mapping[str, Any] | None,
+        context: QueryContext | None,
         *,
         sql: str | None,
         reasoning: str = "",
@@ -78,19 +78,19 @@ class ExperienceLog:
         extra: Mapping[str, Any] | None = None,
     ) -> tuple[str, str]:
         """Store the question as an unlabeled Experience; return (answer id, experience id)."""
-        ctx = dict(context or {})
+        context = context or QueryContext()
         with self._lock:
             entry = ExperienceUKF.create(
                 question,
                 sql,
                 database=self.database_name,
                 dialect=self.dialect,
-                context=_query_context(ctx),
+                context=context,
                 result_schema=[{"name": c} for c in columns or []],
                 cot=reasoning or None,
                 labeled=False,
-                owner=ctx.get("user"),
-                workspace=ctx.get("workspace"),
+                owner=context.user,
+                workspace=context.workspace,
                 creator="ask",
                 source="user",
             )
@@ -199,9 +199,3 @@ def _get(store: KnowledgeStore, ukf_id: str, reader: Reader | None = None) -> Ex
     except KnowledgeNotFoundError:
         return None
     return entry if isinstance(entry, ExperienceUKF) else None
-
-
-def _query_context(ctx: Mapping[str, Any]) -> QueryContext:
-    return QueryContext.model_validate(
-        {k: ctx[k] for k in ("query_time", "user_profile") if ctx.get(k) is not None}
-    )

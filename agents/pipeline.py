@@ -4,7 +4,7 @@
 
 1. ``retrieve``: the RAG agent builds the schema slice, hints and examples;
 2. ``generate`` / ``refine``: each tier's model writes candidates, which are executed
-   read-only and repaired (``agents.cascade``, ``agents.refine``);
+   read-only and repaired (``agents.sql.cascade``, ``agents.sql.refine``);
 3. ``vote``: majority over execution results, confidence = winning share;
 4. ``log``: the question is stored as an unlabeled Experience; its answer id is what feedback
    refers to (``Pipeline.feedback``).
@@ -18,29 +18,25 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agents.answer import Answer, Candidate, StageReport
-from agents.cascade import Cascade, CascadeOutcome
 from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
-from agents.explore import Explorer
-from agents.generate import GenerateOptions, SqlGenerator
-from agents.llm import LLM
-from agents.predicates import PredicateChecker
-from agents.rag import Explorer as ExplorerHook
-from agents.rag import RagAgent, RagContext, RagOptions
-from agents.refine import RefineOptions
-from agents.schema_slice import SchemaCatalog
-from agents.tiers import ModelTier, build_cascade
-from agents.vote import TieBreak
+from agents.llm.base import LLM
+from agents.pipeline_options import PipelineOptions
+from agents.rag.agent import RagAgent, RagContext
+from agents.rag.schema_slice import SchemaCatalog
+from agents.sql.cascade import Cascade, CascadeOutcome
+from agents.sql.generate import SqlGenerator
+from agents.sql.predicates import PredicateChecker
+from agents.sql.tiers import ModelTier, build_cascade
 from indices.retriever import Retriever
-from kb.database import Database
 from kb.store import KnowledgeStore
-from kb.toolkit import Toolkit
+from kb.target.database import Database
 from kb.visibility import Reader
-from ukf import BaseUKF
+from ukf import QueryContext
 
 log = logging.getLogger(__name__)
 Event = dict[str, Any]
@@ -73,23 +69,6 @@ class AskOptions:
             raise ValueError(f"max_rows must be between 0 and 10000, got {self.max_rows}")
 
 
-@dataclass
-class PipelineOptions:
-    rag: RagOptions = field(default_factory=RagOptions)
-    generate: GenerateOptions = field(default_factory=GenerateOptions)
-    refine: RefineOptions = field(default_factory=RefineOptions)
-    tie_break: TieBreak = "first"
-    log_questions: bool = True
-    cascade_last_samples: int = 1
-    # the tiers before the last repair without their model: a small model's repairs cost more
-    # than asking the next tier (0.5B on Spider: 26 s of repairs, then escalated anyway)
-    cascade_small_repairs: bool = False
-    # the tiers before the last fence their temperature samples too (GenerateOptions)
-    cascade_small_fenced: bool = True
-    explore_steps: int = 4
-    plain_fallback: bool = True
-
-
 class Pipeline:
     """Answers questions about one target database.
 
@@ -100,7 +79,6 @@ class Pipeline:
         database_name: its ``[DATABASE:...]`` name in the store.
         tiers: models small to large; the last is the default model.
         options: budgets, sampling and refinement options.
-        explorer: the RAG agent's autonomous mode (see ``agents.rag``).
     """
 
     def __init__(
@@ -112,7 +90,6 @@ class Pipeline:
         database_name: str,
         tiers: list[ModelTier],
         options: PipelineOptions | None = None,
-        explorer: ExplorerHook | None = None,
     ) -> None:
         if not tiers:
             raise ValueError("a pipeline needs at least one model")
@@ -126,9 +103,8 @@ class Pipeline:
             self.catalog,
             self.options.rag,
             llm=tiers[-1].llm,
-            explorer=explorer or self._explore,
+            database=database,
         )
-        self._toolkits: dict[Reader, Toolkit] = {}
         self.checker = PredicateChecker(store, database_name, self.dialect)
         self.experiences = ExperienceLog(store, database, database_name, self.dialect)
 
@@ -140,16 +116,16 @@ class Pipeline:
     def ask(
         self,
         question: str,
-        context: Mapping[str, Any] | None = None,
+        context: QueryContext | None = None,
         options: AskOptions | None = None,
         *,
         on_event: Callable[[Event], None] | None = None,
     ) -> Answer:
-        """Answer ``question`` asked in ``context`` (query_time, user_profile, user, workspace)."""
+        """Answer ``question`` asked in ``context`` (query time, user profile, reader)."""
         question = _checked_question(question)
         self.catalog.require_tables()
         options = options or AskOptions()
-        context = dict(context or {})
+        context = (context or QueryContext()).on(self.database_name)
         emit = on_event or (lambda event: None)
         started = time.perf_counter()
         rag = self.rag.run(question, context, explore=options.explore)
@@ -199,35 +175,6 @@ class Pipeline:
         )
 
     # ------------------------------------------------------------------ stages
-    def _explore(self, question: str, rag: RagContext, context: Mapping[str, Any]) -> list[BaseUKF]:
-        """The autonomous RAG mode: the default model searches with the toolkit's tools."""
-        reader = Reader(
-            user=context.get("user"),
-            groups=frozenset(context.get("groups") or ()),
-            workspace=context.get("workspace"),
-        )
-        retriever = self.rag.retriever
-        explorer = Explorer(
-            self.default_llm,
-            self._toolkit(reader),
-            string_index=retriever.strings,
-            facet_index=retriever.facets,
-            max_steps=self.options.explore_steps,
-        )
-        found = explorer.explore(question, known=rag.hints[:12])
-        rag.prompt_tokens += found.prompt_tokens
-        rag.completion_tokens += found.completion_tokens
-        return list(self.store.get_many(found.ukf_ids, reader=reader).values())
-
-    def _toolkit(self, reader: Reader) -> Toolkit:
-        if reader not in self._toolkits:
-            if len(self._toolkits) > 64:
-                self._toolkits.clear()
-            self._toolkits[reader] = Toolkit(
-                self.store, self.database, database_name=self.database_name, reader=reader
-            )
-        return self._toolkits[reader]
-
     def _cascade(self, options: AskOptions) -> Cascade:
         return build_cascade(
             self.tiers,
@@ -241,7 +188,7 @@ class Pipeline:
     def _candidates(
         self,
         rag: RagContext,
-        context: dict[str, Any],
+        context: QueryContext,
         options: AskOptions,
         emit: Callable[[Event], None],
     ) -> CascadeOutcome:
@@ -301,7 +248,7 @@ class Pipeline:
         answer.truncated = results.truncated or results.row_count > options.max_rows
         answer.executed = True
 
-    def _unexecuted(self, answer: Answer, rag: RagContext, context: dict[str, Any]) -> None:
+    def _unexecuted(self, answer: Answer, rag: RagContext, context: QueryContext) -> None:
         started = time.perf_counter()
         generator = SqlGenerator(self.default_llm, self.dialect, self.options.generate)
         candidate = generator.sample(generator.messages(rag, context), 0)
@@ -318,7 +265,7 @@ class Pipeline:
         answer.tier = self.tiers[-1].name
         answer.error = candidate.error
 
-    def _log(self, answer: Answer, context: dict[str, Any]) -> None:
+    def _log(self, answer: Answer, context: QueryContext) -> None:
         started = time.perf_counter()
         if not self.options.log_questions:
             answer.id = f"unlogged-{int(time.time() * 1000)}"

@@ -1,4 +1,9 @@
-"""Prompt templates: Jinja files in ``agents/prompts/`` next to the agents that use them."""
+"""Prompt templates: Jinja files in a ``prompts/`` folder next to the agents that use them.
+
+``agents/sql/prompts/`` holds the SQL writer's and the repairer's, ``agents/rag/prompts/`` the
+RAG summary's and the explorer's, ``agents/learn/prompts/`` the describer's. A template is named
+by its file name alone; names are unique across the folders.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,18 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template
 
-PROMPTS = Path(__file__).parent / "prompts"
+AGENTS = Path(__file__).parent
+
+
+def prompt_folders() -> list[Path]:
+    """Every ``prompts/`` folder under ``agents/``, in a stable order."""
+    return sorted(path for path in AGENTS.glob("*/prompts") if path.is_dir())
 
 
 @cache
 def _environment() -> Environment:
     return Environment(
-        loader=FileSystemLoader(PROMPTS),
+        loader=FileSystemLoader(prompt_folders()),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -24,10 +34,10 @@ def _environment() -> Environment:
 
 
 def template(name: str) -> Template:
-    """The template ``agents/prompts/<name>``."""
+    """The template file ``name`` from the agents' prompt folders."""
     return _environment().get_template(name)
 
 
 def render(name: str, **context: Any) -> str:
-    """Render ``agents/prompts/<name>`` with ``context`` (missing variables are errors)."""
+    """Render the template ``name`` with ``context`` (missing variables are errors)."""
     return template(name).render(**context).strip()

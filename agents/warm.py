@@ -3,7 +3,7 @@
 A question's SQL-gen prompt starts with the system prompt and the schema; for a database shown
 whole, or as one overview, that text is the same for every question. Asking the models for
 one token after it leaves its evaluation in their context, and in a llama.cpp prompt cache
-(:mod:`agents.llm_prompt_cache`) on disk, so the first real question prefills only its own
+(:mod:`agents.llm.prompt_cache`) on disk, so the first real question prefills only its own
 part. ``almanac init`` and the server's start-up call :func:`warm_pipeline`.
 """
 
@@ -13,10 +13,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from agents.generate import SqlGenerator, fence_options
-from agents.llm import LLMError
+from agents.llm.base import LLMError
 from agents.pipeline import Pipeline
-from agents.rag import RagContext
+from agents.rag.agent import RagContext
+from agents.sql.generate import SqlGenerator, fence_options
 from indices.evidence import Evidence
 
 log = logging.getLogger(__name__)

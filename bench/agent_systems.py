@@ -27,10 +27,10 @@ from typing import Any
 from tqdm import tqdm
 
 from agents.answer import CandidateSummary
-from agents.generate import SqlGenerator, prompt_messages
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
-from agents.rag import RagOptions
-from agents.schema_slice import SchemaCatalog
+from agents.rag.agent import RagOptions
+from agents.rag.schema_slice import SchemaCatalog
+from agents.sql.generate import SqlGenerator, prompt_messages
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
 from bench.datasets import Example
 from bench.systems import Prediction, register_system
@@ -71,7 +71,7 @@ class _LLMSystem:
         does not include knowledge-base construction."""
         for name, url in tqdm(sorted(databases.items()), desc="preparing databases", unit="db"):
             self.workspace.prepare(name, url)
-        self.workspace.retriever.refresh()
+        self.workspace.indices.refresh()
 
     def _metadata(self, candidate: Any) -> dict[str, Any]:
         return {
@@ -161,7 +161,7 @@ class _AlmanacSystem(_LLMSystem):
                     tiers.insert(0, small)
                 self.pipelines[example.database] = Pipeline(
                     store=self.workspace.store,
-                    retriever=self.workspace.retriever,
+                    retriever=self.workspace.indices.retriever,
                     database=database,
                     database_name=example.database,
                     tiers=tiers,
@@ -170,8 +170,7 @@ class _AlmanacSystem(_LLMSystem):
             return self.pipelines[example.database]
 
     def predict(self, example: Example, dialect: str) -> Prediction:
-        context = example.context.model_dump(mode="json")
-        answer = self.pipeline(example).ask(example.question, context, self.ask_options)
+        answer = self.pipeline(example).ask(example.question, example.context, self.ask_options)
         sql = answer.sql
         return Prediction(
             sql=sql,

@@ -4,7 +4,7 @@
 holds every benchmark database's profile; a database is profiled the first time one of its
 questions comes, and a knowledge pack lying beside its SQLite file (``knowledge.jsonl``, as
 AutoFin writes it) is imported then. Models are loaded once per process and optionally wrapped
-in the response cache (``agents.llm_cache``) so reruns cost nothing.
+in the response cache (``agents.llm.cache``) so reruns cost nothing.
 """
 
 from __future__ import annotations
@@ -17,19 +17,17 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from agents.llm import LLM
-from agents.llm_llamacpp import LlamaCppLLM
-from agents.llm_prompt_cache import PromptStateCache, cache_folder
-from agents.models import DEFAULT_MODEL, TEST_MODEL, get_model, pull
+from agents.llm.base import LLM
+from agents.llm.llamacpp import LlamaCppLLM
+from agents.llm.models import DEFAULT_MODEL, TEST_MODEL, default_data_dir, get_model, pull
+from agents.llm.prompt_cache import PromptStateCache, cache_folder
 from bench.datasets import Example
+from indices.embeddings import Embedder, shared_minilm
+from indices.index_set import IndexSet
 from indices.retriever import Retriever
-from indices.sketch import QuerySketcher
-from indices.string import StringIndex
-from indices.vector import VectorIndex
-from kb.database import Database
-from kb.embeddings import Embedder, shared_minilm
-from kb.profile import ProfileOptions, profile_database
+from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
+from kb.target.database import Database
 from ukf import ExperienceUKF
 
 log = logging.getLogger(__name__)
@@ -88,7 +86,7 @@ def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
                 parallel_sequences=choice.sequences,
             )
             if choice.llm_cache is not None:
-                from agents.llm_cache import CachedLLM
+                from agents.llm.cache import CachedLLM
 
                 llm = CachedLLM(llm, choice.llm_cache)
             _LLMS[key] = llm
@@ -99,8 +97,6 @@ def _model_file(name_or_path: str, data_dir: Path | None) -> Path:
     if Path(name_or_path).suffix == ".gguf":
         return Path(name_or_path)
     get_model(name_or_path)  # a clear error for unknown names
-    from server.settings import default_data_dir
-
     return pull(name_or_path, data_dir or default_data_dir(), progress=False)
 
 
@@ -114,8 +110,7 @@ class AgentWorkspace:
         self.store = KnowledgeStore(store_url)
         self.embedder = embedder or shared_minilm()
         self.databases: dict[str, Database] = {}
-        self._retriever: Retriever | None = None
-        self._types: dict[str, str | None] = {}
+        self._indices: IndexSet | None = None
         self._lock = threading.Lock()
 
     def database(self, example: Example) -> Database:
@@ -137,21 +132,18 @@ class AgentWorkspace:
             return self.databases[name]
 
     @property
-    def retriever(self) -> Retriever:
-        """The fused retriever over the store (built after the first database is ready)."""
+    def indices(self) -> IndexSet:
+        """The indices over the store, as the server builds them (built after the first
+        database is ready; each question's retrieval brings them up to the store)."""
         with self._lock:
-            if self._retriever is None:
-                strings = StringIndex.from_store(self.store)
-                sketcher = QuerySketcher(strings, self._type_of, mask=("enum",))
-                vectors = VectorIndex.from_store(self.store, self.embedder, sketch=sketcher.sketch)
-                self._retriever = Retriever.from_store(self.store, vectors=vectors)
-            return self._retriever
+            if self._indices is None:
+                self._indices = IndexSet.build(self.store, self.embedder)
+            return self._indices
 
-    def _type_of(self, ukf_id: str) -> str | None:
-        if ukf_id not in self._types:
-            found = self.store.get_many([ukf_id])
-            self._types[ukf_id] = found[ukf_id].type if ukf_id in found else None
-        return self._types[ukf_id]
+    @property
+    def retriever(self) -> Retriever:
+        """The fused retriever over :attr:`indices`."""
+        return self.indices.retriever()
 
     def learn(self, example: Example, sql: str) -> None:
         """Store ``example`` with ``sql`` as a labeled experience."""
@@ -177,6 +169,8 @@ class AgentWorkspace:
             log.info("imported %d knowledge entries from %s", count, pack)
 
     def close(self) -> None:
+        if self._indices is not None:
+            self._indices.stop()
         for database in self.databases.values():
             database.close()
         self.store.close()

@@ -34,16 +34,14 @@ from tqdm import tqdm
 from bench.datasets import Dataset, Example, load_dataset
 from bench.skeleton import sql_skeleton
 from bench.sql_elements import Schema, sql_elements
+from indices.embeddings import Embedder, MiniLMEmbedder
 from indices.evidence import Evidence
-from indices.experience_index import ExperienceIndex
-from indices.graph import GraphIndex
+from indices.index_set import IndexSet
 from indices.retriever import RetrievalOptions, Retriever
-from indices.string import StringIndex
-from kb.database import Database
-from kb.embeddings import Embedder, MiniLMEmbedder
-from kb.profile import profile_database
+from kb.profile.profiler import profile_database
 from kb.store import KnowledgeStore
-from ukf import BaseUKF, ExperienceUKF
+from kb.target.database import Database
+from ukf import BaseUKF, ExperienceUKF, QueryContext
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +85,7 @@ def score_example(
     example: Example, schema: Schema, retriever: Retriever, scores: LinkingScores
 ) -> None:
     start = time.perf_counter()
-    evidence = retriever.retrieve(
-        example.question, {"database": example.database, **example.context.model_dump()}
-    )
+    evidence = retriever.retrieve(example.question, example.context.on(example.database))
     scores.seconds.append(time.perf_counter() - start)
     gold = sql_elements(example.gold_sql[0], schema)
     tables, columns, values = retrieved_elements(evidence, retriever)
@@ -115,7 +111,7 @@ def run_linking(dataset: Dataset, store_url: str, options: RetrievalOptions) -> 
                 t: {c.name: c.type for c in info.columns} for t, info in database.reflect().items()
             }
     log.info("profiled %d databases in %.1f s", len(schemas), time.perf_counter() - started)
-    retriever = Retriever.from_store(store, options=options)
+    retriever = IndexSet.build(store).retriever(options)  # no embedder: profiling alone
     scores = LinkingScores()
     for example in tqdm(dataset.examples, desc="retrieve", unit="q"):
         score_example(example, schemas[example.database], retriever, scores)
@@ -135,7 +131,8 @@ def experience_skeleton_match(
     """How often a ``test`` question's top ``train`` experience has its SQL skeleton.
 
     The databases are profiled first (so values can be recognised in questions), the ``train``
-    questions stored as labeled experiences, and the retriever built as ``from_store`` builds it
+    questions stored as labeled experiences, and the retriever built by
+    :class:`~indices.index_set.IndexSet` as the server builds it, less the vector index
     (:class:`~indices.experience_index.ExperienceIndex` as its experience tier). The top
     experience is the best-scored one in the Evidence of the test question, whether or not
     the token budget kept it; ``shown`` counts those the budget kept.
@@ -155,21 +152,19 @@ def experience_skeleton_match(
         )
         for ex in known
     )
-    strings = StringIndex.from_store(store)
-    experiences = ExperienceIndex.from_store(store, embedder, strings)
-    retriever = Retriever(
-        store, strings, GraphIndex.from_store(store), options=options, experiences=experiences
-    )
+    indices = IndexSet.build(store, embedder, vectors=False)
+    retriever = indices.retriever(options)
     skeletons = {ex.id: sql_skeleton(ex.gold_sql[0]) for ex in known}
     asked = dataset.filter(split=test).examples
     same = shown = 0
     for example in tqdm(asked, desc="top experience", unit="q"):
-        evidence = retriever.retrieve(example.question, {"database": example.database})
+        evidence = retriever.retrieve(example.question, QueryContext(database=example.database))
         top = top_experience(evidence)
         if top is not None:
             nearest = top.content_resources["example"]
             same += skeletons[nearest] == sql_skeleton(example.gold_sql[0])
             shown += top.id in evidence.ids("experience")
+    indices.stop()
     store.close()
     return ExperienceMatch(same / max(1, len(asked)), len(asked), len(known), shown)
 

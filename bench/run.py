@@ -32,7 +32,7 @@ from bench.datasets import Dataset, Example
 from bench.metrics import score_all
 from bench.metrics.normalize import Result
 from bench.systems import LearningSystem, Prediction, System
-from kb.database import Database
+from kb.target.database import Database
 
 log = logging.getLogger(__name__)
 StreamMode = Literal["labeled", "unlabeled"]

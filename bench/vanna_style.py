@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.schema_slice import SchemaCatalog
-from kb.embeddings import Embedder
+from agents.rag.schema_slice import SchemaCatalog
+from indices.embeddings import Embedder
 from kb.store import KnowledgeStore
 
 DOC_TYPES = ("knowledge", "document", "rule", "metric", "predicate", "taxonomy", "synonym")

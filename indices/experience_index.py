@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm import tqdm
 
+from indices.embeddings import Embedder
 from indices.experience_metric import DEFAULT_DIMENSIONS, DEFAULT_SHRINKAGE, SkeletonMetric
 from indices.experience_skeleton import skeleton_of
 from indices.experience_spaces import ExperienceSpaces
@@ -38,7 +39,6 @@ from indices.refit_schedule import RefitSchedule
 from indices.sketch import Entity, QuerySketcher, entity_of, value_labels
 from indices.string import StringIndex
 from indices.sync import changes_since
-from kb.embeddings import Embedder
 
 if TYPE_CHECKING:
     from kb.store import KnowledgeStore

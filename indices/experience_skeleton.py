@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import sqlglot
 from sqlglot import exp
 
-from kb.sql_guard import sqlglot_dialect
+from kb.target.sql_guard import sqlglot_dialect
 
 if TYPE_CHECKING:
     from ukf import BaseUKF

@@ -3,7 +3,7 @@
 OpenMP keeps ``omp_set_num_threads`` per thread, so setting it once where an index is built
 does not reach the server's handler threads that search it. One thread is fastest for single
 questions on small indices: more threads spin against torch's (MiniLM) and cost 8-16 ms per
-search on 2 cores (``python -m bench.perf.server_ask``).
+search on 2 cores (``python -m perf.server_ask``).
 """
 
 from __future__ import annotations

@@ -19,12 +19,11 @@ priority and keeps them within a token budget. Every item keeps the hits that ex
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import combinations
-from typing import Any
 
 from indices.evidence import Evidence, EvidenceItem, estimate_tokens
 from indices.experience_index import ExperienceIndex
@@ -34,9 +33,7 @@ from indices.hits import Hit
 from indices.string import StringIndex
 from indices.vector import VectorIndex
 from kb.store import KnowledgeStore
-from kb.visibility import Reader
-from ukf import BaseUKF, UKFError
-from ukf.triggers import query_time_of
+from ukf import BaseUKF, QueryContext, Reader, UKFError
 
 log = logging.getLogger(__name__)
 EXPANSION_RELATIONS = (
@@ -82,7 +79,12 @@ class RetrievalOptions:
 
 
 class Retriever:
-    """Fuses string, facet, vector and graph retrieval over one knowledge store."""
+    """Fuses string, facet, vector and graph retrieval over one knowledge store.
+
+    The indices come built (:class:`indices.index_set.IndexSet` assembles them; its
+    ``retriever()`` is the usual way to get one). ``refresh``: what brings the indices up to
+    the store before each question (default: :meth:`refresh_indices`).
+    """
 
     def __init__(
         self,
@@ -92,33 +94,22 @@ class Retriever:
         vectors: VectorIndex | None = None,
         options: RetrievalOptions | None = None,
         experiences: ExperienceIndex | None = None,
+        *,
+        facets: FacetIndex | None = None,
+        refresh: Callable[[], None] | None = None,
     ):
         self.store = store
         self.strings, self.graph, self.vectors = strings, graph, vectors
         self.experiences = experiences
-        self.facets = FacetIndex(store)
+        self.facets = facets or FacetIndex(store)
         self.options = options or RetrievalOptions()
-
-    @classmethod
-    def from_store(
-        cls,
-        store: KnowledgeStore,
-        *,
-        vectors: VectorIndex | None = None,
-        options: RetrievalOptions | None = None,
-        experiences: ExperienceIndex | None = None,
-    ) -> Retriever:
-        """Build the indices from ``store``.
-
-        With a vector index and no experience index, an experience index is built with the
-        vector index's embedder, so experiences are chosen by SQL shape.
-        """
-        strings = StringIndex.from_store(store)
-        if experiences is None and vectors is not None:
-            experiences = ExperienceIndex.from_store(store, vectors.embedder, strings)
-        return cls(store, strings, GraphIndex.from_store(store), vectors, options, experiences)
+        self._refresh = refresh or self.refresh_indices
 
     def refresh(self) -> None:
+        """Bring the indices up to the store's version (before each question)."""
+        self._refresh()
+
+    def refresh_indices(self) -> None:
         """Reload every index whose store version is behind (one query when nothing moved)."""
         version = self.store.version
         optional = [i for i in (self.vectors, self.experiences) if i is not None]
@@ -129,18 +120,16 @@ class Retriever:
             index.refresh(self.store)
 
     # ---------------------------------------------------------------- retrieval
-    def retrieve(self, question: str, context: Mapping[str, Any] | None = None) -> Evidence:
-        """Evidence for ``question``.
-
-        ``context`` keys: ``database``, ``query_time``, ``user_profile``, ``user``,
-        ``groups``, ``workspace``, ``tags`` (extra facet filters, ``{slot: values}``).
-        """
-        context = dict(context or {})
+    def retrieve(self, question: str, context: QueryContext | None = None) -> Evidence:
+        """Evidence for ``question`` asked in ``context`` (its database, query time, user
+        profile, reader and extra facet filters ``tags``, ``{slot: values}``). A context
+        without a reader reads as an anonymous user: global, unrestricted knowledge only."""
+        context = context or QueryContext()
         self.refresh()
-        reader = _reader(context)
+        reader = context.reader or Reader()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="almanac-experiences") as pool:
             # embedding the question (MiniLM, outside the GIL) overlaps the lookups and reads
-            nearest = pool.submit(self.nearest_experiences, question, context.get("database"))
+            nearest = pool.submit(self.nearest_experiences, question, context.database)
             hits = self._gather(question, context)
             entries = self.store.get_many(list(hits), reader=reader)
             experiences = nearest.result()
@@ -160,7 +149,7 @@ class Retriever:
         self._fit(items, evidence)
         return evidence
 
-    def _gather(self, question: str, context: dict[str, Any]) -> dict[str, list[Hit]]:
+    def _gather(self, question: str, context: QueryContext) -> dict[str, list[Hit]]:
         """Hits of every tier but the experiences (:meth:`nearest_experiences`)."""
         hits: dict[str, list[Hit]] = {}
 
@@ -169,7 +158,7 @@ class Retriever:
                 hits.setdefault(hit.ukf_id, []).append(hit)
 
         keep(self.strings.search_hits(question))
-        database = context.get("database")
+        database = context.database
         if database:
             scope = {"DATABASE": database}
             keep(self.facets.search(scope, type="table", limit=self.options.schema_tables))
@@ -180,8 +169,8 @@ class Retriever:
                     scope, type=list(BUSINESS_TYPES), limit=self.options.business_items
                 )
             )
-        if context.get("tags"):
-            keep(self.facets.search(context["tags"], limit=self.options.business_items))
+        if context.tags:
+            keep(self.facets.search(context.tags, limit=self.options.business_items))
         seeds = [uid for uid, found in hits.items() if any(h.reason == "span" for h in found)]
         keep(
             self.graph.expand(
@@ -210,12 +199,12 @@ class Retriever:
             )
         return []
 
-    def _admissible(self, entry: BaseUKF, context: dict[str, Any]) -> bool:
-        when = query_time_of(context)
+    def _admissible(self, entry: BaseUKF, context: QueryContext) -> bool:
+        when = context.aware_query_time
         if entry.inactive_mark or entry.is_expired(when or datetime.now(UTC)):
             return False
         databases = entry.tag_values("DATABASE")
-        if context.get("database") and databases and context["database"] not in databases:
+        if context.database and databases and context.database not in databases:
             return False
         try:
             return entry.triggered(context)
@@ -305,12 +294,3 @@ def _tier(item: EvidenceItem) -> int:
     if "span" in reasons or item.entry.triggers:
         return DIRECT
     return RELATED if reasons & {"neighbour", "vector"} else CONTEXT
-
-
-def _reader(context: dict[str, Any]) -> Reader:
-    """The asker; an anonymous one sees global, unrestricted knowledge only."""
-    return Reader(
-        user=context.get("user"),
-        groups=frozenset(context.get("groups") or ()),
-        workspace=context.get("workspace"),
-    )

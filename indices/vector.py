@@ -18,10 +18,10 @@ import faiss
 import numpy as np
 
 from indices import faiss_threads
+from indices.embeddings import Embedder
 from indices.hits import Hit
 from indices.serializers import GENERAL_SERIALIZER, Serializer, serializers
 from indices.sync import refresh_entries
-from kb.embeddings import Embedder
 
 if TYPE_CHECKING:
     from kb.store import KnowledgeStore

@@ -12,29 +12,15 @@ workspace over global.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 from sqlalchemy import ColumnElement, Table, and_, exists, false, not_, or_, select, true
 
 from kb import schema
-from ukf import BaseUKF, stable_hash
+from ukf import BaseUKF, Reader, stable_hash
 
 GLOBAL_LAYER, WORKSPACE_LAYER, USER_LAYER = 0, 1, 2
 LOGICAL_FIELDS = ("type", "name", "variant", "collection", "tags")
-
-
-@dataclass(frozen=True)
-class Reader:
-    """A user reading the store: their name, groups and current workspace."""
-
-    user: str | None = None
-    groups: frozenset[str] = field(default_factory=frozenset)
-    workspace: str | None = None
-
-    @property
-    def principals(self) -> frozenset[str]:
-        return self.groups | ({self.user} if self.user else set())
 
 
 def layer_of(entry: BaseUKF) -> int:

@@ -25,7 +25,6 @@ from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from server import routes_admin, routes_ask, routes_jobs, routes_knowledge, routes_system
-from server.ask_service import AskService
 from server.errors import install_error_handlers
 from server.limits import BodyLimitMiddleware, TimeoutMiddleware
 from server.metrics import MetricsMiddleware
@@ -62,8 +61,7 @@ def create_app(
         to_thread.current_default_thread_limiter().total_tokens = state.settings.threads
         await run_in_threadpool(state.start)
         if state.settings.warm_on_start and state.target is not None and state.llms is not None:
-            _app.state.ask_service = AskService(state)
-            _app.state.ask_service.warm_in_background()
+            state.asks.warm_in_background()
         log.info("almanac %s serving %r", almanac_version(), state.store)
         try:
             yield

@@ -1,29 +1,39 @@
-"""The agent pipeline as the server runs it: built once from the app state, on first ask.
+"""The agent pipeline as the server runs it: built once in ``build_state``.
 
-``AskService.pipeline()`` wires ``agents.pipeline.Pipeline`` to the server's store, its
-current indices (asked per question, so a reindex job's swap is picked up), the target
-database and the LLM tiers (``cascade_tiers`` small to large, ending with the default tier).
-``AskService.ask`` runs one question inside the LLM gate (429/503 when saturated) and records
-per-stage latencies in the metrics. ``AskService.warm_in_background`` prefills the models with
-the target's shared prompt prefix after start (``ALMANAC_WARM_ON_START``, see ``agents.warm``).
+``AskService.pipeline()`` wires ``agents.pipeline.Pipeline`` (on the first question) to the
+server's store, its current indices (asked per question, so a reindex job's swap is picked
+up), the target database and the LLM tiers (``cascade_tiers`` small to large, ending with the
+default tier). ``AskService.ask`` runs one question inside the LLM gate (429/503 when
+saturated) and records per-stage latencies in the metrics; ``AskService.stream`` does the same
+for the SSE route, taking the gate slot before the first event so a refusal is still an HTTP
+status. ``AskService.warm_in_background`` prefills the models with the target's shared prompt
+prefix after start (``ALMANAC_WARM_ON_START``, see ``agents.warm``).
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
 from fastapi import HTTPException
 
 from agents.answer import Answer
-from agents.llm_variants import variants_of
-from agents.pipeline import AskOptions, ModelTier, Pipeline, QuestionError
-from agents.schema_slice import NotProfiledError
+from agents.llm.variants import variants_of
+from agents.pipeline import AskOptions, Pipeline, QuestionError
+from agents.rag.schema_slice import NotProfiledError
+from agents.sql.tiers import ModelTier
 from agents.warm import WarmReport, warm_pipeline
-from server.auth import Identity
-from server.state import AppState
+from indices.index_set import IndexSet
+from kb.store import KnowledgeStore
+from kb.target.database import Database
+from server.limits import LLMGate
+from server.llm_factory import LLMTiers
+from server.metrics import Metrics
+from ukf import QueryContext
 
 Event = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -31,26 +41,51 @@ INDICES_WAIT_S = 600.0
 
 
 class AskService:
-    def __init__(self, state: AppState) -> None:
-        self.state = state
+    """Questions to the target database, as the server answers them.
+
+    Args:
+        store: the knowledge store.
+        indices: the server's indices (the retriever is taken from them per question).
+        target: the target database (None: asking answers 409).
+        database_name: its ``[DATABASE:...]`` name.
+        llms: the configured LLM tiers (None: asking answers 409).
+        tier_names: the cascade's tiers small to large (empty: the default tier alone).
+        gate: the LLM gate every question passes.
+        metrics: where stage latencies go.
+    """
+
+    def __init__(
+        self,
+        store: KnowledgeStore,
+        indices: IndexSet,
+        *,
+        target: Database | None,
+        database_name: str,
+        llms: LLMTiers | None,
+        tier_names: list[str],
+        gate: LLMGate,
+        metrics: Metrics,
+    ) -> None:
+        self.store, self.indices, self.target = store, indices, target
+        self.database_name, self.llms, self.tier_names = database_name, llms, tier_names
+        self.gate, self.metrics = gate, metrics
         self._pipeline: Pipeline | None = None
         self._lock = threading.Lock()
 
     def pipeline(self) -> Pipeline:
-        state = self.state
-        if state.target is None:
+        if self.target is None:
             raise HTTPException(
                 409, "no target database is configured (ALMANAC_TARGET_URL); nothing to ask"
             )
-        if state.llms is None:
+        if self.llms is None:
             raise HTTPException(409, "no LLM tier is configured (ALMANAC_LLM_TIERS)")
         with self._lock:
             if self._pipeline is None:
                 self._pipeline = Pipeline(
-                    store=state.store,
-                    retriever=state.indices.retriever,
-                    database=state.target,
-                    database_name=state.settings.resolved_target_name or "target",
+                    store=self.store,
+                    retriever=self.indices.retriever,
+                    database=self.target,
+                    database_name=self.database_name,
                     tiers=self._tiers(),
                 )
             return self._pipeline
@@ -58,14 +93,13 @@ class AskService:
     def warm(self) -> WarmReport | None:
         """Prefill the ask tiers' models with the target's shared prompt prefix, in a gate
         slot (a question asked meanwhile waits its turn, as behind another question)."""
-        state = self.state
-        if state.target is None or state.llms is None:
+        if self.target is None or self.llms is None:
             return None
-        if not state.indices.wait_ready(INDICES_WAIT_S):
+        if not self.indices.wait_ready(INDICES_WAIT_S):
             log.warning("not warmed: the indices were not ready in %.0f s", INDICES_WAIT_S)
             return None
         pipeline = self.pipeline()
-        with state.llm_gate.slot():
+        with self.gate.slot():
             return warm_pipeline(pipeline)
 
     def warm_in_background(self) -> threading.Thread:
@@ -82,32 +116,52 @@ class AskService:
         return thread
 
     def _tiers(self) -> list[ModelTier]:
-        llms, settings = self.state.llms, self.state.settings
+        llms = self.llms
         assert llms is not None
-        names = settings.cascade_tiers or [llms.default]
+        names = self.tier_names or [llms.default]
         return [
             ModelTier(name, _LazyLLM(lambda n=name: llms.get(n), name, llms.decoded_together(name)))
             for name in names
         ]
 
-    def ask(
-        self,
-        question: str,
-        context: dict[str, Any],
-        options: AskOptions,
-        identity: Identity,
-        on_event: Callable[[Event], None] | None = None,
-    ) -> Answer:
-        """Answer inside the LLM gate; the caller's identity decides what knowledge is seen."""
+    def ask(self, question: str, context: QueryContext, options: AskOptions) -> Answer:
+        """Answer inside the LLM gate; ``context.reader`` decides what knowledge is seen."""
         pipeline = self.pipeline()
-        with self.state.llm_gate.slot():
-            return self.run(pipeline, question, asked_by(identity, context), options, on_event)
+        with self.gate.slot():
+            return self._answer(pipeline, question, context, options)
 
-    def run(
+    def stream(self, question: str, context: QueryContext, options: AskOptions) -> Iterator[Event]:
+        """The stages of one answer as they happen (``evidence``, ``candidate``, ``vote``,
+        ``final``, or ``error`` with a status), answered in a background thread.
+
+        A missing target or model (409) and a full gate (429/503) raise here, before the
+        first event; the gate slot is held until the answer is done."""
+        pipeline = self.pipeline()
+        held = ExitStack()
+        held.enter_context(self.gate.slot())
+        events: queue.Queue[Event | None] = queue.Queue()
+
+        def work() -> None:
+            try:
+                self._answer(pipeline, question, context, options, on_event=events.put)
+            except HTTPException as exc:
+                events.put({"stage": "error", "status": exc.status_code, "detail": exc.detail})
+            except Exception as exc:  # the stream must end with a reason, not hang
+                log.exception("streamed ask failed: %r", question)
+                detail = f"{type(exc).__name__}: {exc}"
+                events.put({"stage": "error", "status": 500, "detail": detail})
+            finally:
+                held.close()
+                events.put(None)
+
+        threading.Thread(target=work, name="almanac-ask-stream", daemon=True).start()
+        return _drain(events)
+
+    def _answer(
         self,
         pipeline: Pipeline,
         question: str,
-        context: dict[str, Any],
+        context: QueryContext,
         options: AskOptions,
         on_event: Callable[[Event], None] | None = None,
     ) -> Answer:
@@ -118,21 +172,15 @@ class AskService:
             raise HTTPException(422, str(exc)) from None
         except NotProfiledError as exc:
             raise HTTPException(409, str(exc)) from None
-        metrics = self.state.metrics
         for stage in answer.stages:
-            metrics.observe_stage(stage.stage, stage.seconds)
-        metrics.observe_stage("ask", answer.seconds)
+            self.metrics.observe_stage(stage.stage, stage.seconds)
+        self.metrics.observe_stage("ask", answer.seconds)
         return answer
 
 
-def asked_by(identity: Identity, context: dict[str, Any]) -> dict[str, Any]:
-    """``context`` plus who asks (user, groups, workspace): what the knowledge reader sees."""
-    return {
-        **context,
-        "user": identity.user,
-        "groups": sorted(identity.groups),
-        "workspace": identity.workspace,
-    }
+def _drain(events: queue.Queue[Event | None]) -> Iterator[Event]:
+    while (event := events.get()) is not None:
+        yield event
 
 
 class _LazyLLM:

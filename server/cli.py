@@ -25,7 +25,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from agents.models import ModelError
+from agents.llm.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from server.cli_agents import AGENT_COMMANDS, add_agent_commands, run_agent_command
@@ -108,8 +108,8 @@ def run_kb(store: KnowledgeStore, args: argparse.Namespace) -> None:
 def prepare_demo(settings: Settings, store: KnowledgeStore) -> Path:
     """Generate AutoFin (once), profile it (once) and import its knowledge pack."""
     from bench.autofin import generate
-    from kb.database import Database
-    from kb.profile import profile_database
+    from kb.profile.profiler import profile_database
+    from kb.target.database import Database
 
     folder = settings.data_dir / "autofin"
     if not (folder / "manifest.json").exists():
@@ -149,7 +149,7 @@ def import_worked_examples(store: KnowledgeStore, path: Path) -> int:
 
 
 def run_models(settings: Settings, args: argparse.Namespace) -> None:
-    from agents.models import DEFAULT_MODEL, describe, pull
+    from agents.llm.models import DEFAULT_MODEL, describe, pull
 
     if args.action == "list":
         for row in describe(settings.data_dir):
@@ -170,7 +170,7 @@ def demo_settings(settings: Settings, folder: Path) -> Settings:
     2,000-3,000-token AutoFin prompt in about 40 s on 2 cores, and questions wait their turn."""
     import os
 
-    from agents.models import DEFAULT_MODEL, TEST_MODEL
+    from agents.llm.models import DEFAULT_MODEL, TEST_MODEL
 
     update: dict[str, object] = {
         "target_url": settings.target_url or f"sqlite:///{folder / 'autofin.sqlite'}",
@@ -192,7 +192,7 @@ def demo_settings(settings: Settings, folder: Path) -> Settings:
 def run_demo(settings: Settings, *, serve: bool = True) -> int:
     """Build AutoFin and its knowledge base, create a demo key, queue a describe job and
     serve the HTTP API (``serve=False`` stops before serving)."""
-    from agents.models import DEFAULT_MODEL, TEST_MODEL, pull
+    from agents.llm.models import DEFAULT_MODEL, TEST_MODEL, pull
 
     print(f"Default model: {pull(DEFAULT_MODEL, settings.data_dir)}")
     print(f"Small model:   {pull(TEST_MODEL, settings.data_dir)}")

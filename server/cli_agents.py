@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.settings import Settings, database_name_of
+
+if TYPE_CHECKING:
+    from ukf import QueryContext
 
 AGENT_COMMANDS = frozenset({"init", "ask"})
 TARGET_FILE = "target.json"
@@ -68,10 +72,10 @@ def _target_name(url: str, name: str | None) -> str:
 
 
 def _init(args: argparse.Namespace, settings: Settings) -> int:
-    from kb.database import Database
-    from kb.profile import profile_database
+    from indices.index_set import IndexSet
+    from kb.profile.profiler import profile_database
     from kb.store import KnowledgeStore
-    from server.search import SearchIndices
+    from kb.target.database import Database
     from server.state import configured_embedder
 
     name = _target_name(args.db, args.name)
@@ -86,7 +90,7 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
         if args.pack:
             print(f"imported {store.import_jsonl(args.pack)} entries from {args.pack}")
         started = time.perf_counter()
-        indices = SearchIndices(store, configured_embedder(settings))
+        indices = IndexSet(store, configured_embedder(settings))
         summary = indices.rebuild()
         print(f"indices built in {time.perf_counter() - started:.1f} s: {summary}")
         if tiers is not None:
@@ -102,7 +106,7 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _describer(settings: Settings) -> Any:
-    from agents.describe import LLMDescriber
+    from agents.learn.describe import LLMDescriber
     from server.llm_factory import LLMTiers
     from server.metrics import Metrics
 
@@ -174,17 +178,13 @@ def _warm(pipeline: Any) -> None:
 
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
     from agents.pipeline import AskOptions
-    from kb.database import Database
+    from indices.index_set import IndexSet
     from kb.store import KnowledgeStore
-    from server.search import SearchIndices
+    from kb.target.database import Database
     from server.state import configured_embedder
 
     url, name = resolve_target(args, settings)
-    context: dict[str, Any] = {}
-    if args.user_profile:
-        context["user_profile"] = json.loads(args.user_profile.read_text())
-    if args.query_time:
-        context["query_time"] = args.query_time
+    context = _query_context(args)
     options = AskOptions(
         n=args.n,
         cascade=args.cascade,
@@ -194,8 +194,7 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     )
     tiers = _load_tiers(settings)
     with KnowledgeStore(settings.resolved_store_url) as store, Database(url) as database:
-        indices = SearchIndices(store, configured_embedder(settings))
-        indices.rebuild()
+        indices = IndexSet.build(store, configured_embedder(settings))
         pipeline = _pipeline(store, database, name, indices, tiers.result())
         answer = pipeline.ask(args.question, context, options)
     if args.json:
@@ -203,6 +202,21 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(format_answer(answer))
     return 0 if answer.error is None else 1
+
+
+def _query_context(args: argparse.Namespace) -> QueryContext:
+    """The question's context from ``--user-profile FILE.json`` and ``--query-time T``."""
+    from pydantic import ValidationError
+
+    from ukf import QueryContext
+
+    profile = json.loads(args.user_profile.read_text()) if args.user_profile else {}
+    try:
+        return QueryContext(query_time=args.query_time, user_profile=profile)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        print(f"almanac ask: bad --query-time or --user-profile: {problems}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def format_answer(answer: Any) -> str:

@@ -16,14 +16,14 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
-from agents.llm import LLMBusyError
+from agents.llm.base import LLMBusyError
+from indices.index_set import IndexNotReadyError
 from kb.errors import JSONLImportError, KnowledgeNotFoundError
 from server.access import AccessDeniedError
 from server.jobs import JobNotFoundError, JobStateError
 from server.keys import KeyNotFoundError
 from server.knowledge import EntryExistsError
 from server.limits import GateFullError, GateTimeoutError
-from server.search import IndexNotReadyError
 from ukf import UKFError
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,8 @@ async def _mapped(_request: Request, exc: Exception) -> Response:
 async def _index_not_ready(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, IndexNotReadyError)
     if not exc.configured:
-        return JSONResponse({"detail": str(exc)}, status_code=501)
+        detail = f"{exc} (ALMANAC_EMBEDDER=none)"
+        return JSONResponse({"detail": detail}, status_code=501)
     return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "2"})
 
 

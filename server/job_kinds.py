@@ -2,7 +2,7 @@
 
 - ``profile``: profile the target database into Table / Column / Enum UKF (incremental);
 - ``describe``: the same, with an LLM describer filling missing descriptions and synonyms
-  (any :class:`kb.profile_model.Describer`, made by the app state's describer factory);
+  (any :class:`kb.profile.model.Describer`, made by the app state's describer factory);
 - ``reindex``: rebuild the string, graph and vector indices from the store and swap them in;
 - ``import``: import a JSONL file from the import folder, or JSONL sent inline.
 
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kb.jsonl import read_jsonl
-from kb.profile import ProfileOptions, profile_database
-from kb.profile_model import ColumnProfile, Describer, Description, TableProfile
+from kb.profile.model import ColumnProfile, Describer, Description, TableProfile
+from kb.profile.profiler import ProfileOptions, profile_database
 from server.auth import Identity, Permission
 from server.worker import JobContext, JobRunner
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from indices.index_set import IndexSet
 from kb.errors import KnowledgeNotFoundError
 from kb.filters import UKFFilter
 from kb.store import KnowledgeStore
 from server.access import check_writable, export_reader
 from server.audit import AuditLog
 from server.auth import Identity
-from server.search import SearchIndices
 from ukf import IDENTITY_FIELDS, BaseUKF, UKFError
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class FrozenFieldsError(UKFError):
 class KnowledgeService:
     """Knowledge operations with access control and auditing."""
 
-    def __init__(self, store: KnowledgeStore, audit: AuditLog, indices: SearchIndices) -> None:
+    def __init__(self, store: KnowledgeStore, audit: AuditLog, indices: IndexSet) -> None:
         self.store, self.audit, self.indices = store, audit, indices
 
     # ------------------------------------------------------------------ reads

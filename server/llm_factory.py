@@ -2,12 +2,12 @@
 
 Each tier (:class:`server.settings.LLMTierSettings`) is one of
 
-- ``packaged``: a packaged GGUF model by name (``agents.models``; assembled from its PyPI
+- ``packaged``: a packaged GGUF model by name (``agents.llm.models``; assembled from its PyPI
   parts into ``<data_dir>/models`` on first use, never downloaded) run by llama.cpp;
 - ``gguf``: any GGUF file run by llama.cpp;
 - ``openai``: an OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, hosted APIs),
 
-wrapped in :class:`agents.llm.ResilientLLM` (retries, a concurrency limit, a bounded wait
+wrapped in :class:`agents.llm.base.ResilientLLM` (retries, a concurrency limit, a bounded wait
 that raises ``LLMBusyError``) and in :class:`MeteredLLM` (tokens, calls and latency per tier
 in the metrics). Tiers are built lazily: loading a model costs seconds and memory, and a
 server that only serves knowledge never needs one.
@@ -22,19 +22,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.llm import (
+from agents.llm.base import (
     LLM,
     ChatResult,
     LLMBusyError,
     LLMError,
     LLMWrapper,
     Message,
-    OpenAICompatibleLLM,
     ResilientLLM,
 )
-from agents.llm_llamacpp import LlamaCppLLM
-from agents.llm_prompt_cache import PromptStateCache, cache_folder
-from agents.llm_variants import Variant, variants_of
+from agents.llm.llamacpp import LlamaCppLLM
+from agents.llm.openai_compat import OpenAICompatibleLLM
+from agents.llm.prompt_cache import PromptStateCache, cache_folder
+from agents.llm.variants import Variant, variants_of
 from server.metrics import Metrics
 from server.settings import LLMTierSettings
 
@@ -55,7 +55,7 @@ class MeteredLLM(LLMWrapper):
     def chat_variants(
         self, messages: Sequence[Message], variants: Sequence[Variant], **options: Any
     ) -> list[ChatResult]:
-        """See :mod:`agents.llm_variants`: one call, every reply's tokens counted."""
+        """See :mod:`agents.llm.variants`: one call, every reply's tokens counted."""
         return self._metered(lambda: variants_of(self.inner, messages, variants, **options))
 
     def _metered(self, call: Callable[[], list[ChatResult]]) -> list[ChatResult]:
@@ -93,7 +93,7 @@ def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
         if not path.is_file():
             raise FileNotFoundError(f"LLM tier {tier.name!r}: GGUF file {path} does not exist")
     else:
-        from agents.models import DEFAULT_MODEL, pull
+        from agents.llm.models import DEFAULT_MODEL, pull
 
         path = pull(tier.model or DEFAULT_MODEL, data_dir, progress=False)
     return LlamaCppLLM(

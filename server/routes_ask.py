@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
-import threading
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response, StreamingResponse
@@ -25,11 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.experience_log import FeedbackError
 from agents.pipeline import AskOptions
-from server.ask_service import AskService, asked_by
 from server.auth import Identity, Permission
 from server.deps import get_state, require
 from server.limits import check_text_length
 from server.responses import FastJSONResponse
+from ukf import QueryContext
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["ask"])
@@ -72,15 +70,10 @@ class FeedbackRequest(BaseModel):
     comment: str = Field(default="", max_length=4_000)
 
 
-def ask_service(request: Request) -> AskService:
-    app_state = request.app.state
-    service = getattr(app_state, "ask_service", None)
-    if service is None:
-        service = app_state.ask_service = AskService(get_state(request))
-    return service
-
-
-def _prepare(request: Request, body: AskRequest) -> tuple[AskService, dict[str, Any], AskOptions]:
+def _prepare(
+    request: Request, body: AskRequest, identity: Identity
+) -> tuple[QueryContext, AskOptions]:
+    """The question's context (asked by ``identity``) and options; 413/422 on bad input."""
     state = get_state(request)
     check_text_length(body.question, state.settings.limits.max_question_chars)
     if not body.question.strip():
@@ -92,45 +85,31 @@ def _prepare(request: Request, body: AskRequest) -> tuple[AskService, dict[str, 
         max_rows=min(body.options.max_rows or state.settings.max_rows, state.settings.max_rows),
         explore=body.options.explore or None,
     )
-    context = body.context.model_dump(mode="json", exclude_none=True)
-    return ask_service(request), context, options
+    context = QueryContext(
+        query_time=body.context.query_time,
+        user_profile=dict(body.context.user_profile),
+        reader=identity.reader,
+    )
+    return context, options
 
 
 @router.post("/v1/ask", summary="Answer a question with verified SQL and rows")
 def ask(request: Request, identity: Asker, body: AskRequest) -> Response:
-    service, context, options = _prepare(request, body)
-    answer = service.ask(body.question, context, options, identity)
+    context, options = _prepare(request, body, identity)
+    answer = get_state(request).asks.ask(body.question, context, options)
     return FastJSONResponse(answer.model_dump(mode="json"))
 
 
 @router.post("/v1/ask/stream", summary="Answer a question, streaming each stage (SSE)")
 def ask_stream(request: Request, identity: Asker, body: AskRequest) -> StreamingResponse:
-    service, context, options = _prepare(request, body)
-    pipeline = service.pipeline()
-    gate = get_state(request).llm_gate.slot()
-    gate.__enter__()  # 429/503 here, before any byte of the stream
-    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    context = asked_by(identity, context)
+    context, options = _prepare(request, body, identity)
+    events = get_state(request).asks.stream(body.question, context, options)
 
-    def work() -> None:
-        try:
-            service.run(pipeline, body.question, context, options, on_event=events.put)
-        except HTTPException as exc:
-            events.put({"stage": "error", "status": exc.status_code, "detail": exc.detail})
-        except Exception as exc:  # the stream must end with a reason, not hang
-            log.exception("streamed ask failed: %r", body.question)
-            events.put({"stage": "error", "status": 500, "detail": f"{type(exc).__name__}: {exc}"})
-        finally:
-            gate.__exit__(None, None, None)
-            events.put(None)
-
-    threading.Thread(target=work, name="almanac-ask-stream", daemon=True).start()
-
-    def stream() -> Iterator[str]:
-        while (event := events.get()) is not None:
+    def sse() -> Iterator[str]:
+        for event in events:
             yield f"event: {event['stage']}\ndata: {json.dumps(event, default=str)}\n\n"
 
-    return StreamingResponse(stream(), media_type="text/event-stream")
+    return StreamingResponse(sse(), media_type="text/event-stream")
 
 
 @router.post("/v1/answers/{answer_id}/feedback", summary="Confirm or correct an answer")
@@ -138,7 +117,7 @@ def feedback(
     request: Request, identity: Reviewer, answer_id: str, body: FeedbackRequest
 ) -> Response:
     state = get_state(request)
-    pipeline = ask_service(request).pipeline()
+    pipeline = state.asks.pipeline()
     try:
         outcome = pipeline.feedback(
             answer_id,

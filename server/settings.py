@@ -24,10 +24,7 @@ from pydantic_settings import (
 )
 from sqlalchemy.engine import make_url
 
-
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "almanac"
+from agents.llm.models import default_data_dir
 
 
 class LimitSettings(BaseModel):

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from kb.database import Database
-from kb.embeddings import Embedder
+from indices.embeddings import Embedder
+from indices.index_set import IndexSet
 from kb.engine import create_store_engine
-from kb.profile_model import Describer
+from kb.profile.model import Describer
 from kb.store import KnowledgeStore
+from kb.target.database import Database
+from server.ask_service import AskService
 from server.audit import AuditLog
 from server.auth import Authenticator
 from server.jobs import JobQueue
@@ -35,7 +37,6 @@ from server.knowledge import KnowledgeService
 from server.limits import LLMGate, RateLimiter
 from server.llm_factory import LLMTiers
 from server.metrics import Metrics
-from server.search import SearchIndices
 from server.settings import Settings
 from server.worker import JobWorker
 
@@ -67,12 +68,13 @@ class AppState:
     auth: Authenticator
     jobs: JobQueue
     audit: AuditLog
-    indices: SearchIndices
+    indices: IndexSet
     knowledge: KnowledgeService
     metrics: Metrics
     rate_limiter: RateLimiter
     llm_gate: LLMGate
     llms: LLMTiers | None
+    asks: AskService
     target: Database | None
     describer_factory: DescriberFactory | None
     job_kinds: dict[str, JobKind] = field(default_factory=dict)
@@ -147,7 +149,7 @@ def open_keys(settings: Settings) -> tuple[KnowledgeStore, Engine, KeyStore]:
 def configured_embedder(settings: Settings) -> Embedder | None:
     if settings.embedder == "none":
         return None
-    from kb.embeddings import shared_minilm
+    from indices.embeddings import shared_minilm
 
     vectors = settings.data_dir / EMBEDDINGS_FILE
     if settings.embedder == "minilm-torch":
@@ -174,7 +176,7 @@ def build_state(
         describer_factory = _llm_describer_factory(llms, settings) if llms else None
     if embedder is FROM_SETTINGS:
         embedder = configured_embedder(settings)
-    indices = SearchIndices(
+    indices = IndexSet(
         store,
         embedder,
         refresh_s=settings.index_refresh_s,
@@ -190,6 +192,17 @@ def build_state(
         if settings.target_url
         else None
     )
+    llm_gate = LLMGate(limits.llm_concurrency, limits.llm_queue, limits.llm_queue_wait_s)
+    asks = AskService(
+        store,
+        indices,
+        target=target,
+        database_name=settings.resolved_target_name or "target",
+        llms=llms,
+        tier_names=list(settings.cascade_tiers),
+        gate=llm_gate,
+        metrics=metrics,
+    )
     state = AppState(
         settings=settings,
         store=store,
@@ -202,8 +215,9 @@ def build_state(
         knowledge=KnowledgeService(store, audit, indices),
         metrics=metrics,
         rate_limiter=RateLimiter(limits.rate_per_s, limits.rate_burst),
-        llm_gate=LLMGate(limits.llm_concurrency, limits.llm_queue, limits.llm_queue_wait_s),
+        llm_gate=llm_gate,
         llms=llms,
+        asks=asks,
         target=target,
         describer_factory=describer_factory,
         job_kinds=dict(JOB_KINDS),
@@ -214,7 +228,7 @@ def build_state(
 
 def _llm_describer_factory(tiers: LLMTiers, settings: Settings) -> DescriberFactory:
     def make() -> Describer:
-        from agents.describe import LLMDescriber
+        from agents.learn.describe import LLMDescriber
 
         return LLMDescriber(tiers.get(settings.describe_tier))
 

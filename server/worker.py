@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kb.profile_model import StopProfiling
+from kb.profile.model import StopProfiling
 from server.jobs import CANCELLED, FAILED, SUCCEEDED, Job, JobQueue
 from server.metrics import Metrics
 

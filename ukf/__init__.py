@@ -7,6 +7,7 @@ triggers (registration only: nothing is read or written).
 from ukf import composers as _composers  # noqa: F401  (registers composers)
 from ukf import triggers as _triggers  # noqa: F401  (registers triggers)
 from ukf.base import AUTHORITATIVE_SOURCES, BaseUKF, Source, bump_version
+from ukf.context import QueryContext, Reader
 from ukf.errors import (
     FrozenFieldError,
     IdMismatchError,
@@ -18,7 +19,7 @@ from ukf.errors import (
 )
 from ukf.hashing import IDENTITY_FIELDS, canonical_json, stable_hash
 from ukf.registry import composer, trigger, type_for, type_names
-from ukf.relations import Auth, QueryContext, Related
+from ukf.relations import Auth, Related
 from ukf.tags import Tag, format_tag, parse_tag, tag_values, tags_by_slot
 from ukf.types import (
     ColumnUKF,
@@ -52,6 +53,7 @@ __all__ = [
     "MetricUKF",
     "PredicateUKF",
     "QueryContext",
+    "Reader",
     "Related",
     "RuleUKF",
     "Source",

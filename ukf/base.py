@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -20,6 +20,9 @@ from ukf.errors import FrozenFieldError, IdMismatchError, UKFError
 from ukf.hashing import IDENTITY_FIELDS, canonical_json, stable_hash
 from ukf.relations import Auth, Related
 from ukf.tags import Tag, format_tag, normalize_tags, parse_tag, sanitize_tag_value, tag_values
+
+if TYPE_CHECKING:
+    from ukf.context import QueryContext
 
 Source = Literal["system", "user", "auto", "tool", "derived", "unknown"]
 AUTHORITATIVE_SOURCES: frozenset[str] = frozenset({"system", "user"})
@@ -264,6 +267,6 @@ class BaseUKF(BaseModel):
             name = self.default_composer if composer == "default" else composer
         return registry.get_composer(name)(self, **context)
 
-    def triggered(self, context: Mapping[str, Any]) -> bool:
+    def triggered(self, context: QueryContext) -> bool:
         """Whether every trigger of this entry accepts ``context``."""
         return registry.evaluate_triggers(self, context)

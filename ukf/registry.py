@@ -7,13 +7,14 @@ anything that came from the data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ukf.errors import UnknownComposerError, UnknownTriggerError, UnknownTypeError
 
 if TYPE_CHECKING:
     from ukf.base import BaseUKF
+    from ukf.context import QueryContext
 
 Composer = Callable[..., str]
 """``composer(ukf, **context) -> str``."""
@@ -63,14 +64,6 @@ def get_trigger(name: str) -> Trigger:
         ) from None
 
 
-def composer_names() -> list[str]:
-    return sorted(_COMPOSERS)
-
-
-def trigger_names() -> list[str]:
-    return sorted(_TRIGGERS)
-
-
 def register_type(type_name: str, cls: type[BaseUKF]) -> None:
     """Map a UKF ``type`` string to its template class (done by ``BaseUKF`` subclassing)."""
     existing = _TYPES.get(type_name)
@@ -93,6 +86,6 @@ def type_names() -> list[str]:
     return sorted(_TYPES)
 
 
-def evaluate_triggers(ukf: BaseUKF, context: Mapping[str, Any]) -> bool:
+def evaluate_triggers(ukf: BaseUKF, context: QueryContext) -> bool:
     """True when every trigger named on ``ukf`` accepts ``context`` (no triggers: True)."""
     return all(get_trigger(name)(ukf, context, **args) for name, args in ukf.triggers.items())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,12 +30,3 @@ class Auth(BaseModel):
 
     user: str = Field(min_length=1)
     authority: str = Field(default="read", pattern=r"^(read|write|admin)$")
-
-
-class QueryContext(BaseModel):
-    """What a question was asked in: when, and by whom (the user profile)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query_time: datetime | None = None
-    user_profile: dict[str, Any] = Field(default_factory=dict)

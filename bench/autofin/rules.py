@@ -25,7 +25,7 @@ BEST_MEANS_REVENUE = "Best and top rank by revenue"
 SALES_MEANS_REVENUE = "Sales means revenue unless units are asked"
 NARROW_TABLES = "Filter the currency on narrow tables"
 TABLE_CHOICE = "Which table to use"
-# the calendar facts as data (agents.calendar reads them from the rules' content_resources)
+# the calendar facts as data (agents.rag.calendar reads them from the rules' content_resources)
 FISCAL_YEAR = {
     "fiscal_year_start_month": FISCAL_YEAR_START_MONTH,
     "fiscal_year_named_by": "end",

@@ -64,8 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     workspace = AgentWorkspace()
     for example in tqdm(sample.examples, desc="profiling", unit="q"):
         workspace.database(example)
-    retriever = workspace.retriever
-    retriever.refresh()
+    workspace.indices.refresh()
     tiers = [ModelTier("default", load_llm(args.model, choice))]
     if args.cascade:
         tiers.insert(0, ModelTier("small", load_llm(args.small_model, choice), samples=2))
@@ -80,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         if example.database not in pipelines:
             pipelines[example.database] = Pipeline(
                 store=workspace.store,
-                retriever=retriever,
+                retriever=workspace.indices.retriever,
                 database=workspace.database(example),
                 database_name=example.database,
                 tiers=tiers,
@@ -92,9 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     for example in tqdm(sample.examples, desc="asking", unit="q"):
         started = time.perf_counter()
-        answer = pipelines[example.database].ask(
-            example.question, example.context.model_dump(mode="json"), options
-        )
+        answer = pipelines[example.database].ask(example.question, example.context, options)
         totals.append(time.perf_counter() - started)
         if args.details:
             tqdm.write(_detail_line(example.id, totals[-1], answer))

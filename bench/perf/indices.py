@@ -24,12 +24,14 @@ import numpy as np
 from tqdm import tqdm
 
 from bench.perf.store import generate, percentile, vocabulary
+from indices.embeddings import MiniLMEmbedder
+from indices.experience_index import ExperienceIndex
+from indices.graph import GraphIndex
 from indices.retriever import RetrievalOptions, Retriever
 from indices.string import StringIndex
 from indices.vector import VectorIndex
-from kb.embeddings import MiniLMEmbedder
 from kb.store import KnowledgeStore
-from ukf import BaseUKF, ExperienceUKF
+from ukf import BaseUKF, ExperienceUKF, QueryContext
 
 
 def rss_mib() -> float:
@@ -151,8 +153,18 @@ def bench_vectors_and_retrieval(entries: int, seed: int, embedder: MiniLMEmbedde
     seeded_vectors(vectors, stored, seed)
     vectors.add(stored)
     vectors.version = store.version
-    retriever = Retriever.from_store(store, vectors=vectors, options=RetrievalOptions())
-    contexts = [{"database": f"db{i % 20}"} for i in range(len(asks))]
+    # assembled by hand, not by IndexSet: the vectors above are seeded, not embedded (100k
+    # MiniLM embeddings would take the benchmark's hour); the rest is as IndexSet builds it
+    strings = StringIndex.from_store(store)
+    retriever = Retriever(
+        store,
+        strings,
+        GraphIndex.from_store(store),
+        vectors,
+        RetrievalOptions(),
+        ExperienceIndex.from_store(store, embedder, strings),
+    )
+    contexts = [QueryContext(database=f"db{i % 20}") for i in range(len(asks))]
     full = time_calls(
         [lambda q=q, c=c: retriever.retrieve(q, c) for q, c in zip(asks, contexts, strict=True)]
     )

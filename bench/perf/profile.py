@@ -25,14 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agents.tools.toolkit import Toolkit
 from bench.datasets.registry import default_data_root
 from bench.perf.store import vocabulary
-from kb.database import Database
-from kb.embeddings import Embedder, MiniLMEmbedder
-from kb.fuzzy_schema import SchemaIndices
-from kb.profile import ProfileOptions, profile_database
+from indices.embeddings import Embedder, MiniLMEmbedder
+from indices.fuzzy_schema import SchemaIndices
+from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
-from kb.toolkit import Toolkit
+from kb.target.database import Database
 from ukf import BaseUKF, ColumnUKF, EnumUKF, TableUKF
 
 WORDS = (

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm_llamacpp import LlamaCppLLM
-from agents.models import TEST_MODEL, pull
+from agents.llm.llamacpp import LlamaCppLLM
+from agents.llm.models import TEST_MODEL, pull
 from bench.datasets.registry import default_data_root
+from indices.index_set import IndexSet
 from indices.retriever import Retriever
-from kb.database import Database
-from kb.profile import ProfileOptions, profile_database
+from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
+from kb.target.database import Database
 
 SPIDER = default_data_root() / "spider_dev" / "database"
 
@@ -33,7 +34,7 @@ def concert(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, Database, Retrieve
     profile_database(
         database, store, database_name="concert_singer", options=ProfileOptions(progress=False)
     )
-    yield store, database, Retriever.from_store(store)
+    yield store, database, IndexSet.build(store).retriever()
     database.close()
     store.close()
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agents.llm import ChatResult, Completion, LLMTimeoutError, Message
+from agents.llm.base import ChatResult, Completion, LLMTimeoutError, Message
 
 Reply = str | Exception | Callable[[list[Message], dict[str, Any]], str]
 
@@ -54,7 +54,7 @@ def sql_reply(sql: str, reasoning: str = "scripted") -> str:
 
 
 class ScriptedTogetherLLM(ScriptedLLM):
-    """A scripted model that decodes variants together (see ``agents.llm_variants``): each
+    """A scripted model that decodes variants together (see ``agents.llm.variants``): each
     ``chat_variants`` call is recorded in ``batches`` and answered variant by variant."""
 
     variants_together = True

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from agents.calendar import CalendarError, ReportingCalendar
+from agents.rag.calendar import CalendarError, ReportingCalendar
 
 APRIL_FY = ReportingCalendar(fiscal_year_start_month=4, fiscal_year_named_by="end", publish_day=10)
 

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from agents.cascade import Cascade, Tier
-from agents.generate import SqlGenerator
-from agents.rag import RagAgent
-from agents.refine import Refiner
-from agents.schema_slice import SchemaCatalog
+from agents.rag.agent import RagAgent
+from agents.rag.schema_slice import SchemaCatalog
+from agents.sql.cascade import Cascade, Tier
+from agents.sql.generate import SqlGenerator
+from agents.sql.refine import Refiner
 from tests.agents.scripted import ScriptedLLM, ScriptedTogetherLLM, sql_reply
 
 COUNT = "SELECT count(*) FROM singer"

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from agents.answer import Candidate
-from agents.column_fix import ColumnQualifierFix
-from agents.refine import RefineOptions, Refiner
-from kb.database import Database
+from agents.sql.column_fix import ColumnQualifierFix
+from agents.sql.refine import RefineOptions, Refiner
+from kb.target.database import Database
 from tests.agents.scripted import ScriptedLLM, sql_reply
 
 SCHEMA = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.currency_phrases import (
+from agents.rag.currency_phrases import (
     answer_currency_spans,
     describe_currency,
     is_local_currency_column,

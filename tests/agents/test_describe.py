@@ -10,20 +10,26 @@ from typing import Any
 
 import pytest
 
-from agents.describe import (
+from agents.learn.describe import (
     MAX_DESCRIPTION_CHARS,
     DescriberError,
     LLMDescriber,
     clean_description,
     clean_synonyms,
 )
-from agents.llm import LLMOutputError, Message
-from agents.llm_llamacpp import LlamaCppLLM
-from agents.models import TEST_MODEL, pull
-from kb.database import Database
-from kb.profile import ColumnProfile, Description, ProfileOptions, TableProfile, profile_database
-from kb.profile_ukf import name_variants
+from agents.llm.base import LLMOutputError, Message
+from agents.llm.llamacpp import LlamaCppLLM
+from agents.llm.models import TEST_MODEL, pull
+from kb.profile.entries import name_variants
+from kb.profile.profiler import (
+    ColumnProfile,
+    Description,
+    ProfileOptions,
+    TableProfile,
+    profile_database,
+)
 from kb.store import KnowledgeStore
+from kb.target.database import Database
 from tests.agents.scripted import ScriptedLLM
 
 QUIET = ProfileOptions(progress=False, categorical_max_distinct=10)

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from agents.explore import Exploration, Explorer
-from agents.llm import LLMOutputError
-from agents.llm_llamacpp import LlamaCppLLM
-from agents.models import TEST_MODEL, pull
+from agents.llm.base import LLMOutputError
+from agents.llm.llamacpp import LlamaCppLLM
+from agents.llm.models import TEST_MODEL, pull
+from agents.rag.explore import Exploration, Explorer
+from agents.tools.toolkit import Toolkit
 from indices.facet import FacetIndex
 from indices.string import StringIndex
-from kb.database import Database
-from kb.profile import ProfileOptions, profile_database
+from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
-from kb.toolkit import Toolkit
+from kb.target.database import Database
 from tests.agents.scripted import ScriptedLLM
 from tests.kb.test_toolkit import shop_database
 from ukf import KnowledgeUKF

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from agents.generate import GenerateOptions, SqlGenerator, asked_differently
+from agents.sql.generate import GenerateOptions, SqlGenerator, asked_differently
 from tests.agents.scripted import ScriptedLLM, sql_reply
+from ukf import QueryContext
 
-MINE = {
-    "query_time": "2024-12-04T10:30:00Z",
-    "user_profile": {"user": "s.tanaka", "department": "ZP", "currency": "JPY", "caliber": "A"},
-}
+MINE = QueryContext(
+    query_time="2024-12-04T10:30:00Z",
+    user_profile={"user": "s.tanaka", "department": "ZP", "currency": "JPY", "caliber": "A"},
+)
 
 
 def test_an_example_shows_its_date_and_the_profile_values_that_differ():
@@ -23,7 +24,10 @@ def test_the_same_context_or_none_says_nothing():
     same_day = {"query_time": "2024-12-04T18:00:00Z", "user_profile": {"user": "x", "caliber": "A"}}
     assert asked_differently(same_day, MINE) == ""
     assert asked_differently({}, MINE) == ""
-    assert asked_differently({"user_profile": {"department": "BO"}}, {}) == "asked by department=BO"
+    assert (
+        asked_differently({"user_profile": {"department": "BO"}}, QueryContext())
+        == "asked by department=BO"
+    )
 
 
 def test_replies_start_inside_a_sql_fence_and_stop_at_its_end():

@@ -3,7 +3,7 @@ readings of an ambiguous phrase."""
 
 from __future__ import annotations
 
-from agents.hint_links import precise_links
+from agents.rag.hint_links import precise_links
 from indices.evidence import EvidenceItem
 from indices.hits import Hit
 from ukf import ColumnUKF, EnumUKF, TableUKF

@@ -10,19 +10,19 @@ from typing import ClassVar
 
 import pytest
 
-from agents.llm import (
+from agents.llm.base import (
     ChatResult,
     Completion,
     LLMBusyError,
     LLMError,
     LLMOutputError,
     LLMTimeoutError,
-    OpenAICompatibleLLM,
     ResilientLLM,
     continue_reply,
 )
-from agents.llm_llamacpp import LlamaCppLLM
-from agents.models import TEST_MODEL, pull
+from agents.llm.llamacpp import LlamaCppLLM
+from agents.llm.models import TEST_MODEL, pull
+from agents.llm.openai_compat import OpenAICompatibleLLM
 
 ASK = [
     {"role": "system", "content": "You write SQLite SQL. Answer with SQL only."},

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm import ChatResult, Completion, LLMError, LLMOutputError
-from agents.llm_cache import CachedLLM, cache_key
+from agents.llm.base import ChatResult, Completion, LLMError, LLMOutputError
+from agents.llm.cache import CachedLLM, cache_key
 
 ASK = [{"role": "user", "content": "Count the rows of table orders."}]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import llama_cpp
 import pytest
 
-from agents.llm import LLMError, LLMTimeoutError
-from agents.llm_llamacpp import LlamaCppLLM
-from agents.llm_parallel_decode import SequenceRequest, decode_parallel
-from agents.llm_prompt_cache import PromptStateCache, cache_folder
-from agents.llm_variants import Variant, chat_variants
-from agents.models import TEST_MODEL, pull
+from agents.llm.base import LLMError, LLMTimeoutError
+from agents.llm.llamacpp import LlamaCppLLM
+from agents.llm.models import TEST_MODEL, pull
+from agents.llm.parallel_decode import SequenceRequest, decode_parallel
+from agents.llm.prompt_cache import PromptStateCache, cache_folder
+from agents.llm.variants import Variant, chat_variants
 
 SYSTEM = {"role": "system", "content": "You write SQLite SQL. Answer with SQL only."}
 ASK = [SYSTEM, {"role": "user", "content": "Count the rows of table orders placed in 2024."}]

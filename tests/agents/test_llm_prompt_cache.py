@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.llm_llamacpp import LlamaCppLLM
-from agents.llm_prompt_cache import PromptStateCache, cache_folder, shared_prefix
-from agents.models import TEST_MODEL, pull
+from agents.llm.llamacpp import LlamaCppLLM
+from agents.llm.models import TEST_MODEL, pull
+from agents.llm.prompt_cache import PromptStateCache, cache_folder, shared_prefix
 
 SCHEMA = "\n".join(
     f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);"

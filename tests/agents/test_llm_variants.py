@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.generate import SqlGenerator
-from agents.llm import LLMBusyError, LLMError, ResilientLLM
-from agents.llm_cache import CachedLLM
-from agents.llm_parallel_decode import TOP_K, sample_token
-from agents.llm_variants import Variant, chat_variants, together_capacity, variants_of
+from agents.llm.base import LLMBusyError, LLMError, ResilientLLM
+from agents.llm.cache import CachedLLM
+from agents.llm.parallel_decode import TOP_K, sample_token
+from agents.llm.variants import Variant, chat_variants, together_capacity, variants_of
+from agents.sql.generate import SqlGenerator
 from tests.agents.scripted import ScriptedLLM, ScriptedTogetherLLM, sql_reply
 
 MESSAGES = [{"role": "user", "content": "how many?"}]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from agents.models import MODELS, TEST_MODEL, ModelError, describe, is_cached, pull
+from agents.llm.models import MODELS, TEST_MODEL, ModelError, describe, is_cached, pull
 
 
 def _sha256(path):

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from agents.experience_log import FeedbackError
-from agents.generate import GenerateOptions
-from agents.llm import LLMBusyError
+from agents.llm.base import LLMBusyError
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
-from agents.schema_slice import NotProfiledError
-from indices.retriever import Retriever
-from indices.vector import VectorIndex
-from kb.embeddings import HashingEmbedder
+from agents.rag.schema_slice import NotProfiledError
+from agents.sql.generate import GenerateOptions
+from indices.embeddings import HashingEmbedder
+from indices.index_set import IndexSet
 from tests.agents.scripted import ScriptedLLM, sql_reply
+from ukf import QueryContext
 
 FRANCE = "SELECT name FROM singer WHERE country = 'France'"
 QUESTION = "What are the names of the singers from France?"
@@ -20,9 +20,7 @@ QUESTION = "What are the names of the singers from France?"
 
 def make(concert, llm, **options) -> Pipeline:
     store, database, _ = concert
-    retriever = Retriever.from_store(
-        store, vectors=VectorIndex.from_store(store, HashingEmbedder())
-    )
+    retriever = IndexSet.build(store, HashingEmbedder()).retriever()
     return Pipeline(
         store=store,
         retriever=retriever,
@@ -36,7 +34,7 @@ def make(concert, llm, **options) -> Pipeline:
 def test_an_answer_carries_sql_rows_knowledge_stages_and_is_logged(concert):
     store, _, _ = concert
     llm = ScriptedLLM([sql_reply(FRANCE, "singers filtered by country")])
-    answer = make(concert, llm).ask(QUESTION, {"query_time": "2026-01-01T00:00:00Z"})
+    answer = make(concert, llm).ask(QUESTION, QueryContext(query_time="2026-01-01T00:00:00Z"))
     assert answer.error is None and answer.executed and answer.confidence == 1.0
     assert answer.row_count == 4 and answer.columns == ["Name"]
     assert "singers filtered by country" in answer.reasoning
@@ -91,7 +89,7 @@ def test_a_database_that_was_never_profiled_is_refused_with_what_to_do(concert):
     llm = ScriptedLLM([sql_reply(FRANCE)])
     pipeline = Pipeline(
         store=store,
-        retriever=Retriever.from_store(store),
+        retriever=IndexSet.build(store).retriever(),
         database=database,
         database_name="concert",  # profiled as concert_singer
         tiers=[ModelTier("scripted", llm)],
@@ -177,7 +175,7 @@ def _cascade(concert, small, large, **options) -> Pipeline:
     store, database, _ = concert
     return Pipeline(
         store=store,
-        retriever=Retriever.from_store(store),
+        retriever=IndexSet.build(store).retriever(),
         database=database,
         database_name="concert_singer",
         tiers=[ModelTier("small", small), ModelTier("large", large)],

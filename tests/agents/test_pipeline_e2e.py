@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from agents.llm import LLMWrapper
-from agents.llm_llamacpp import LlamaCppLLM
+from agents.llm.base import LLMWrapper
+from agents.llm.llamacpp import LlamaCppLLM
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 
 # (question, gold SQL) from Spider dev, concert_singer

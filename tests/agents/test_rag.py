@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.generate import SqlGenerator
-from agents.rag import RagAgent, RagOptions
-from agents.schema_slice import SchemaCatalog
-from indices.retriever import Retriever
-from kb.database import Database
-from kb.profile import ProfileOptions, profile_database
+from agents.rag.agent import RagAgent, RagOptions
+from agents.rag.schema_slice import SchemaCatalog
+from agents.sql.generate import SqlGenerator
+from indices.index_set import IndexSet
+from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
+from kb.target.database import Database
 from tests.agents.scripted import ScriptedLLM
-from ukf import RuleUKF
+from ukf import QueryContext, RuleUKF
 
 BRANDS = ("aurora", "borealis", "helix", "nova", "orion", "titan", "vega", "zephyr")
 MEASURES = [f"{p}_amt_{c}" for p in ("ptd", "ytd") for c in ("usd", "eur", "jpy", "gbp", "cny")]
@@ -67,7 +67,7 @@ def wide(tmp_path: Path) -> Iterator[RagAgent]:
     profile_database(database, store, database_name="fin", options=ProfileOptions(progress=False))
     # these tests are about the question's slice; the overview is tested on its own below
     options = RagOptions(stable_schema=False)
-    yield RagAgent(Retriever.from_store(store), SchemaCatalog(store, "fin"), options)
+    yield RagAgent(IndexSet.build(store).retriever(), SchemaCatalog(store, "fin"), options)
     database.close()
     store.close()
 
@@ -83,7 +83,7 @@ def test_a_large_schema_is_sliced_and_the_tail_only_named(wide):
 
 
 def test_the_table_the_question_names_by_value_comes_before_the_profiles(wide):
-    profile = {"user_profile": {"department": "Helix"}}
+    profile = QueryContext(user_profile={"department": "Helix"})
     rag = wide.run("Aurora revenue in Europe in JPY for 202403?", profile)
     assert rag.tables[0] == "income_aurora"
     assert "CREATE TABLE income_aurora" in rag.schema
@@ -110,7 +110,7 @@ def test_the_calendar_in_the_knowledge_base_resolves_relative_dates(wide):
         )
     )
     wide.retriever.refresh()
-    context = {"query_time": "2024-07-08T09:00:00Z", "user_profile": {"currency": "JPY"}}
+    context = QueryContext(query_time="2024-07-08T09:00:00Z", user_profile={"currency": "JPY"})
     asked = wide.run("Aurora revenue last month?", context)
     assert "the newest period is '202406'" in asked.dates
     assert "'last month' is '202405'" in asked.dates
@@ -164,7 +164,9 @@ def test_the_overview_is_the_same_for_every_question_and_writes_families_once(wi
 
     wide.options.stable_schema = True
     aurora = wide.run("Aurora revenue in Europe in JPY for 202403?")
-    titan = wide.run("Titan cost in Asia for 202405?", {"user_profile": {"department": "Helix"}})
+    titan = wide.run(
+        "Titan cost in Asia for 202405?", QueryContext(user_profile={"department": "Helix"})
+    )
     assert aurora.schema == titan.schema  # a cached prompt prefix for every question
     assert "income_titan" in titan.tables  # each family member counts as shown ...
     assert any("income_titan." in hint for hint in titan.hints)  # ... so its links are kept

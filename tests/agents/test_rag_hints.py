@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.rag_hints import compose_hints, link_text, used_knowledge
+from agents.rag.hints import compose_hints, link_text, used_knowledge
 from indices.evidence import EvidenceItem
 from indices.hits import Hit
 from ukf import ColumnUKF, EnumUKF, RuleUKF, TableUKF

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agents.answer import Candidate
-from agents.predicates import PredicateChecker
-from agents.refine import RefineOptions, Refiner
+from agents.sql.predicates import PredicateChecker
+from agents.sql.refine import RefineOptions, Refiner
 from tests.agents.scripted import ScriptedLLM, sql_reply
 
 ASKED = [{"role": "user", "content": "Names of singers from France?"}]

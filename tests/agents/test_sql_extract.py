@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.sql_extract import NoSQLError, extract_sql, strip_comments
+from agents.sql.extract import NoSQLError, extract_sql, strip_comments
 
 
 def test_fenced_block_with_comment_header_and_prose():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.store_watch import StoreWatch
+from agents.rag.store_watch import StoreWatch
 from kb.store import KnowledgeStore
 from ukf import ColumnUKF, ExperienceUKF, TableUKF
 

@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from agents.calendar import CalendarError, ReportingCalendar
-from agents.time_phrases import describe_windows, find_time_windows, names_no_time
+from agents.rag.calendar import CalendarError, ReportingCalendar
+from agents.rag.time_phrases import describe_windows, find_time_windows, names_no_time
 
 COLUMNS = {"month": "ptd_", "quarter": "qtd_", "year": "ytd_"}
 APRIL_FY = ReportingCalendar(

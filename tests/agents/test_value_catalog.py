@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.rag import RagAgent
-from agents.schema_slice import SchemaCatalog
-from agents.value_catalog import ValueCatalog
-from indices.retriever import Retriever
-from kb.database import Database
-from kb.profile import ProfileOptions, profile_database
+from agents.rag.agent import RagAgent
+from agents.rag.schema_slice import SchemaCatalog
+from agents.rag.value_catalog import ValueCatalog
+from indices.index_set import IndexSet
+from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
-from ukf import SynonymUKF
+from kb.target.database import Database
+from ukf import QueryContext, SynonymUKF
 
 BRANDS = {"ZP": ("ZP1", "ZP3"), "AU": ("AU5", "AU7"), "VG": ("VGS", "VGR")}
 
@@ -65,7 +65,7 @@ def partitioned(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, RagAgent]]:
     )
     store.upsert(SynonymUKF.create("Gale", zp3, database="cars"))
     # small schema budgets, so that the agent slices this 7-table database
-    agent = RagAgent(Retriever.from_store(store), SchemaCatalog(store, "cars"))
+    agent = RagAgent(IndexSet.build(store).retriever(), SchemaCatalog(store, "cars"))
     agent.options.whole_schema_tables = 3
     agent.options.schema_tokens = 150
     agent.options.stable_schema = False  # the question's slice, not the overview
@@ -99,13 +99,13 @@ def test_a_synonym_of_a_dimension_code_brings_the_facts_that_hold_it(partitioned
 
 def test_the_profile_links_through_stored_codes_even_short_ones(partitioned):
     _, agent = partitioned
-    rag = agent.run("Our revenue?", {"user_profile": {"department": "AU"}})
+    rag = agent.run("Our revenue?", QueryContext(user_profile={"department": "AU"}))
     assert set(rag.tables[:2]) == {"income_au", "ledger_au"}, rag.tables
     assert "profile department=AU -> income_au.dept_code = 'AU'" in rag.hints
 
 
 def test_the_predicate_checker_knows_synonyms_in_every_column_holding_the_value(partitioned):
-    from agents.predicates import PredicateChecker
+    from agents.sql.predicates import PredicateChecker
 
     store, _ = partitioned
     checker = PredicateChecker(store, "cars")

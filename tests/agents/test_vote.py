@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agents.answer import Candidate
-from agents.vote import agreement, fingerprint, is_ordered, vote
-from kb.results import Results
+from agents.sql.vote import agreement, fingerprint, is_ordered, vote
+from kb.target.results import Results
 
 
 def cand(sql: str, rows, *, columns=("a",), sample=0, repairs=0, error=None) -> Candidate:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.llm import LLMError
-from agents.rag import RagOptions
+from agents.llm.base import LLMError
+from agents.rag.agent import RagOptions
 from agents.warm import shared_schema, warm_pipeline
 from tests.agents.scripted import ScriptedLLM, sql_reply
 from tests.agents.test_pipeline import FRANCE, QUESTION, make

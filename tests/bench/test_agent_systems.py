@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from agents.answer import CandidateSummary
-from agents.models import TEST_MODEL
+from agents.llm.models import TEST_MODEL
 from bench.__main__ import main as bench_main
 from bench.agent_systems import greedy_alternatives
 from bench.datasets import load_dataset

@@ -38,6 +38,7 @@ from bench.autofin.writer import load_postgres, psycopg_conninfo
 from bench.datasets import Example, load_almanac_jsonl
 from kb.jsonl import read_jsonl as read_ukf_jsonl
 from kb.store import KnowledgeStore
+from ukf import QueryContext
 
 pytestmark = pytest.mark.slow
 SEED = 7
@@ -209,11 +210,11 @@ def test_knowledge_rules_carry_context_triggers(built: Summary) -> None:
     entries = {e.name: e for e in read_ukf_jsonl(built.out / "knowledge.jsonl")}
     refresh = entries[R.REFRESH_EARLY]
     assert refresh.triggers == {"query_time_window": {"day_of_month_to": 9}}
-    assert refresh.triggered({"query_time": datetime(2025, 3, 5, tzinfo=UTC)})
-    assert not refresh.triggered({"query_time": datetime(2025, 3, 15, tzinfo=UTC)})
+    assert refresh.triggered(QueryContext(query_time=datetime(2025, 3, 5, tzinfo=UTC)))
+    assert not refresh.triggered(QueryContext(query_time=datetime(2025, 3, 15, tzinfo=UTC)))
     euro = entries[R.currency_rule_name("EUR")]
-    assert euro.triggered({"user_profile": {"region": "EUR"}})
-    assert not euro.triggered({"user_profile": {"region": "NAM"}})
+    assert euro.triggered(QueryContext(user_profile={"region": "EUR"}))
+    assert not euro.triggered(QueryContext(user_profile={"region": "NAM"}))
     comet = entries["Comet"]
     assert comet.type == "synonym" and comet.content_resources["value"] == "NV200"
     assert entries["BCR"].type in ("knowledge", "metric")

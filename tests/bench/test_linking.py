@@ -3,8 +3,8 @@
 from bench.datasets import load_dataset
 from bench.linking import experience_skeleton_match, run_linking
 from bench.sql_elements import sql_elements
+from indices.embeddings import shared_minilm
 from indices.retriever import RetrievalOptions
-from kb.embeddings import shared_minilm
 
 SCHEMA = {
     "singer": {"Singer_ID": "int", "Name": "text", "Country": "text", "Age": "int"},

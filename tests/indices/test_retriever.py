@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
+from indices.index_set import IndexSet
 from indices.retriever import RetrievalOptions, Retriever
-from indices.vector import VectorIndex
 from tests.indices.test_vector_index import WordHashEmbedder
 from ukf import (
     Auth,
@@ -14,10 +16,14 @@ from ukf import (
     ExperienceUKF,
     ForeignKey,
     MetricUKF,
+    QueryContext,
+    Reader,
     RuleUKF,
     SynonymUKF,
     TableUKF,
 )
+
+AUTOFIN = QueryContext(database="autofin")
 
 
 @pytest.fixture()
@@ -62,12 +68,11 @@ def kb(store):
 
 
 def _retriever(store, **options):
-    vectors = VectorIndex.from_store(store, WordHashEmbedder())
-    return Retriever.from_store(store, vectors=vectors, options=RetrievalOptions(**options))
+    return IndexSet.build(store, WordHashEmbedder()).retriever(RetrievalOptions(**options))
 
 
 def test_a_matched_enum_brings_its_column_and_table_with_reasons(store, kb):
-    evidence = _retriever(store).retrieve("Nova flagship sales in Europe", {"database": "autofin"})
+    evidence = _retriever(store).retrieve("Nova flagship sales in Europe", AUTOFIN)
     ids = set(evidence.ids())
     assert {
         kb["emea"].id,
@@ -87,40 +92,41 @@ def test_a_matched_enum_brings_its_column_and_table_with_reasons(store, kb):
 def test_context_facets_triggers_and_visibility(store, kb):
     retriever = _retriever(store)
     early = retriever.retrieve(
-        "revenue this month", {"database": "autofin", "query_time": "2025-03-05T09:00:00"}
+        "revenue this month", AUTOFIN.model_copy(update={"query_time": datetime(2025, 3, 5, 9)})
     )
     late = retriever.retrieve(
-        "revenue this month", {"database": "autofin", "query_time": "2025-03-15T09:00:00"}
+        "revenue this month", AUTOFIN.model_copy(update={"query_time": datetime(2025, 3, 15, 9)})
     )
     assert kb["refresh"].id in early.ids() and kb["refresh"].id not in late.ids()
     assert early.items[0].entry.id == kb["refresh"].id  # highest priority first
     assert kb["bcr"].id in early.ids()  # business knowledge of the database, by facet
     assert kb["hq"].id not in early.ids()
     finance = retriever.retrieve(
-        "revenue", {"database": "autofin", "user": "ana", "groups": ["finance"]}
+        "revenue",
+        QueryContext(database="autofin", reader=Reader(user="ana", groups=frozenset({"finance"}))),
     )
     assert kb["hq"].id in finance.ids()
 
 
 def test_experiences_join_paths_and_budget(store, kb):
     retriever = _retriever(store, budget_tokens=60)
-    evidence = retriever.retrieve("Nova income by regions", {"database": "autofin"})
+    evidence = retriever.retrieve("Nova income by regions", AUTOFIN)
     assert evidence.tokens <= 60 and evidence.dropped
-    full = _retriever(store).retrieve("Nova revenue in Europe last year?", {"database": "autofin"})
+    full = _retriever(store).retrieve("Nova revenue in Europe last year?", AUTOFIN)
     assert kb["past"].id in full.ids("experience")
-    paths = _retriever(store).retrieve("Nova income by regions", {"database": "autofin"})
+    paths = _retriever(store).retrieve("Nova income by regions", AUTOFIN)
     assert paths.join_paths and paths.join_paths[0][0]["columns"] == ["region"]
 
 
 def test_the_retriever_follows_store_writes(store, kb):
     retriever = _retriever(store)
-    assert kb["emea"].id in retriever.retrieve("Europe", {"database": "autofin"}).ids()
+    assert kb["emea"].id in retriever.retrieve("Europe", AUTOFIN).ids()
     store.remove(kb["emea"].id)
     apac = EnumUKF.create(kb["region"], "APAC", synonyms=["Asia"])
     store.upsert(apac)
     retriever.refresh()
     retriever.strings.wait()  # the automaton is rebuilt in the background; searches never wait
-    evidence = retriever.retrieve("Europe and Asia", {"database": "autofin"})
+    evidence = retriever.retrieve("Europe and Asia", AUTOFIN)
     assert kb["emea"].id not in evidence.ids() and apac.id in evidence.ids()
 
 
@@ -135,12 +141,12 @@ def test_a_rule_that_triggers_only_for_users_of_one_region(store, kb):
     store.upsert(euro)
     retriever = _retriever(store)
     emea = retriever.retrieve(
-        "Nova revenue", {"database": "autofin", "user_profile": {"region": "EMEA"}}
+        "Nova revenue", QueryContext(database="autofin", user_profile={"region": "EMEA"})
     )
     apac = retriever.retrieve(
-        "Nova revenue", {"database": "autofin", "user_profile": {"region": "APAC"}}
+        "Nova revenue", QueryContext(database="autofin", user_profile={"region": "APAC"})
     )
-    anonymous = retriever.retrieve("Nova revenue", {"database": "autofin"})
+    anonymous = retriever.retrieve("Nova revenue", AUTOFIN)
     assert euro.id in emea.ids()
     assert euro.id not in apac.ids() and euro.id not in anonymous.ids()
 
@@ -158,7 +164,7 @@ def test_the_experience_tier_is_the_experience_index_of_the_database(store, kb):
     retriever.refresh()  # the experience index follows the store like the others
     hits = retriever.nearest_experiences("Nova revenue in Europe last year?", "autofin")
     assert [h.ukf_id for h in hits] == [kb["past"].id, later.id]
-    evidence = retriever.retrieve("Nova revenue in Europe last year?", {"database": "autofin"})
+    evidence = retriever.retrieve("Nova revenue in Europe last year?", AUTOFIN)
     assert evidence.ids("experience") == [kb["past"].id, later.id]
     assert retriever.nearest_experiences("anything", "autofin") and not Retriever(
         store, retriever.strings, retriever.graph
@@ -166,7 +172,7 @@ def test_the_experience_tier_is_the_experience_index_of_the_database(store, kb):
 
 
 def test_experiences_keep_their_share_of_a_tight_budget(store, kb):
-    question, context = "Nova revenue in Europe last year?", {"database": "autofin"}
+    question, context = "Nova revenue in Europe last year?", AUTOFIN
     full = _retriever(store).retrieve(question, context)
     past = next(i for i in full.items if i.entry.id == kb["past"].id)
     budget = past.tokens + 10  # room for the experience, not for the schema items before it

@@ -8,9 +8,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from kb.database import Database
-from kb.profile import ProfileOptions, profile_database, profile_schema
+from kb.profile.profiler import ProfileOptions, profile_database, profile_schema
 from kb.store import KnowledgeStore
+from kb.target.database import Database
 from ukf import ColumnUKF
 
 QUIET = ProfileOptions(progress=False)

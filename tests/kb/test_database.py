@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from bench.datasets.registry import default_data_root
-from kb.database import Database
-from kb.readonly import QueryFailedError, TargetConnectionError, run_limited
-from kb.reflection import UnknownTableError
-from kb.results import Results, to_jsonable
-from kb.results_render import render_results
+from kb.target.database import Database
+from kb.target.readonly import QueryFailedError, TargetConnectionError, run_limited
+from kb.target.reflection import UnknownTableError
+from kb.target.results import Results, to_jsonable
+from kb.target.results_render import render_results
 from tests.support.postgres import free_port
 
 SPIDER = default_data_root() / "spider_dev/database/concert_singer/concert_singer.sqlite"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench.datasets.registry import default_data_root
-from kb.database import Database
-from kb.readonly import (
+from kb.target.database import Database
+from kb.target.readonly import (
     QueryFailedError,
     QueryTimeoutError,
     connect_sqlite_readonly,

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kb.embedding_onnx import OnnxUnsupportedError, check_layout, onnx_model_file
-from kb.embeddings import MiniLMEmbedder, _model_dir, shared_minilm
+from indices.embedding_onnx import OnnxUnsupportedError, check_layout, onnx_model_file
+from indices.embeddings import MiniLMEmbedder, _model_dir, shared_minilm
 
 TEXTS = [
     "",
@@ -87,7 +87,7 @@ def test_other_poolings_stay_on_torch(
     with pytest.raises(OnnxUnsupportedError, match="pooling"):
         check_layout(model_dir)
     embedder = MiniLMEmbedder(model_path=str(model_dir), onnx_cache=tmp_path / "cache")
-    with caplog.at_level(logging.WARNING, logger="kb.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="indices.embeddings"):
         assert embedder.runtime == "torch"
     assert "embedding with PyTorch" in caplog.text
     assert embedder.embed(["cls pooled"]).shape == (1, 384)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kb.embedding_store import EmbeddingStore
-from kb.embeddings import MiniLMEmbedder, shared_minilm
+from indices.embedding_store import EmbeddingStore
+from indices.embeddings import MiniLMEmbedder, shared_minilm
 
 TEXTS = ["Nova revenue", "income statement", "Nova revenue", "report item"]
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from kb.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, shared_minilm
+from indices.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, shared_minilm
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kb.embeddings import HashingEmbedder, MiniLMEmbedder, shared_minilm
-from kb.fuzzy import FuzzyIndex, FuzzyItem
-from kb.fuzzy_text import containment, ngrams, normalize, strip_accents, token_ngrams, tokens
+from indices.embeddings import HashingEmbedder, MiniLMEmbedder, shared_minilm
+from indices.fuzzy import FuzzyIndex, FuzzyItem
+from indices.fuzzy_text import containment, ngrams, normalize, strip_accents, token_ngrams, tokens
 
 COUNTRIES = ["United States", "United Kingdom", "United Arab Emirates", "Germany", "France"]
 MODELS = [("NV-200", ["Nova 200"]), ("NV-300", []), ("NX-20", [])]

@@ -8,8 +8,8 @@ import sqlite3
 import numpy as np
 import pytest
 
-from kb.profile import ProfileOptions
-from kb.profile_temporal import detect_format
+from kb.profile.profiler import ProfileOptions
+from kb.profile.temporal import detect_format
 from tests.kb.shop import (
     REGIONS,
     START,

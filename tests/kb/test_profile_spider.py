@@ -27,9 +27,9 @@ from sqlalchemy import (
 )
 
 from bench.datasets.registry import default_data_root
-from kb.database import Database
-from kb.profile import ProfileOptions, ProfileReport, profile_database, profile_schema
+from kb.profile.profiler import ProfileOptions, ProfileReport, profile_database, profile_schema
 from kb.store import KnowledgeStore
+from kb.target.database import Database
 from ukf import BaseUKF, TableUKF
 
 DATA = default_data_root()

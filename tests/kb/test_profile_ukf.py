@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from kb.profile import ColumnProfile, Description, TableProfile
+from kb.profile.profiler import ColumnProfile, Description, TableProfile
 from tests.kb.shop import (
     REGIONS,
     column_entry,

@@ -3,7 +3,7 @@
 import pytest
 import sqlglot
 
-from kb.sql_guard import UnsafeSQLError, check_read_only
+from kb.target.sql_guard import UnsafeSQLError, check_read_only
 
 ALLOWED = [
     ("sqlite", "SELECT name FROM singer WHERE age > 30"),

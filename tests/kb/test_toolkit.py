@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kb.database import Database
-from kb.embeddings import HashingEmbedder, shared_minilm
-from kb.fuzzy_schema import SchemaIndices
+from agents.tools.toolkit import TOOL_ARGS, Toolkit
+from indices.embeddings import HashingEmbedder, shared_minilm
+from indices.fuzzy_schema import SchemaIndices
 from kb.store import KnowledgeStore
-from kb.toolkit import TOOL_ARGS, Toolkit
+from kb.target.database import Database
 from ukf import BaseUKF, ColumnUKF, EnumUKF, ForeignKey, KnowledgeUKF, TableUKF
 
 DB = "shop"

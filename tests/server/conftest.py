@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from kb.embeddings import HashingEmbedder
-from kb.profile_model import ColumnProfile, Description, TableProfile
+from indices.embeddings import HashingEmbedder
+from kb.profile.model import ColumnProfile, Description, TableProfile
 from server.app import create_app
 from server.settings import JobSettings, LimitSettings, Settings
 from server.state import AppState, build_state

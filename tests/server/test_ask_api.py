@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from kb.database import Database
-from kb.embeddings import HashingEmbedder
-from kb.profile import ProfileOptions, profile_database
+from indices.embeddings import HashingEmbedder
+from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
+from kb.target.database import Database
 from server.state import build_state
 from tests.agents.scripted import ScriptedLLM, sql_reply
 from tests.server.conftest import make_settings, running_server

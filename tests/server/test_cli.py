@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agents.models import TEST_MODEL
+from agents.llm.models import TEST_MODEL
 from kb.store import KnowledgeStore
 from server.cli import main
 from tests.support.samples import every_template

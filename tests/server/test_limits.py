@@ -11,7 +11,7 @@ import pytest
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.testclient import TestClient
 
-from agents.llm import LLMBusyError
+from agents.llm.base import LLMBusyError
 from server.app import create_app
 from server.deps import get_state
 from server.limits import GateFullError, GateTimeoutError, LLMGate, check_text_length

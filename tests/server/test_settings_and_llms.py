@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agents.llm import ChatResult, Completion, LLMBusyError, ResilientLLM
-from agents.models import TEST_MODEL
+from agents.llm.base import ChatResult, Completion, LLMBusyError, ResilientLLM
+from agents.llm.models import TEST_MODEL
 from server.llm_factory import LLMTiers, MeteredLLM, build_backend
 from server.metrics import Metrics
 from server.settings import LLMTierSettings, Settings
@@ -110,7 +110,7 @@ def test_llm_tokens_and_calls_are_counted_per_tier():
 
 
 def _model_dir() -> Path:
-    from server.settings import default_data_dir
+    from agents.llm.models import default_data_dir
 
     return default_data_dir()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agents.models import TEST_MODEL
+from agents.llm.models import TEST_MODEL
 from tests.agents.conftest import spider_path
 from tests.support.postgres import free_port
 

@@ -8,6 +8,7 @@ from ukf import (
     EnumUKF,
     ExperienceUKF,
     KnowledgeUKF,
+    QueryContext,
     RuleUKF,
     TableUKF,
     UnknownComposerError,
@@ -88,14 +89,14 @@ def test_triggers_are_evaluated_by_name_against_the_context():
         },
     )
     eu = {"region": "eu"}
-    assert rule.triggered({"query_time": "2025-03-04T10:00:00", "user_profile": eu})
-    assert not rule.triggered({"query_time": "2025-03-14T10:00:00", "user_profile": eu})
-    assert not rule.triggered({"query_time": "2025-03-04T10:00:00", "user_profile": {}})
-    assert not rule.triggered({})
-    assert KnowledgeUKF.create("x", "y").triggered({})
+    assert rule.triggered(QueryContext(query_time="2025-03-04T10:00:00", user_profile=eu))
+    assert not rule.triggered(QueryContext(query_time="2025-03-14T10:00:00", user_profile=eu))
+    assert not rule.triggered(QueryContext(query_time="2025-03-04T10:00:00"))
+    assert not rule.triggered(QueryContext())
+    assert KnowledgeUKF.create("x", "y").triggered(QueryContext())
 
 
 def test_unknown_trigger_names_fail_clearly_and_nothing_is_executed():
     rule = KnowledgeUKF(name="x", triggers={"__import__('os').system('true')": {}})
     with pytest.raises(UnknownTriggerError, match="unknown trigger"):
-        rule.triggered({})
+        rule.triggered(QueryContext())

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from ukf.base import BaseUKF
+from ukf.context import QueryContext
 from ukf.hashing import stable_hash
-from ukf.relations import QueryContext
 
 
 class ExperienceUKF(BaseUKF):
@@ -36,7 +36,7 @@ class ExperienceUKF(BaseUKF):
         verified: bool = False,
         **fields: Any,
     ) -> ExperienceUKF:
-        ctx = QueryContext.model_validate(context or {}).model_dump(mode="json")
+        ctx = QueryContext.model_validate(context or {}).record()
         fields["content_resources"] = {
             "question": question,
             "context": ctx,

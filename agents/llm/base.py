@@ -1,0 +1,194 @@
+"""One LLM interface, two backends, and the wrappers every caller wants.
+
+``LLM.chat(messages, n, temperature, max_tokens, stop, json_schema, timeout, seed, reply_prefix)
+-> ChatResult``.
+
+- :class:`agents.llm.llamacpp.LlamaCppLLM`: in-process llama.cpp over a GGUF file (the
+  embedded default; see :mod:`agents.llm.models`).
+- :class:`agents.llm.openai_compat.OpenAICompatibleLLM`: any OpenAI-compatible server (vLLM,
+  llama.cpp server, Ollama, hosted APIs) through the ``openai`` client.
+- :class:`ResilientLLM`: retries with exponential backoff, a concurrency limit, and a bounded
+  wait for a slot (callers get :class:`LLMBusyError` instead of queueing forever).
+
+With ``json_schema`` the reply must parse as JSON: malformed replies are retried once and then
+raise :class:`LLMOutputError` carrying the raw text.
+
+With ``reply_prefix`` the reply starts with that text and the model writes only what follows
+(``stop`` applies to that part); the returned text includes the prefix. llama.cpp continues
+the started reply itself; an OpenAI-compatible server does when it is marked ``prefill=True``
+(llama.cpp server, vLLM, Ollama continue a trailing assistant message); otherwise the model
+answers freely and :func:`continue_reply` keeps the reply from the prefix on, cut at the first
+stop after it. The SQL-gen agent starts replies with an open ```sql fence and stops at the
+closing one, so a small model cannot wander into long explanations before or after the query.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+log = logging.getLogger(__name__)
+Message = dict[str, str]
+_T = TypeVar("_T")
+
+
+class LLMError(RuntimeError):
+    """The model could not answer (backend failure)."""
+
+
+class LLMTimeoutError(LLMError):
+    """The answer took longer than the timeout."""
+
+
+class LLMOutputError(LLMError):
+    """The answer is not what was asked for (e.g. not JSON); ``raw`` holds it."""
+
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class LLMBusyError(LLMError):
+    """Every slot stayed taken for the whole wait: the caller should answer 429/503."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str | None = None
+
+    def json(self) -> Any:
+        """The text parsed as JSON (code fences tolerated); :class:`LLMOutputError` if not."""
+        text = self.text.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LLMOutputError(f"model output is not JSON: {exc.msg}", self.text) from None
+
+
+@dataclass
+class ChatResult:
+    completions: list[Completion]
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.completions[0].text
+
+
+class LLM(Protocol):
+    name: str
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        seed: int | None = None,
+        reply_prefix: str | None = None,
+    ) -> ChatResult: ...
+
+
+def check_json(result: ChatResult) -> ChatResult:
+    for completion in result.completions:
+        completion.json()
+    return result
+
+
+def continue_reply(prefix: str, reply: str, stop: Sequence[str] | None) -> str:
+    """A freely written ``reply`` as if it had been started with ``prefix``.
+
+    From the prefix's first occurrence on, cut at the first ``stop`` after it; a reply that
+    never writes the prefix is returned whole (cutting it at a stop could cut its answer).
+    """
+    start = reply.find(prefix)
+    if start < 0:
+        return reply
+    rest = reply[start + len(prefix) :]
+    cuts = [rest.find(s) for s in stop or () if s and s in rest]
+    return prefix + (rest[: min(cuts)] if cuts else rest)
+
+
+class LLMWrapper:
+    """What a wrapper around ``inner`` says of it: whether it decodes several replies to one
+    prompt together, and how many (see :mod:`agents.llm.variants`)."""
+
+    inner: LLM
+
+    @property
+    def variants_together(self) -> bool:
+        return bool(getattr(self.inner, "variants_together", False))
+
+    @property
+    def parallel_sequences(self) -> int:
+        return int(getattr(self.inner, "parallel_sequences", 1))
+
+
+class ResilientLLM(LLMWrapper):
+    """Retries, backoff and a concurrency limit around any :class:`LLM`.
+
+    Args:
+        inner: The backend.
+        retries: Extra attempts after a failure (timeouts and malformed JSON included).
+        backoff_s: First wait between attempts; doubles each time.
+        max_concurrency: Calls running at once.
+        max_wait_s: How long a call waits for a slot before :class:`LLMBusyError`.
+    """
+
+    def __init__(
+        self,
+        inner: LLM,
+        *,
+        retries: int = 2,
+        backoff_s: float = 0.5,
+        max_concurrency: int = 1,
+        max_wait_s: float = 30.0,
+    ) -> None:
+        self.inner, self.name = inner, inner.name
+        self.retries, self.backoff_s, self.max_wait_s = retries, backoff_s, max_wait_s
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+
+    def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+        return self._guarded(lambda: self.inner.chat(messages, **options))
+
+    def chat_variants(
+        self, messages: Sequence[Message], variants: Sequence[Any], **options: Any
+    ) -> list[ChatResult]:
+        """See :mod:`agents.llm.variants`: one slot, retried as a whole."""
+        from agents.llm.variants import variants_of
+
+        return self._guarded(lambda: variants_of(self.inner, messages, variants, **options))
+
+    def _guarded(self, call: Callable[[], _T]) -> _T:
+        """``call`` in a slot, retried with backoff on :class:`LLMError`."""
+        if not self._slots.acquire(timeout=self.max_wait_s):
+            raise LLMBusyError(f"{self.name}: all slots busy for {self.max_wait_s:g} s")
+        try:
+            for attempt in range(self.retries + 1):
+                try:
+                    return call()
+                except LLMError as exc:
+                    if attempt == self.retries:
+                        raise
+                    wait = self.backoff_s * 2**attempt
+                    log.warning(
+                        "%s failed (%s); retry %d in %.1f s", self.name, exc, attempt + 1, wait
+                    )
+                    time.sleep(wait)
+            raise AssertionError("unreachable")
+        finally:
+            self._slots.release()

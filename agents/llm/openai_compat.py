@@ -1,0 +1,122 @@
+"""The OpenAI-compatible backend: vLLM, llama.cpp server, Ollama and hosted APIs.
+
+It speaks the chat-completions protocol through the ``openai`` client; see
+:mod:`agents.llm.base` for the interface and the reply-prefix rules.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from agents.llm.base import (
+    ChatResult,
+    Completion,
+    LLMError,
+    LLMOutputError,
+    LLMTimeoutError,
+    Message,
+    check_json,
+    continue_reply,
+)
+
+
+class OpenAICompatibleLLM:
+    """An OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama, hosted APIs).
+
+    Args:
+        base_url: The endpoint, e.g. ``http://localhost:8000/v1``.
+        model: The served model's name.
+        api_key: The endpoint's key, when it wants one.
+        timeout: Seconds per request unless a call gives its own.
+        prefill: The server continues a trailing assistant message (llama.cpp server, vLLM,
+            Ollama): ``reply_prefix`` is sent as that message. Otherwise the model answers
+            freely and :func:`continue_reply` trims its reply.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "not-needed",
+        *,
+        timeout: float = 60.0,
+        prefill: bool = False,
+    ) -> None:
+        from openai import OpenAI
+
+        self.name = f"openai:{model}@{base_url}"
+        self.model, self.prefill = model, prefill
+        self._client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        seed: int | None = None,
+        reply_prefix: str | None = None,
+    ) -> ChatResult:
+        import openai
+
+        started = time.perf_counter()
+        extra: dict[str, Any] = {}
+        if json_schema:
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": json_schema},
+            }
+            reply_prefix = None
+        prefill = bool(reply_prefix) and self.prefill
+        sent = list(messages)
+        if prefill:
+            sent.append({"role": "assistant", "content": str(reply_prefix)})
+            # vLLM continues the last message only when asked; other servers ignore the keys
+            extra["extra_body"] = {"continue_final_message": True, "add_generation_prompt": False}
+        try:
+            reply = self._client.chat.completions.create(
+                model=self.model,
+                messages=sent,  # type: ignore[arg-type]
+                n=n,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                stop=list(stop) if stop and (prefill or not reply_prefix) else None,
+                timeout=timeout,
+                seed=seed,
+                **extra,
+            )
+        except openai.APITimeoutError as exc:
+            raise LLMTimeoutError(f"{self.name}: {exc}") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"{self.name}: {exc}") from exc
+        except ValueError as exc:  # a body that is not JSON at all
+            raise LLMOutputError(f"{self.name}: unreadable reply: {exc}", str(exc)) from exc
+        if not getattr(reply, "choices", None):
+            raise LLMOutputError(f"{self.name}: reply without choices", str(reply))
+        texts = [c.message.content or "" for c in reply.choices]
+        if prefill:
+            texts = [_after_prefix(str(reply_prefix), text) for text in texts]
+        elif reply_prefix:
+            texts = [continue_reply(reply_prefix, text, stop) for text in texts]
+        result = ChatResult(
+            completions=[
+                Completion(text, choice.finish_reason)
+                for text, choice in zip(texts, reply.choices, strict=True)
+            ],
+            model=self.name,
+            prompt_tokens=getattr(reply.usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(reply.usage, "completion_tokens", 0) or 0,
+            latency_s=time.perf_counter() - started,
+        )
+        return check_json(result) if json_schema else result
+
+
+def _after_prefix(prefix: str, continuation: str) -> str:
+    """The whole reply: servers return the continuation, some repeat the prefix first."""
+    return continuation if continuation.startswith(prefix) else prefix + continuation

@@ -1,0 +1,80 @@
+"""Facts about a question that code can settle before the model reads it.
+
+- ``dates_text``: the relative dates at the query time ("last month is '202505'"), from the
+  knowledge base's reporting calendar (``agents.rag.calendar``);
+- ``resolved_text``: the question's own time windows resolved to periods
+  (``agents.rag.time_phrases``) and the currency of the answer (``agents.rag.currency_phrases``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from agents.rag.calendar import CalendarError, ReportingCalendar
+from agents.rag.currency_phrases import describe_currency
+from agents.rag.time_phrases import TimeWindow, describe_windows, find_time_windows
+from indices.evidence import Evidence
+from ukf import QueryContext
+
+log = logging.getLogger(__name__)
+
+
+def calendar_of(evidence: Evidence) -> ReportingCalendar | None:
+    """The reporting calendar from the calendar facts of the evidence, if any."""
+    items = [*evidence.items, *evidence.dropped]
+    facts = [
+        i.entry.content_resources["calendar"]
+        for i in items
+        if isinstance(i.entry.content_resources.get("calendar"), dict)
+    ]
+    if not facts:
+        return None
+    try:
+        return ReportingCalendar.from_facts(facts)
+    except (CalendarError, TypeError) as exc:
+        log.warning("calendar facts of %s unusable: %s", evidence.question, exc)
+        return None
+
+
+def dates_text(calendar: ReportingCalendar | None, context: QueryContext) -> str:
+    """The relative dates at the query time, when the knowledge base has calendar facts."""
+    when = context.aware_query_time
+    if when is None or calendar is None:
+        return ""
+    return calendar.describe(when)
+
+
+def time_windows(
+    question: str, calendar: ReportingCalendar | None, context: QueryContext
+) -> list[TimeWindow]:
+    """The question's time phrases resolved at the query time (none without a calendar)."""
+    when = context.aware_query_time
+    if when is None or calendar is None:
+        return []
+    return find_time_windows(question, calendar, when)
+
+
+def resolved_text(
+    question: str,
+    calendar: ReportingCalendar | None,
+    context: QueryContext,
+    windows: list[TimeWindow],
+    columns: Iterable[str] = (),
+) -> str:
+    """The question's time ``windows`` (from :func:`time_windows`) and currency, resolved
+    (empty when nothing applies); ``columns`` are those of the tables the prompt shows."""
+    parts: list[str] = []
+    when = context.aware_query_time
+    if when is not None and calendar is not None:
+        parts.append(
+            describe_windows(
+                windows,
+                calendar,
+                when,
+                question=question,
+                to_date_columns=calendar.to_date_columns,
+            )
+        )
+    parts.append(describe_currency(question, context.user_profile, columns))
+    return " ".join(p for p in parts if p)

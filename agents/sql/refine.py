@@ -1,0 +1,244 @@
+"""The refine agent: run each candidate read-only, and repair what fails.
+
+For one candidate:
+1. execute it on the target database (read-only, row cap, time limit);
+2. on an empty result, check its predicate values against the profiled enums and rewrite the
+   literals that are certainly wrong (case, spacing, a known synonym) without asking the model;
+3. on an error, an empty result or a reply without SQL, continue the conversation that wrote
+   it: the failing SQL and what went wrong (the database error, or the literals that are not
+   stored values with the closest ones) go back to the model, which answers with a new query;
+   up to ``rounds`` times. The prompt prefix is unchanged, so a local model's cache is reused;
+4. when the database still rejects it (or there is no model to ask), move column references
+   qualified with the wrong table to the one table of the query that has the column
+   (``agents/sql/column_fix.py``), kept only when the query then runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from agents.answer import Candidate
+from agents.llm.base import LLM, LLMError, Message
+from agents.sql.column_fix import ColumnQualifierFix
+from agents.sql.extract import strip_comments
+from agents.sql.generate import candidate_from_reply, fence_options
+from agents.sql.predicates import PredicateChecker, PredicateIssue
+from agents.templates import render
+from kb.target.database import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RefineOptions:
+    rounds: int = 2
+    max_rows: int = 1000
+    timeout_s: float = 30.0
+    repair_empty: bool = True
+    max_tokens: int = 320
+    model_repairs: bool = True  # False: only the predicate fixes that need no model
+    fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions)
+    fix_columns: bool = True  # re-qualify misplaced column references before asking the model
+
+
+class Refiner:
+    """Executes and repairs candidates.
+
+    Args:
+        database: the target database (read-only access).
+        llm: the model that repairs; None to only execute and fix predicates.
+        checker: the predicate checker; None to skip predicate checks.
+        options: rounds, row cap and time limit.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        llm: LLM | None = None,
+        checker: PredicateChecker | None = None,
+        options: RefineOptions | None = None,
+    ) -> None:
+        self.database, self.llm, self.checker = database, llm, checker
+        self.options = options or RefineOptions()
+        self.columns = ColumnQualifierFix(database, database.dialect)
+
+    def execute(self, candidate: Candidate) -> Candidate:
+        """Run ``candidate`` (if it has SQL) and keep the results on it."""
+        if candidate.sql:
+            candidate.results = self.database.execute(
+                candidate.sql, max_rows=self.options.max_rows, timeout_s=self.options.timeout_s
+            )
+        return candidate
+
+    def refine(self, candidate: Candidate, messages: list[Message]) -> Candidate:
+        """Execute ``candidate`` and repair it up to ``rounds`` times; returns the last version."""
+        current = self.execute(candidate)
+        history = list(messages)
+        tried = {_query_key(current.sql)}
+        for attempt in range(1, self.options.rounds + 1):
+            problem = self._problem(current)
+            if problem is None:
+                return current
+            if current.sql and problem.issues:
+                fixed = self._fix_predicates(current, problem.issues)
+                if fixed is None:
+                    fixed = self._guess_predicates(current, problem.issues)
+                if fixed is not None:
+                    current = fixed
+                    continue
+            if self.llm is None or not problem.repairable or not self.options.model_repairs:
+                return self._without_model(current, problem)
+            repaired = self._repair(current, history, problem, attempt)
+            if repaired is None:
+                return self._without_model(current, problem)
+            current = repaired
+            if repaired.sql and _query_key(repaired.sql) in tried:
+                # a query it already wrote fails the same way: another round would be spent
+                # showing the model the same problem (greedy repairs rarely leave such a loop)
+                current.notes = [*current.notes, "repairs stopped: the same query again"]
+                break
+            tried.add(_query_key(repaired.sql))
+        problem = self._problem(current)
+        return current if problem is None else self._without_model(current, problem)
+
+    def _without_model(self, candidate: Candidate, problem: _Problem) -> Candidate:
+        """The last resort when the model cannot (or did not) repair a rejected query.
+
+        Moving misplaced column references comes after the model's rounds: a query that
+        failed may also join a table it does not need, which the model's repair (it sees
+        the error) often drops and the mechanical fix keeps (Spider 60, 1.5B, fix first:
+        one question lost, none won).
+        """
+        if candidate.sql and problem.rejected and self.options.fix_columns:
+            return self._fix_columns(candidate) or candidate
+        return candidate
+
+    def _problem(self, candidate: Candidate) -> _Problem | None:
+        results = candidate.results
+        if results is None:
+            return None
+        if results.error:
+            if results.error.startswith("model failed"):
+                return _Problem(results.error, repairable=False)
+            if not candidate.sql:
+                return _Problem("Your reply had no SQL query. Answer with one ```sql block.")
+            if results.error_kind == "connection":
+                return _Problem(results.error, repairable=False)
+            return _Problem(
+                f"The database rejected it: {results.error}", rejected=results.error_kind == "sql"
+            )
+        if not results.has_data and self.options.repair_empty:
+            issues = self.checker.check(candidate.sql) if self.checker else []
+            lines = [i.describe() for i in issues]
+            text = (
+                "It ran but returned no rows."
+                if results.row_count == 0
+                else "It ran but returned only NULL: no row matched its filters."
+            )
+            if lines:
+                text += " " + " ".join(lines) + "."
+            return _Problem(text, issues=issues)
+        return None
+
+    def _fix_columns(self, candidate: Candidate) -> Candidate | None:
+        """``candidate`` with misplaced column references moved, if that makes it run."""
+        moved = self.columns.apply(candidate.sql)
+        if moved is None:
+            return None
+        fixed = self.execute(
+            _rewritten(candidate, moved.sql, [f"column moved: {n}" for n in moved.notes])
+        )
+        if fixed.results is None or fixed.results.error:
+            return None
+        return fixed
+
+    def _guess_predicates(
+        self, candidate: Candidate, issues: list[PredicateIssue]
+    ) -> Candidate | None:
+        """A literal that is no stored value, with exactly one stored value close to it
+        ('GAL' when the column holds 'ZP3' and the synonym "Gale"): try that value, and keep
+        the guess only when the query then returns data."""
+        single = [
+            replace(i, certain=True) for i in issues if not i.certain and len(i.suggestions) == 1
+        ]
+        if not single:
+            return None
+        guessed = self._fix_predicates(candidate, single, label="predicate guessed")
+        if guessed is None or guessed.results is None or not guessed.results.has_data:
+            return None
+        return guessed
+
+    def _fix_predicates(
+        self, candidate: Candidate, issues: list[PredicateIssue], *, label: str = "predicate fixed"
+    ) -> Candidate | None:
+        assert self.checker is not None
+        try:
+            sql = self.checker.apply(candidate.sql, issues)
+        except Exception as exc:  # a rewrite we cannot parse back is simply not applied
+            log.debug("predicate rewrite failed on %r: %s", candidate.sql, exc)
+            return None
+        if sql is None:
+            return None
+        notes = [
+            f"{label}: {i.table}.{i.column}: '{i.literal}' -> '{i.suggestions[0]}'"
+            for i in issues
+            if i.certain
+        ]
+        return self.execute(_rewritten(candidate, sql, notes))
+
+    def _repair(
+        self, candidate: Candidate, history: list[Message], problem: _Problem, attempt: int
+    ) -> Candidate | None:
+        assert self.llm is not None
+        shown = strip_comments(candidate.sql) if candidate.sql else "(no SQL)"
+        history.append({"role": "assistant", "content": f"```sql\n{shown}\n```"})
+        history.append({"role": "user", "content": render("repair.j2", problem=problem.text)})
+        try:
+            reply = self.llm.chat(
+                history,
+                max_tokens=self.options.max_tokens,
+                temperature=0.0,
+                seed=candidate.sample,
+                **fence_options(self.options.fenced),
+            )
+        except LLMError as exc:
+            log.warning("repair %d failed: %s", attempt, exc)
+            return None
+        repaired = candidate_from_reply(reply.text, candidate.model, candidate.sample)
+        repaired.tier = candidate.tier
+        repaired.repairs = candidate.repairs + 1
+        repaired.notes = [*candidate.notes, f"repair {attempt}: {problem.text[:200]}"]
+        repaired.prompt_tokens = candidate.prompt_tokens + reply.prompt_tokens
+        repaired.completion_tokens = candidate.completion_tokens + reply.completion_tokens
+        if not repaired.sql:
+            return repaired  # a failed candidate; the next round may try again
+        return self.execute(repaired)
+
+
+def _query_key(sql: str) -> str:
+    """``sql`` without comments and with its whitespace collapsed, for spotting a repeat."""
+    return " ".join(strip_comments(sql).split()).rstrip(";").lower() if sql else ""
+
+
+def _rewritten(candidate: Candidate, sql: str, notes: list[str]) -> Candidate:
+    """``candidate`` with ``sql`` rewritten without the model (not a repair round)."""
+    return Candidate(
+        sql=sql,
+        reasoning=candidate.reasoning,
+        model=candidate.model,
+        sample=candidate.sample,
+        tier=candidate.tier,
+        repairs=candidate.repairs,
+        notes=[*candidate.notes, *notes],
+        prompt_tokens=candidate.prompt_tokens,
+        completion_tokens=candidate.completion_tokens,
+    )
+
+
+@dataclass
+class _Problem:
+    text: str
+    repairable: bool = True
+    issues: list[PredicateIssue] | None = None
+    rejected: bool = False  # the database rejected the SQL (not a refusal or a timeout)

@@ -1,0 +1,149 @@
+"""One tier's sampling run: draw candidates, execute and repair them, stop when two agree.
+
+:class:`TierRun` is what :class:`~agents.sql.cascade.Cascade` does inside one tier. Draws
+(``together`` samples per model call) are submitted to a pool of ``parallel`` workers; after
+each finished draw the run checks for an agreement (two candidates with the same non-empty
+result) and, in a tier that ``escalates``, whether an agreement is still possible at all. In
+either case it cancels what is left: queued draws never start, a running draw stops before it
+executes the rest of its batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agents.answer import Candidate
+from agents.llm.base import Message
+from agents.sql.vote import agreement
+
+if TYPE_CHECKING:
+    from agents.sql.cascade import Tier
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TierResult:
+    """What one tier produced: its candidates (by sample), the agreed winner or None, and
+    the samples it cancelled."""
+
+    candidates: list[Candidate]
+    agreed: Candidate | None
+    cancelled: int
+
+
+class TierRun:
+    """One run of ``tier`` on ``messages`` (see the module docstring).
+
+    A tier that ``escalates`` stops as soon as two agreeing results have become impossible
+    (a failed or empty candidate cannot agree): a small model's greedy answer that fails
+    leaves one sample, which cannot agree with anything, so the next tier starts at once.
+    """
+
+    def __init__(
+        self,
+        tier: Tier,
+        messages: list[Message],
+        *,
+        dialect: str,
+        on_candidate: Callable[[Candidate], None] | None = None,
+        escalates: bool = False,
+    ) -> None:
+        self.tier, self.messages, self.dialect = tier, messages, dialect
+        self.on_candidate = on_candidate
+        self.gives_up = escalates and tier.stop_early  # stops when two can no longer agree
+        self.found: list[Candidate] = []
+        self.pending: dict[Future[list[Candidate]], list[int]] = {}
+        self.next_index = 0
+        self.cancel = threading.Event()
+        self.size = max(1, tier.together)
+
+    def run(self) -> TierResult:
+        tier = self.tier
+        pool = ThreadPoolExecutor(max_workers=max(1, tier.parallel), thread_name_prefix=tier.name)
+        try:
+            self._submit(pool)
+            while self.pending:
+                done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: self.pending[f][0]):
+                    self.pending.pop(future)
+                    try:
+                        drawn = future.result()
+                    except _Cancelled:
+                        continue
+                    for candidate in drawn:
+                        self.found.append(candidate)
+                        if self.on_candidate is not None:
+                            self.on_candidate(candidate)
+                agreed = agreement(self.found, self.dialect) if tier.stop_early else None
+                hopeless = self.gives_up and usable(self.found) + self._unfinished() < 2
+                if (agreed is not None and len(self.found) >= 2) or hopeless:
+                    return self._stop(agreed)
+                self._submit(pool)
+        finally:
+            # samples still running after an agreement finish in the background, unread
+            pool.shutdown(wait=False, cancel_futures=True)
+        self.found.sort(key=lambda c: c.sample)
+        return TierResult(self.found, None, 0)
+
+    def _unfinished(self) -> int:
+        return self.tier.samples - self.next_index + sum(map(len, self.pending.values()))
+
+    def _stop(self, agreed: Candidate | None) -> TierResult:
+        self.cancel.set()
+        cancelled = (self.tier.samples - self.next_index) + sum(
+            len(self.pending[f]) for f in self.pending if f.cancel()
+        )
+        if agreed is None:
+            log.info("tier %s cannot agree any more; escalating", self.tier.name)
+            self.found.sort(key=lambda c: c.sample)
+        return TierResult(self.found, agreed, cancelled)
+
+    def _submit(self, pool: ThreadPoolExecutor) -> None:
+        """Queue draws until ``parallel`` are in flight or every sample is drawn."""
+        tier = self.tier
+        while self.next_index < tier.samples and len(self.pending) < max(1, tier.parallel):
+            indices = list(range(self.next_index, min(tier.samples, self.next_index + self.size)))
+            others = usable(self.found) + sum(map(len, self.pending.values()))
+            self.pending[pool.submit(self._draw, indices, others)] = indices
+            self.next_index = indices[-1] + 1
+
+    def _draw(self, indices: list[int], others: int) -> list[Candidate]:
+        """Candidates ``indices``, refined; ``others``: candidates outside this draw that
+        could still agree with them (usable or unfinished when it was submitted)."""
+        if self.cancel.is_set():
+            raise _Cancelled
+        tier = self.tier
+        started = time.perf_counter()
+        drawn = tier.generator.draw(self.messages, indices)
+        generated = time.perf_counter()
+        refined_all: list[Candidate] = []
+        for position, candidate in enumerate(drawn):
+            later = len(drawn) - position + tier.samples - 1 - indices[-1]
+            hope = others + usable(refined_all) + later
+            if self.cancel.is_set() or (self.gives_up and hope < 2):
+                break  # a draw of this batch that can no longer matter is not executed
+            candidate.tier = tier.name
+            refining = time.perf_counter()
+            refined = tier.refiner.refine(candidate, self.messages)
+            refined.tier = tier.name
+            # a joint decode's time in equal shares, so the stage sums it once
+            refined.generate_seconds = (generated - started) / len(drawn)
+            refined.refine_seconds = time.perf_counter() - refining
+            refined_all.append(refined)
+        return refined_all
+
+
+def usable(candidates: list[Candidate]) -> int:
+    """Candidates that could still be part of an agreement (executed, with rows)."""
+    return sum(1 for c in candidates if c.ok and c.results is not None and c.results.has_data)
+
+
+class _Cancelled(Exception):
+    """A sample that was no longer needed when its turn came."""

@@ -1,0 +1,262 @@
+"""Ask and feedback under load, with the LLM tier replaced by an instant scripted backend.
+
+    python -m perf.server_ask [--clients 8] [--requests 400] [--entries 20000]
+
+A local OpenAI-compatible endpoint (``InstantOpenAI``: a thread in this process that answers
+every chat completion at once with a fixed SQL query) stands in for the model, so what is
+measured is Almanac's own work: auth, limits, retrieval over a store of ``--entries``
+entries, prompt building, execution on the target, voting, logging and the HTTP round trip.
+The server is a real ``almanac serve`` process.
+
+Prints the HTTP latency per ask at ``--clients`` concurrent clients, the server-side time
+(the Answer's ``seconds`` minus the time spent in the scripted model), and checks that every
+feedback post was stored: the labeled experiences and the audit records must equal the posts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+
+from bench.perf.store import generate, percentile
+from kb.profile.profiler import ProfileOptions, profile_database
+from kb.store import KnowledgeStore
+from kb.target.database import Database
+from perf.server import free_port
+from server.settings import Settings
+from server.state import open_keys
+
+SQL = "SELECT region, SUM(amount) FROM sales WHERE region = 'North' GROUP BY region"
+
+
+class InstantOpenAI(BaseHTTPRequestHandler):
+    """``POST /v1/chat/completions`` answered at once with ``reply``."""
+
+    reply: ClassVar[str] = f"```sql\n-- Tables: sales\n-- Reasoning: scripted\n{SQL}\n```"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = json.dumps(
+            {
+                "id": "instant",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "instant",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": self.reply},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        return
+
+
+def _target(path: Path) -> str:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, region TEXT, amount REAL)")
+        conn.executemany(
+            "INSERT INTO sales (region, amount) VALUES (?, ?)",
+            [(("North", "South", "East")[i % 3], float(i)) for i in range(300)],
+        )
+    return f"sqlite:///{path}"
+
+
+def _serve(data_dir: Path, env_extra: dict[str, str], port: int) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    env.update(env_extra)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"almanac serve exited with {process.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).json()["status"] == "ok":
+                return process
+        except (httpx.TransportError, ValueError, KeyError):
+            pass
+        time.sleep(0.25)
+    process.kill()
+    raise SystemExit("almanac serve did not become healthy")
+
+
+async def _load(base: str, key: str, clients: int, requests: int, label: str) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {key}"}
+    http: list[float] = []
+    server_side: list[float] = []
+    stages: dict[str, list[float]] = {}
+    errors: dict[int, int] = {}
+    posted = 0
+    remaining = requests
+
+    async def client(index: int) -> None:
+        nonlocal remaining, posted
+        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as session:
+            while remaining > 0:
+                remaining -= 1
+                number = remaining
+                question = f"North sales total, {label} check {index}-{number}"
+                started = time.perf_counter()
+                reply = await session.post("/v1/ask", json={"question": question})
+                http.append(time.perf_counter() - started)
+                if reply.status_code != 200:
+                    errors[reply.status_code] = errors.get(reply.status_code, 0) + 1
+                    continue
+                answer = reply.json()
+                model = answer["stages"]
+                generate = sum(s["seconds"] for s in model if s["stage"] == "generate")
+                server_side.append(answer["seconds"] - generate)
+                for stage in model:
+                    stages.setdefault(stage["stage"], []).append(stage["seconds"])
+                feedback = await session.post(
+                    f"/v1/answers/{answer['id']}/feedback",
+                    json={"verdict": "wrong", "corrected_sql": SQL, "comment": f"{number}"},
+                )
+                if feedback.status_code == 200:
+                    posted += 1
+                else:
+                    errors[feedback.status_code] = errors.get(feedback.status_code, 0) + 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(i) for i in range(clients)))
+    return {
+        "http": http,
+        "server": server_side,
+        "errors": errors,
+        "posted": posted,
+        "stages": stages,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--entries", type=int, default=20_000)
+    args = parser.parse_args(argv)
+    fake = ThreadingHTTPServer(("127.0.0.1", 0), InstantOpenAI)
+    threading.Thread(target=fake.serve_forever, daemon=True).start()
+    with tempfile.TemporaryDirectory(prefix="almanac-perf-ask-") as tmp:
+        data_dir = Path(tmp)
+        store_url = f"sqlite:///{data_dir / 'knowledge.db'}"
+        target = _target(data_dir / "sales.sqlite")
+        with KnowledgeStore(store_url) as store:
+            store.upsert_many(generate(args.entries, 7))
+            with Database(target) as database:
+                profile_database(
+                    database, store, database_name="sales", options=ProfileOptions(progress=False)
+                )
+        store, engine, keys = open_keys(Settings(data_dir=data_dir, store_url=store_url))
+        _, key = keys.create(role="analyst", user="bench")
+        port = free_port()
+        tiers = [
+            {
+                "name": "default",
+                "backend": "openai",
+                "model": "instant",
+                "base_url": f"http://127.0.0.1:{fake.server_port}/v1",
+                "max_concurrency": args.clients,
+            }
+        ]
+        server = _serve(
+            data_dir,
+            {
+                "ALMANAC_DATA_DIR": str(data_dir),
+                "ALMANAC_STORE_URL": store_url,
+                "ALMANAC_CONFIG": str(data_dir / "absent.toml"),
+                "ALMANAC_EMBEDDER": "minilm",
+                "ALMANAC_LOG_LEVEL": "WARNING",
+                "ALMANAC_TARGET_URL": target,
+                "ALMANAC_TARGET_NAME": "sales",
+                "ALMANAC_LLM_TIERS": json.dumps(tiers),
+                "ALMANAC_LIMITS__LLM_CONCURRENCY": str(args.clients),
+                "ALMANAC_LIMITS__LLM_QUEUE": str(args.clients * 4),
+                "ALMANAC_LIMITS__RATE_PER_S": "1000000",
+                "ALMANAC_LIMITS__RATE_BURST": "1000000",
+            },
+            port,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            asyncio.run(_load(base, key, args.clients, min(20, args.requests), "warm-up"))
+            before = _stored_feedback(store, engine)
+            measured = asyncio.run(_load(base, key, args.clients, args.requests, "measured"))
+            after = _stored_feedback(store, engine)
+        finally:
+            server.terminate()
+            server.wait(30)
+            fake.shutdown()
+        stored = {k: after[k] - before[k] for k in after}
+        engine.dispose()
+        store.close()
+    http, side = measured["http"], measured["server"]
+    print(
+        "ask with the LLM tier replaced by an instant scripted OpenAI-compatible backend "
+        f"(every answer is the same SQL); {args.entries} entries in the store"
+    )
+    print(
+        f"ask+feedback  {args.clients:>3} clients  {len(http) / measured['seconds']:7.1f} asks/s  "
+        f"HTTP p50 {percentile(http, 0.5) * 1000:7.2f} ms  "
+        f"p99 {percentile(http, 0.99) * 1000:7.2f} ms"
+    )
+    print(
+        f"server-side (answer time minus model time) p50 {percentile(side, 0.5) * 1000:6.2f} ms  "
+        f"p99 {percentile(side, 0.99) * 1000:6.2f} ms"
+    )
+    for name, values in measured["stages"].items():
+        print(f"  stage {name:<9} p50 {percentile(values, 0.5) * 1000:7.2f} ms")
+    errors = ", ".join(f"{c}x{n}" for c, n in sorted(measured["errors"].items())) or "none"
+    lost = measured["posted"] - min(stored.values())
+    print(
+        f"feedback posted {measured['posted']}, stored labeled experiences "
+        f"{stored['experiences']}, audit records {stored['audit']}: "
+        f"{'nothing lost' if lost == 0 else f'{lost} LOST'}; errors: {errors}"
+    )
+    return 0 if lost == 0 else 1
+
+
+def _stored_feedback(store: KnowledgeStore, engine: Any) -> dict[str, int]:
+    from sqlalchemy import text
+
+    experiences = sum(
+        1
+        for e in store.iterate(type="experience")
+        if e.creator == "feedback" and e.content_resources.get("labeled")
+    )
+    with engine.connect() as conn:
+        audit = conn.execute(
+            text("SELECT count(*) FROM audit_log WHERE action = 'feedback'")
+        ).scalar()
+    return {"experiences": experiences, "audit": int(audit or 0)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
