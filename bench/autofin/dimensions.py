@@ -17,12 +17,8 @@ from bench.autofin.catalog import (
     customer_group,
     region,
 )
-from bench.autofin.schema import DIMENSIONS, Table, TableSpec
+from bench.autofin.schema import DIMENSIONS, Table
 from bench.autofin.world import World
-
-
-def _spec(name: str) -> TableSpec:
-    return next(spec for spec in DIMENSIONS if spec.name == name)
 
 
 def dimension_tables(world: World) -> list[Table]:

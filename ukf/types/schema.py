@@ -195,7 +195,3 @@ class EnumUKF(BaseUKF):
     @property
     def value(self) -> Any:
         return self.content_resources.get("value")
-
-    @property
-    def qualified_column(self) -> str:
-        return f"{self.content_resources['table']}.{self.content_resources['column']}"
