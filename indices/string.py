@@ -90,6 +90,7 @@ class StringIndex:
         self._rebuild_lock = threading.Lock()
         self._dirty = threading.Event()
         self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
         self.version = 0  # store version the index reflects (set by the owner)
 
     # ---------------------------------------------------------------- writing
@@ -139,22 +140,32 @@ class StringIndex:
             log.debug("string index rebuilt: %d patterns", len(patterns))
 
     def rebuild_in_background(self) -> None:
-        """Schedule a rebuild; searches keep using the current automaton meanwhile."""
-        self._dirty.set()
-        if self._worker is not None and self._worker.is_alive():
-            return
-        self._worker = threading.Thread(
-            target=self._rebuild_loop, daemon=True, name="string-index-rebuild"
-        )
-        self._worker.start()
+        """Schedule a rebuild; searches keep using the current automaton meanwhile.
+
+        One worker at a time: a request while it builds marks the automaton dirty, and the
+        worker builds again before it stops (it decides under the same lock, so a request
+        never falls between its last build and its exit)."""
+        with self._worker_lock:
+            self._dirty.set()
+            if self._worker is None:
+                worker = threading.Thread(
+                    target=self._rebuild_loop, daemon=True, name="string-index-rebuild"
+                )
+                worker.start()
+                self._worker = worker
 
     def _rebuild_loop(self) -> None:
-        while self._dirty.is_set():
+        while True:
             self.rebuild()
+            with self._worker_lock:
+                if not self._dirty.is_set():
+                    self._worker = None
+                    return
 
     def wait(self, timeout: float | None = None) -> None:
         """Block until pending rebuilds are done (tests, CLI)."""
-        worker = self._worker
+        with self._worker_lock:
+            worker = self._worker
         if worker is not None:
             worker.join(timeout)
 
