@@ -18,6 +18,7 @@ from kb.target.database import Database
 from server.state import build_state
 from tests.agents.scripted import ScriptedLLM, sql_reply
 from tests.server.conftest import make_settings, running_server
+from ukf import RuleUKF
 
 NORTH = "SELECT name FROM customers WHERE region = 'North'"
 QUESTION = "Which customers are in the North region?"
@@ -216,6 +217,76 @@ def test_a_saturated_llm_gate_answers_429(ask_server):
     release.set()
     first.join(10)
     assert second.status_code in (429, 503) and results[0].status_code == 200
+
+
+def test_a_saturated_gate_refuses_a_stream_with_a_status_before_any_event(ask_server):
+    release = threading.Event()
+
+    def slow(messages, options):
+        release.wait(10)
+        return sql_reply(NORTH)
+
+    ask_server.llm.replies = [slow]
+    gate = ask_server.state.llm_gate
+    gate.queue = 0
+    first = threading.Thread(
+        target=ask_server.request,
+        args=("POST", "/v1/ask", "analyst"),
+        kwargs={"json": {"question": QUESTION}},
+    )
+    first.start()
+    while gate.in_flight == 0:
+        threading.Event().wait(0.01)
+    refused = ask_server.request("POST", "/v1/ask/stream", "analyst", json={"question": QUESTION})
+    release.set()
+    first.join(10)
+    assert refused.status_code in (429, 503)
+    assert "text/event-stream" not in refused.headers.get("content-type", "")
+    assert gate.in_flight == 0  # the refused stream holds no slot
+
+
+def test_a_stream_that_fails_ends_with_an_error_event_and_frees_its_slot(ask_server):
+    ask_server.llm.replies = [RuntimeError("the model fell over")] * 10
+    with ask_server.client.stream(
+        "POST", "/v1/ask/stream", headers=ask_server.headers("analyst"), json={"question": QUESTION}
+    ) as reply:
+        assert reply.status_code == 200
+        body = "".join(reply.iter_text())
+    last = body.strip().split("\n\n")[-1].split("\n")
+    assert last[0] == "event: error" and "the model fell over" in last[1], body
+    assert ask_server.state.llm_gate.in_flight == 0
+
+
+def test_the_askers_profile_and_time_reach_the_knowledge_triggers(ask_server):
+    northern = RuleUKF.create(
+        "northern reporting",
+        "NORTHERN-RULE: northern analysts count only active customers.",
+        kind="intent",
+        database="shop",
+        triggers={"user_profile_match": {"region": "North"}},
+    )
+    early = RuleUKF.create(
+        "early in the month",
+        "EARLY-RULE: before the 10th, this month means last month.",
+        kind="temporal",
+        database="shop",
+        triggers={"query_time_window": {"day_of_month_to": 9}},
+    )
+    ask_server.state.store.upsert_many([northern, early])
+    ask_server.state.indices.refresh(wait=True)
+
+    def prompt_for(context: dict) -> str:
+        ask_server.llm.replies = [sql_reply(NORTH)]
+        body = {"question": QUESTION, "context": context}
+        reply = ask_server.request("POST", "/v1/ask", "analyst", json=body)
+        assert reply.status_code == 200, reply.text
+        return ask_server.llm.calls[-1][0][1]["content"]
+
+    asked = prompt_for({"user_profile": {"region": "north"}, "query_time": "2025-03-05T09:00:00"})
+    assert "NORTHERN-RULE" in asked and "EARLY-RULE" in asked
+    other = prompt_for({"user_profile": {"region": "South"}, "query_time": "2025-03-15T09:00:00"})
+    assert "NORTHERN-RULE" not in other and "EARLY-RULE" not in other
+    assert "Query time: 2025-03-15T09:00:00" in other
 
 
 def warming_server(tmp_path, store_url: str, target_url: str, llm: ScriptedLLM):
