@@ -254,7 +254,11 @@ class KnowledgeStore:
         return statement.on_conflict_do_update(index_elements=[_E.c.id], set_=changed)
 
     def remove(self, ids: str | Iterable[str]) -> int:
-        """Lazy delete: mark entries inactive (``inactive_mark``). Unknown ids: nothing changes."""
+        """Lazy delete: mark entries inactive (``inactive_mark``); return the new store version.
+
+        Raises :class:`~kb.errors.KnowledgeNotFoundError` (a ``KeyError``) naming every unknown
+        id; then nothing is marked and the version does not move.
+        """
         return self._set_inactive(ids, True)
 
     def restore(self, ids: str | Iterable[str]) -> int:
