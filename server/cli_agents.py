@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -215,8 +214,7 @@ def _query_context(args: argparse.Namespace) -> QueryContext:
         return QueryContext(query_time=args.query_time, user_profile=profile)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        print(f"almanac ask: bad --query-time or --user-profile: {problems}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise ValueError(f"bad --query-time or --user-profile: {problems}") from None
 
 
 def format_answer(answer: Any) -> str:

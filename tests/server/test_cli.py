@@ -77,6 +77,17 @@ def test_ask_without_a_target_says_so(tmp_path, capsys):
     assert "no target database" in capsys.readouterr().err
 
 
+def test_a_bad_query_time_or_profile_is_refused_before_anything_loads(tmp_path, capsys):
+    target = ["--db", f"sqlite:///{tmp_path / 'none.db'}"]
+    ask = ["--data-dir", str(tmp_path), "ask", "anything", *target]
+    assert main([*ask, "--query-time", "last tuesday"]) == 2
+    assert "--query-time" in capsys.readouterr().err
+    profile = tmp_path / "profile.json"
+    profile.write_text("{not json")
+    assert main([*ask, "--user-profile", str(profile)]) == 2
+    assert capsys.readouterr().err
+
+
 @pytest.fixture()
 def filled(tmp_path):
     with KnowledgeStore(f"sqlite:///{tmp_path / 'a' / 'knowledge.db'}") as store:
