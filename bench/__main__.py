@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from bench.compare import compare_runs, render_comparison
 from bench.datasets import load_dataset
-from bench.report import alternative_lines, mean_scores, write_report
+from bench.report import alternative_lines, mean_scores, timeout_line, write_report
 from bench.run import RunConfig, Runner, write_run_manifest
 from bench.sampling import stratified_sample
 from bench.systems import LearningSystem, Prediction, make_system, system_names
@@ -29,7 +29,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--split", help="keep only this split")
     run.add_argument("--limit", type=int, help="first N questions")
     run.add_argument("--workers", type=int, default=1)
-    run.add_argument("--timeout", type=float, default=120.0, help="seconds per question")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds per predict: a question not answered by then is scored as timed out (its"
+        " late answer discarded); a started predict cannot be stopped, so the run waits for it"
+        " to end and the summary and report say how many ran over and by how much",
+    )
     run.add_argument("--sql-timeout", type=float, default=30.0, help="seconds per query")
     run.add_argument(
         "--stream",
@@ -152,6 +159,9 @@ def run_command(args: argparse.Namespace) -> int:
         f"{args.system} on {dataset.name}: {scored}/{len(results)} scored  "
         + "  ".join(f"{k}={v:.4f}" for k, v in scores.items())
     )
+    timeouts = timeout_line(results)
+    if timeouts:
+        print(timeouts)
     for line in alternative_lines(results):
         print(line)
     print(f"report: {report}")

@@ -1,8 +1,9 @@
 """Markdown reports and PNG plots for a benchmark run.
 
 The report gives the mean of every metric over scored questions, the same broken down by
-difficulty and by tag, latency percentiles, and the questions that could not be scored. For a
-streaming run it adds the learning curve: accuracy against the number of questions seen.
+difficulty and by tag, latency percentiles, the predicts that ran past their timeout, and the
+questions that could not be scored. For a streaming run it adds the learning curve: accuracy
+against the number of questions seen.
 """
 
 from __future__ import annotations
@@ -61,6 +62,20 @@ def learning_curve(results: Sequence[QuestionResult], metric: str = "ex") -> lis
     return curve
 
 
+def timeout_line(results: Sequence[QuestionResult]) -> str | None:
+    """One line on the predicts that ran past their timeout; None when none did."""
+    late = [r for r in results if r.timed_out_after_s is not None]
+    if not late:
+        return None
+    limits = "/".join(f"{t:g}" for t in sorted({r.timed_out_after_s or 0.0 for r in late}))
+    longest = max(r.overrun_s for r in late)
+    questions = "question" if len(late) == 1 else "questions"
+    return (
+        f"Timeouts: {len(late)} {questions} past {limits} s, answers discarded; a started "
+        f"predict cannot be stopped, it ran on for up to {longest:.1f} s and the run waited for it"
+    )
+
+
 def alternative_lines(results: Sequence[QuestionResult]) -> list[str]:
     """EX of the answer against each alternative the system scored (its greedy candidate,
     say), on the questions that have that alternative; empty when there are none."""
@@ -109,6 +124,9 @@ def render_markdown(results: Sequence[QuestionResult], *, title: str, streaming:
         f"execution errors: {sum(r.execution_error is not None for r in results)}",
         "",
     ]
+    timeouts = timeout_line(results)
+    if timeouts:
+        lines += [timeouts, ""]
     lines += [*_table("all", {"all": list(results)}), ""]
     lines += [*_table("difficulty", group_by(results, "difficulty")), ""]
     lines += [*_table("tag", group_by(results, "tag")), ""]

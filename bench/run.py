@@ -7,6 +7,13 @@ question is appended to ``results.jsonl`` as soon as it is scored, so an interru
 resumes where it stopped. A question whose canonical gold SQL fails is reported and left out
 of the scores; other failing variants are ignored.
 
+The per-question timeout cannot stop a predict that has started: predicts run in threads, and
+an in-process model (llama.cpp) cannot be interrupted. A predict still running at the timeout
+fails its question (``timed out``; a later answer is discarded), and the runner waits for it to
+end before that worker's next question: systems share one model, so the next predict could not
+start sooner, and its own clock would run while it waited. The result records the timeout it
+ran past, and ``latency_s`` how long it really ran (the overrun is the difference).
+
 Streaming mode (lifelong learning) answers questions one at a time in dataset order; after each
 one a learning system is told the outcome, with the gold SQL revealed (``labeled``) or not
 (``unlabeled``), and the report plots accuracy against questions seen.
@@ -19,7 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +63,8 @@ class QuestionResult(BaseModel):
     gold_error: str | None = None
     scores: dict[str, float] | None = None
     alternative_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
-    latency_s: float = 0.0
+    latency_s: float = 0.0  # how long the predict ran, past a timeout too
+    timed_out_after_s: float | None = None  # the timeout the predict ran past; None: in time
     execution_s: float = 0.0
     system_metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -64,12 +72,19 @@ class QuestionResult(BaseModel):
     def scored(self) -> bool:
         return self.scores is not None
 
+    @property
+    def overrun_s(self) -> float:
+        """Seconds the predict ran on past its timeout (0 when it finished in time)."""
+        if self.timed_out_after_s is None:
+            return 0.0
+        return max(0.0, self.latency_s - self.timed_out_after_s)
+
 
 @dataclass
 class RunConfig:
     out_dir: Path
     workers: int = 1
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # fails a question; cannot stop its predict (see the module doc)
     sql_timeout_s: float = 30.0
     max_rows: int = 100_000
     stream: StreamMode | None = None
@@ -154,13 +169,24 @@ class Runner:
         return result
 
     def _predict(self, example: Example, dialect: str, result: QuestionResult) -> Prediction:
+        timeout = self.config.timeout_s
         start = time.perf_counter()
         future: Future[Prediction] = self._predictor.submit(self.system.predict, example, dialect)
         try:
-            prediction = future.result(timeout=self.config.timeout_s)
+            prediction = future.result(timeout=timeout)
         except FutureTimeout:
-            future.cancel()
-            prediction = Prediction(error=f"timed out after {self.config.timeout_s:g} s")
+            # a started predict cannot be stopped: fail the question, wait for the predict to end
+            log.warning(
+                "%s: predict past the %g s timeout; waiting for it to end", example.id, timeout
+            )
+            wait([future])
+            log.warning(
+                "%s: predict ended %.1f s past its timeout",
+                example.id,
+                time.perf_counter() - start - timeout,
+            )
+            result.timed_out_after_s = timeout
+            prediction = Prediction(error=f"timed out after {timeout:g} s")
         except Exception as exc:  # a failing system must not stop the run
             log.exception("system %s failed on %s", self.system.name, example.id)
             prediction = Prediction(error=f"{type(exc).__name__}: {exc}")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
 from bench.__main__ import main as bench_main
 from bench.datasets import Dataset, Example, write_jsonl
-from bench.report import alternative_lines, learning_curve
+from bench.report import alternative_lines, learning_curve, render_markdown, timeout_line
 from bench.run import RunConfig, Runner, load_results
 from bench.systems import GoldSystem, Prediction
 
@@ -92,9 +94,75 @@ def test_wrong_failing_and_slow_predictions_are_recorded_not_fatal(shop, tmp_pat
     assert by_id["q2"].execution_error and by_id["q2"].scores["ex"] == 0.0
     assert "model crashed" in by_id["q3"].prediction_error
     slow = Runner(
-        shop, Scripted({}, delay=2.0), RunConfig(out_dir=tmp_path / "slow", timeout_s=0.2)
+        shop.filter(limit=2),
+        Scripted({}, delay=0.4),
+        RunConfig(out_dir=tmp_path / "slow", timeout_s=0.1),
     ).run()
     assert all("timed out" in r.prediction_error for r in slow)
+
+
+class SlowOn:
+    """The gold answer, ``delay`` seconds late on the questions in ``slow``; notes when each
+    predict started and ended."""
+
+    name = "slow-on"
+
+    def __init__(self, slow: set[str], delay: float) -> None:
+        self.slow, self.delay = slow, delay
+        self.spans: list[tuple[float, float]] = []
+
+    def predict(self, example: Example, dialect: str) -> Prediction:
+        start = time.perf_counter()
+        if example.id in self.slow:
+            time.sleep(self.delay)
+        self.spans.append((start, time.perf_counter()))
+        return Prediction(sql=example.gold_sql[0])
+
+
+def test_a_predict_past_its_timeout_fails_its_question_and_is_counted(shop, tmp_path):
+    system = SlowOn({"q1", "q3"}, delay=0.5)
+    out = tmp_path / "out"
+    results = Runner(shop, system, RunConfig(out_dir=out, timeout_s=0.2)).run()
+    by_id = {r.id: r for r in results}
+    for qid in ("q1", "q3"):
+        late = by_id[qid]
+        assert late.prediction_error == "timed out after 0.2 s" and late.predicted_sql is None
+        assert late.scores["ex"] == 0.0  # the right answer came too late
+        assert late.timed_out_after_s == 0.2 and late.latency_s >= 0.5
+        assert late.overrun_s == pytest.approx(late.latency_s - 0.2) and late.overrun_s >= 0.3
+    for qid in ("q0", "q2"):
+        assert by_id[qid].timed_out_after_s is None and by_id[qid].overrun_s == 0.0
+        assert by_id[qid].scores["ex"] == 1.0
+    assert load_results(out / "results.jsonl")[1].timed_out_after_s == 0.2
+    # the late predict was not stopped, and the run waited for it: no predict overlaps the next
+    spans = sorted(system.spans)
+    assert len(spans) == 5 and all(end <= after for (_, end), (after, _) in pairwise(spans))
+    longest = max(by_id["q1"].overrun_s, by_id["q3"].overrun_s)
+    line = timeout_line(results)
+    assert line == (
+        "Timeouts: 2 questions past 0.2 s, answers discarded; a started predict cannot be "
+        f"stopped, it ran on for up to {longest:.1f} s and the run waited for it"
+    )
+    assert line in render_markdown(results, title="slow", streaming=False)
+    assert timeout_line([by_id["q0"], by_id["q2"]]) is None
+    assert "Timeouts" not in render_markdown([by_id["q0"]], title="fast", streaming=False)
+
+
+def test_command_line_summary_and_report_count_the_timeouts(shop, tmp_path, capsys, monkeypatch):
+    path = tmp_path / "shop.jsonl"
+    write_jsonl(shop.examples[:2], path)
+    monkeypatch.setattr(
+        "bench.__main__.make_system", lambda name, **options: SlowOn({"q1"}, delay=0.4)
+    )
+    out = tmp_path / "run"
+    args = ["run", "--dataset", str(path), "--system", "slow", "--out", str(out)]
+    assert bench_main([*args, "--timeout", "0.1"]) == 0
+    printed = capsys.readouterr().out
+    assert "2/2 scored" in printed  # the late question is scored, as a failure
+    assert "Timeouts: 1 question past 0.1 s, answers discarded" in printed
+    report = (out / "report.md").read_text()
+    assert "Timeouts: 1 question past 0.1 s, answers discarded" in report
+    assert re.search(r"it ran on for up to 0\.[3-9] s and the run waited for it", report)
 
 
 def test_a_run_resumes_where_it_stopped(shop, tmp_path):
