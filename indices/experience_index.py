@@ -25,7 +25,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import numpy as np
 from tqdm import tqdm
@@ -49,6 +49,16 @@ VIEWS = ("typed", "values", "question")
 SKETCHED_TYPES = frozenset({"table", "column", "enum", "metric"})
 DEFAULT_REFIT_GROWTH = 0.1
 _PROGRESS_FROM = 1000  # show a progress bar when sketching at least this many questions
+
+
+class ExperienceOptions(TypedDict, total=False):
+    """Keyword options of :class:`ExperienceIndex` (see its constructor)."""
+
+    shrinkage: float
+    dimensions: int | None
+    refit_growth: float
+    refit_interval_s: float
+    threads: int | None
 
 
 @dataclass
@@ -153,7 +163,7 @@ class ExperienceIndex:
             for entry, question, (views, vector) in zip(
                 experiences, questions, embedded, strict=True
             ):
-                databases = entry.tag_values("DATABASE")
+                databases = tuple(entry.tag_values("DATABASE"))
                 self._experiences[entry.id] = _Experience(
                     question, databases, skeleton_of(entry), views, vector
                 )
@@ -259,7 +269,7 @@ class ExperienceIndex:
         store: KnowledgeStore,
         embedder: Embedder,
         strings: StringIndex,
-        **options: float | int | None,
+        **options: Unpack[ExperienceOptions],
     ) -> ExperienceIndex:
         """Index the store's experiences (the string index must already reflect the store).
 

@@ -25,6 +25,7 @@ def sql_skeleton(sql: str, dialect: str | None = "sqlite") -> str:
     dialect is read as generic SQL.
     """
     dialect = sqlglot_dialect(dialect) if dialect else None
+    tree: exp.Expression | None
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except ValueError:  # an unknown dialect

@@ -79,7 +79,8 @@ class ExperienceSpaces:
                 gone.append(entry.row)
         if gone:
             for space in self._spaces.values():
-                space.remove_ids(np.array(gone, dtype=np.int64))
+                # faiss's wrapper takes an id array; its stub names only IDSelector
+                space.remove_ids(np.array(gone, dtype=np.int64))  # type: ignore[arg-type]
 
     def _count(self, entry: _Row, step: int) -> None:
         for database in entry.count_keys():

@@ -286,8 +286,8 @@ class FuzzyIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         merged = np.concatenate(lists)
         if merged.size * 8 < hi - lo:  # few postings: sort them instead of counting every row
-            rows, counts = np.unique(merged, return_counts=True)
-            return rows.astype(np.int64), counts
+            unique, counts = np.unique(merged, return_counts=True)
+            return unique.astype(np.int64), counts
         dense = np.bincount(merged - lo, minlength=hi - lo)
         rows = np.flatnonzero(dense)
         return rows + lo, dense[rows]

@@ -30,7 +30,7 @@ class GraphIndex:
     """A multigraph of entries; edges keyed by relation."""
 
     def __init__(self) -> None:
-        self._graph = nx.MultiDiGraph()
+        self._graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
         self._lock = threading.RLock()
         self.version = 0
 
@@ -146,7 +146,7 @@ class GraphIndex:
         are not connected (or the same).
         """
         with self._lock:
-            joins = nx.Graph()
+            joins: nx.Graph[str] = nx.Graph()
             for u, v, key, data in self._graph.edges(keys=True, data=True):
                 if key == JOIN:
                     joins.add_edge(u, v, fk={"from": u, "to": v, **data["resources"]})

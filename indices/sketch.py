@@ -78,7 +78,9 @@ class QuerySketcher:
         self.label = label or self._placeholder
 
     def _placeholder(self, match: SpanMatch) -> str | None:
-        types = {self.type_of(uid) for uid in match.ukf_ids}
+        type_of = self.type_of
+        assert type_of is not None  # __init__ requires it when there is no label
+        types = {type_of(uid) for uid in match.ukf_ids}
         for kind in ("enum", "column", "table", "metric"):
             if kind in types:
                 return f"[{PLACEHOLDERS[kind]}]" if kind in self.mask else None

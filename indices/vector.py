@@ -102,8 +102,8 @@ class VectorIndex:
         with self._lock:
             self.remove(e.id for e in batch)
             for name, serializer in self.serializers.items():
-                pairs = [(e.id, serializer(e)) for e in batch]
-                pairs = [(uid, text) for uid, text in pairs if text]
+                texts = [(e.id, serializer(e)) for e in batch]
+                pairs = [(uid, text) for uid, text in texts if text]
                 if not pairs:
                     continue
                 space = self._spaces[name]
@@ -122,7 +122,9 @@ class VectorIndex:
                     row = space.rows.pop(uid, None)
                     if row is not None:
                         del space.ids[row]
-                        space.index.remove_ids(np.array([row], dtype=np.int64))
+                        ids = np.array([row], dtype=np.int64)
+                        # faiss's wrapper takes an id array; its stub names only IDSelector
+                        space.index.remove_ids(ids)  # type: ignore[arg-type]
 
     @classmethod
     def from_store(

@@ -167,7 +167,8 @@ class _Group:
     def _same_content(cand: BaseUKF, others: list[BaseUKF]) -> BaseUKF | None:
         matches = [o for o in others if o.content_hash == cand.content_hash]
         by_id = [o for o in matches if o.id == cand.id]
-        return (by_id or matches or [None])[0]
+        found = by_id or matches
+        return found[0] if found else None
 
 
 def merge_mined(

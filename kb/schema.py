@@ -32,7 +32,12 @@ metadata = MetaData()
 
 # Byte-wise ordering on PostgreSQL so prefix ranges and LIKE 'x%' use the index.
 SortableText = String(512).with_variant(String(512, collation="C"), "postgresql")
-_CASCADE = {"ondelete": "CASCADE"}
+
+
+def _cascading(target: str) -> ForeignKey:
+    """A foreign key to ``target`` (``table.column``) whose rows go when the target's go."""
+    return ForeignKey(target, ondelete="CASCADE")
+
 
 entries = Table(
     "ukf_entries",
@@ -67,7 +72,7 @@ entries = Table(
 tags = Table(
     "ukf_tags",
     metadata,
-    Column("ukf_id", String(32), ForeignKey("ukf_entries.id", **_CASCADE), primary_key=True),
+    Column("ukf_id", String(32), _cascading("ukf_entries.id"), primary_key=True),
     Column("slot", String(64), primary_key=True),
     Column("value", SortableText, primary_key=True),
     # the entry's type, copied here so "tables tagged [DATABASE:x]" is one index range even
@@ -79,7 +84,7 @@ tags = Table(
 synonyms = Table(
     "ukf_synonyms",
     metadata,
-    Column("ukf_id", String(32), ForeignKey("ukf_entries.id", **_CASCADE), primary_key=True),
+    Column("ukf_id", String(32), _cascading("ukf_entries.id"), primary_key=True),
     Column("position", Integer, primary_key=True),
     Column("synonym", Text, nullable=False),
     Column("norm", SortableText, nullable=False),
@@ -89,7 +94,7 @@ synonyms = Table(
 related = Table(
     "ukf_related",
     metadata,
-    Column("ukf_id", String(32), ForeignKey("ukf_entries.id", **_CASCADE), primary_key=True),
+    Column("ukf_id", String(32), _cascading("ukf_entries.id"), primary_key=True),
     Column("position", Integer, primary_key=True),
     Column("subject", String(256), nullable=False),
     Column("relation", String(128), nullable=False),
@@ -101,7 +106,7 @@ related = Table(
 auths = Table(
     "ukf_auths",
     metadata,
-    Column("ukf_id", String(32), ForeignKey("ukf_entries.id", **_CASCADE), primary_key=True),
+    Column("ukf_id", String(32), _cascading("ukf_entries.id"), primary_key=True),
     Column("principal", String(256), primary_key=True),
     Column("authority", String(16), primary_key=True),
     Index("ix_ukf_auths_principal", "principal"),
@@ -172,7 +177,7 @@ job_logs = Table(
     "job_logs",
     metadata,
     Column("id", SerialKey, primary_key=True, autoincrement=True),
-    Column("job_id", String(32), ForeignKey("jobs.id", **_CASCADE), nullable=False),
+    Column("job_id", String(32), _cascading("jobs.id"), nullable=False),
     Column("at", DateTime(timezone=True), nullable=False),
     Column("level", String(16), nullable=False),
     Column("line", Text, nullable=False),
@@ -197,7 +202,7 @@ audit_log = Table(
 audit_log_entries = Table(
     "audit_log_entries",
     metadata,
-    Column("audit_id", BigInteger, ForeignKey("audit_log.id", **_CASCADE), primary_key=True),
+    Column("audit_id", BigInteger, _cascading("audit_log.id"), primary_key=True),
     Column("ukf_id", String(32), primary_key=True),
     Index("ix_audit_log_entries_ukf", "ukf_id"),
 )

@@ -54,7 +54,7 @@ def visible_clause(table: Table, reader: Reader | None) -> ColumnElement[bool]:
     if reader is None:
         return true()
     c = table.c
-    in_workspace = c.workspace.is_(None)
+    in_workspace: ColumnElement[bool] = c.workspace.is_(None)
     if reader.workspace is not None:
         in_workspace = or_(in_workspace, c.workspace == reader.workspace)
     owned = (

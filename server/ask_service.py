@@ -120,7 +120,7 @@ class AskService:
         assert llms is not None
         names = self.tier_names or [llms.default]
         return [
-            ModelTier(name, _LazyLLM(lambda n=name: llms.get(n), name, llms.decoded_together(name)))
+            ModelTier(name, _LazyLLM(_loader(llms, name), name, llms.decoded_together(name)))
             for name in names
         ]
 
@@ -181,6 +181,11 @@ class AskService:
 def _drain(events: queue.Queue[Event | None]) -> Iterator[Event]:
     while (event := events.get()) is not None:
         yield event
+
+
+def _loader(llms: LLMTiers, name: str) -> Callable[[], Any]:
+    """Loads tier ``name`` when called (bound now, not when the loop has moved on)."""
+    return lambda: llms.get(name)
 
 
 class _LazyLLM:

@@ -16,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import cast
 
 from kb.visibility import Reader
 from server.keys import ApiKey, KeyStore
@@ -103,8 +105,8 @@ class Identity:
             key_id=str(data["key_id"]),
             role=Role(str(data["role"])),
             user=str(data["user"]),
-            workspace=data.get("workspace"),  # type: ignore[arg-type]
-            groups=frozenset(data.get("groups") or ()),  # type: ignore[arg-type]
+            workspace=cast("str | None", data.get("workspace")),
+            groups=frozenset(cast("Iterable[str]", data.get("groups") or ())),
         )
 
 

@@ -17,7 +17,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -28,6 +28,7 @@ from server.auth import Identity, Permission
 from server.worker import JobContext, JobRunner
 
 if TYPE_CHECKING:
+    from kb.store import KnowledgeStore
     from server.state import AppState
 
 
@@ -137,7 +138,11 @@ def _profile(
     store = _GuardedStore(state.store, context)
     wrapped = _ReportingDescriber(describer, context) if describer else None
     report = profile_database(
-        state.target, store, database_name=name, describer=wrapped, options=options
+        state.target,
+        cast("KnowledgeStore", store),  # a proxy: every other attribute is the store's
+        database_name=name,
+        describer=wrapped,
+        options=options,
     )
     written = [*report.added, *report.updated, *report.invalidated]
     summary = {

@@ -13,11 +13,12 @@ jobs that were queued, and retries or fails the ones that were running.
 
 from __future__ import annotations
 
+import builtins
 import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import Engine, case, func, insert, select, update
 
@@ -49,6 +50,10 @@ class JobStateError(RuntimeError):
     """The job is not in a state that allows the operation (e.g. cancelling a finished job)."""
 
 
+@overload
+def _utc(value: datetime) -> datetime: ...
+@overload
+def _utc(value: datetime | None) -> datetime | None: ...
 def _utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
@@ -228,7 +233,7 @@ class JobQueue:
         return counts
 
     # ----------------------------------------------------------------- workers
-    def claim(self, worker_id: str, kinds: list[str]) -> Job | None:
+    def claim(self, worker_id: str, kinds: builtins.list[str]) -> Job | None:
         """Atomically take the oldest queued job of ``kinds``; None when there is none."""
         now = _now()
         with write_transaction(self._engine) as conn:
@@ -344,7 +349,7 @@ class JobQueue:
                 self._append(conn, job_id, "warning", f"queued again: {reason}")
         return done == 1
 
-    def recover(self, lease_s: float) -> list[tuple[str, str]]:
+    def recover(self, lease_s: float) -> builtins.list[tuple[str, str]]:
         """Requeue or fail running jobs whose heartbeat is older than ``lease_s``.
 
         Returns ``(job_id, new_state)`` for each recovered job.

@@ -16,8 +16,9 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, overload
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, Row, insert, select, update
 
 from kb import schema
 from kb.engine import read_transaction, write_transaction
@@ -83,13 +84,17 @@ def hash_secret(secret: str, salt: str, pepper: bytes) -> str:
     return hmac.new(pepper, f"{salt}:{secret}".encode(), hashlib.sha256).hexdigest()
 
 
+@overload
+def _utc(value: datetime) -> datetime: ...
+@overload
+def _utc(value: datetime | None) -> datetime | None: ...
 def _utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
-def _from_row(row: object) -> ApiKey:
+def _from_row(row: Row[Any]) -> ApiKey:
     return ApiKey(
         id=row.id,
         role=row.role,

@@ -19,7 +19,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from fastapi import HTTPException
@@ -76,7 +76,7 @@ def _content_length(scope: Scope) -> int | None:
 
 
 async def _send_json(
-    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] = ()
+    send: Send, status: int, body: dict[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
     import json
 

@@ -20,7 +20,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -184,7 +183,7 @@ class Metrics:
 
     def render(self) -> str:
         lines: list[str] = []
-        for metric in (
+        metrics: list[Counter | Histogram | Gauge] = [
             self.requests,
             self.request_seconds,
             self.stage_seconds,
@@ -194,7 +193,8 @@ class Metrics:
             self.jobs_finished,
             self.rate_limited,
             *self._gauges,
-        ):
+        ]
+        for metric in metrics:
             lines += metric.render()
         return "\n".join(lines) + "\n"
 
@@ -227,7 +227,7 @@ class MetricsMiddleware:
             self.metrics.request_seconds.observe(time.perf_counter() - started, method, route)
 
 
-def _route_of(scope: dict[str, Any]) -> str:
+def _route_of(scope: Scope) -> str:
     """The matched route template (bounded label values); ``unmatched`` otherwise."""
     route = scope.get("route")
     return getattr(route, "path", None) or "unmatched"

@@ -102,7 +102,8 @@ def normalize_value(value: Any) -> Any:
     if isinstance(value, Decimal):
         if not value.is_finite():
             return None
-        return int(value) if value.as_tuple().exponent >= 0 else float(value)
+        exponent = value.as_tuple().exponent  # an int: the value is finite
+        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return f"<{len(bytes(value))} bytes>"
     plain = to_jsonable(value)

@@ -60,6 +60,13 @@ def value_variants(value: Any) -> list[str]:
     return [v for v in variants if v != value and len(v) >= MIN_SYNONYM_LENGTH]
 
 
+def _enum_request(
+    table: TableProfile, column: ColumnProfile, value: Any
+) -> Callable[[Describer], Description]:
+    """Asks a describer about one enum value (bound now, not when the loop has moved on)."""
+    return lambda d: d.describe_enum(table, column, value)
+
+
 class EntryBuilder:
     """Builds the UKF entries of profiled tables of one database.
 
@@ -139,7 +146,7 @@ class EntryBuilder:
                 logger.debug("skipping enum %r of %s.%s: same id", value, table.name, col.name)
                 continue
             seen.add(enum.id)
-            self._describe(enum, lambda d, v=value: d.describe_enum(table, col, v))
+            self._describe(enum, _enum_request(table, col, value))
             entries.append(enum)
         return entries
 

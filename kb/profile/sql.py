@@ -16,11 +16,13 @@ Samples are deterministic, so unchanged data gives the same statistics (and UKF 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 import sqlalchemy as sa
-from sqlalchemy import inspect
+from sqlalchemy import ColumnClause, inspect
+from sqlalchemy.engine.default import DefaultDialect
+from sqlalchemy.engine.interfaces import ReflectedIndex, ReflectedUniqueConstraint
 from sqlalchemy.sql import ColumnElement, Select
 
 from kb.profile.model import ProfileOptions
@@ -61,11 +63,12 @@ class TableReader:
         self._engine = database.engine
         self._info = info
         self._options = options
-        columns = (sa.column(c.name) for c in info.columns)
+        columns: Iterator[ColumnClause[Any]] = (sa.column(c.name) for c in info.columns)
         self._table = sa.table(info.name, *columns, schema=info.schema)
         dialect = self._engine.dialect
         # literal SQL runs without parameters, so '%' must not be escaped as for pyformat
-        self._dialect = type(dialect)(paramstyle="named") if dialect.name != "sqlite" else dialect
+        dialect_class = cast("type[DefaultDialect]", type(dialect))  # every engine's dialect is one
+        self._dialect = dialect_class(paramstyle="named") if dialect.name != "sqlite" else dialect
         self.warnings: list[str] = []
         self.timed_out = False  # the last query ran past its time limit
 
@@ -126,7 +129,7 @@ class TableReader:
                 seed=sa.literal(self._options.seed),
             )
             return sa.select(*(sampled.c[name] for name in columns)).limit(limit)
-        rowid = sa.literal_column("rowid")
+        rowid: ColumnClause[Any] = sa.literal_column("rowid")
         bucket = ((rowid + self._options.seed) * _HASH_MULTIPLIER) % _HASH_RANGE
         threshold = int(fraction * _HASH_RANGE)
         cols = [self._table.c[name] for name in columns]
@@ -196,7 +199,8 @@ class TableReader:
         except sa.exc.SQLAlchemyError as exc:
             logger.warning("%s: cannot list indexes: %s", self._info.name, exc)
             return found
-        for item in [*indexes, *uniques]:
+        items: list[ReflectedIndex | ReflectedUniqueConstraint] = [*indexes, *uniques]
+        for item in items:
             names = item.get("column_names") or []
             if names and names[0]:
                 found.add(names[0])

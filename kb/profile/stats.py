@@ -140,6 +140,8 @@ def profile_column(inp: ColumnInput, options: ProfileOptions) -> ColumnProfile:
 def _counts(inp: ColumnInput, sample_n: int, present: list[Any]) -> dict[str, Any]:
     rows = inp.row_count if inp.row_count is not None else sample_n
     agg = inp.aggregates
+    non_null: Any  # SQL may give a Decimal
+    distinct: Any
     if inp.whole_table:
         non_null, distinct, exact = len(present), len(set(present)), True
     else:
@@ -207,7 +209,9 @@ def temporal_statistics(
 ) -> dict[str, Any]:
     """Detected format, and min/max as real datetimes printed in that format and in ISO."""
     found = facts.temporal
-    fmt, source, ambiguous = None, None, ()
+    fmt: str | None = None
+    source: str | None = None
+    ambiguous: tuple[str, ...] = ()
     low: Any = None
     high: Any = None
     exact = whole_table
@@ -222,19 +226,20 @@ def temporal_statistics(
         values = comparable(v for v in facts.values if isinstance(v, (dt.date, dt.time)))
         if values:
             low, high = min(values), max(values)
-            ends = comparable([low, high, *(agg.get(k) for k in ("min", "max") if agg.get(k))])
-            if not whole_table and len(ends) == 4:
-                low, high, exact = min(ends), max(ends), True
+            known = comparable([low, high, *(agg[k] for k in ("min", "max") if agg.get(k))])
+            if not whole_table and len(known) == 4:
+                low, high, exact = min(known), max(known), True
             fmt, source = native_format(low), "type"
-    shown = fmt is not None and low is not None
+    shown_in = fmt if low is not None else None  # the format min and max are shown in
+    shown = shown_in is not None
     return {
         "format": fmt,
         "format_source": source,
         "ambiguous_with": list(ambiguous),
-        "min": display(low, fmt) if shown else None,
-        "max": display(high, fmt) if shown else None,
-        "min_iso": iso(low, fmt) if shown else None,
-        "max_iso": iso(high, fmt) if shown else None,
+        "min": display(low, shown_in) if shown_in is not None else None,
+        "max": display(high, shown_in) if shown_in is not None else None,
+        "min_iso": iso(low, shown_in) if shown_in is not None else None,
+        "max_iso": iso(high, shown_in) if shown_in is not None else None,
         "exact": exact and shown,
     }
 

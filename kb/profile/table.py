@@ -113,8 +113,8 @@ def profile_table(
     keys = set(info.primary_key) | {c for fk in foreign_keys for c in fk.columns}
     references: dict[str, list[dict[str, str]]] = {}
     for fk in foreign_keys:
-        for col, ref in zip(fk.columns, fk.ref_columns, strict=False):
-            references.setdefault(col, []).append({"table": fk.ref_table, "column": ref})
+        for name, ref in zip(fk.columns, fk.ref_columns, strict=False):
+            references.setdefault(name, []).append({"table": fk.ref_table, "column": ref})
     columns, sample_size = [], 0
     for chunk in _chunks(info.columns, options.columns_per_query):
         rows = reader.sample([c.name for c in chunk], row_count)

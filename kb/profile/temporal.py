@@ -159,7 +159,8 @@ def _strptime(value: str, fmt: str) -> dt.datetime | None:
 
 
 def _regex(fmt: str) -> re.Pattern[str] | None:
-    parts, i = [], 0
+    parts: list[str] = []
+    i = 0
     while i < len(fmt):
         if fmt[i] == "%" and i + 1 < len(fmt):
             directive = _DIRECTIVE_PATTERNS.get(fmt[i + 1])
@@ -224,9 +225,9 @@ def detect_format(values: Iterable[str]) -> FormatMatch | None:
     candidates = [f for f in CANDIDATE_FORMATS if all(parse(v, f) is not None for v in probe)]
     passing: list[tuple[str, list[dt.datetime]]] = []
     for fmt in candidates:
-        parsed = [parse(v, fmt) for v in distinct]
-        if all(p is not None for p in parsed):
-            passing.append((fmt, parsed))  # type: ignore[arg-type]
+        dates = [d for d in (parse(v, fmt) for v in distinct) if d is not None]
+        if len(dates) == len(distinct):
+            passing.append((fmt, dates))
     if not passing:
         return None
     fmt, parsed = passing[0]

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import Connection, inspect
+from sqlalchemy.engine.interfaces import ReflectedColumn, ReflectedForeignKeyConstraint
 from sqlalchemy.engine.reflection import ObjectKind
 from sqlalchemy.exc import CompileError
 
@@ -109,20 +110,22 @@ def reflect_tables(
     reflected = {}
     for key, cols in columns.items():
         name = key[1]  # keys are (schema, name)
-        primary = list((pks.get(key) or {}).get("constrained_columns") or [])
+        pk = pks.get(key)
+        primary = list((pk.get("constrained_columns") if pk else None) or [])
+        comment = comments.get(key)
         reflected[name] = TableInfo(
             name=name,
             columns=[_column(conn, col, col["name"] in primary) for col in cols],
             primary_key=primary,
             foreign_keys=[_foreign_key(fk) for fk in fks.get(key, [])],
-            comment=(comments.get(key) or {}).get("text"),
+            comment=comment.get("text") if comment else None,
             kind=kinds.get(name, "table"),
             schema=schema,
         )
     return {name: reflected[name] for name in names if name in reflected}
 
 
-def _column(conn: Connection, col: dict[str, Any], primary: bool) -> ColumnInfo:
+def _column(conn: Connection, col: ReflectedColumn, primary: bool) -> ColumnInfo:
     return ColumnInfo(
         name=col["name"],
         type=_type_name(conn, col["type"]),
@@ -140,7 +143,7 @@ def _type_name(conn: Connection, type_: Any) -> str:
         return "" if type(type_).__name__ == "NullType" else str(type_)
 
 
-def _foreign_key(fk: dict[str, Any]) -> ForeignKeyInfo:
+def _foreign_key(fk: ReflectedForeignKeyConstraint) -> ForeignKeyInfo:
     return ForeignKeyInfo(
         columns=list(fk["constrained_columns"]),
         ref_table=fk["referred_table"],

@@ -8,6 +8,7 @@ variable fails loudly instead of printing nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,7 @@ def render_template(template: str, **variables: Any) -> str:
     return environment().get_template(template).render(**variables).strip()
 
 
-def _template_composer(template: str):
+def _template_composer(template: str) -> Callable[..., str]:
     def compose(ukf: Any, **context: Any) -> str:
         return render_template(template, ukf=ukf, context=context)
 
