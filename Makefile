@@ -25,6 +25,7 @@ test: setup
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy ukf kb indices server
 
 format: setup
 	$(PY) -m ruff check --fix .
@@ -34,4 +35,4 @@ bench: setup
 	$(PY) -m bench.perf.store --n 100000
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
