@@ -12,8 +12,10 @@ and knows which SQL it is about.
   stored), then stored as a labeled, verified Experience;
 - ``wrong`` without a correction: the log entry records the verdict (it stays unlabeled).
 
-Labeled experiences are shared in the asker's workspace (global when there is none), so the
-next similar question, from anyone who can see them, retrieves them as examples.
+A labeled experience is the asker's own at first (:mod:`agents.experience_review`): their next
+similar questions retrieve it as an example at once; it reaches everyone in their workspace
+(global when they have none) when enough users agree on it or a reviewer approves it.
+Feedback with system access (no asker) is shared at once.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from agents.experience_review import FINGERPRINT, PENDING, REVIEW, ExperienceReview
+from agents.sql.vote import fingerprint, is_ordered
 from kb.errors import KnowledgeNotFoundError
 from kb.store import KnowledgeStore
 from kb.target.database import Database
@@ -50,21 +54,33 @@ class FeedbackError(ValueError):
 
 @dataclass
 class FeedbackOutcome:
+    """What feedback did: the experience it labeled (if any), and who sees it now (``scope``:
+    ``user``, ``workspace`` or ``global``; ``shared_id``: the shared copy)."""
+
     answer_id: str
     verdict: str
     experience_id: str
     labeled: bool
     row_count: int | None = None
+    scope: str = "user"
+    shared_id: str | None = None
 
 
 class ExperienceLog:
     """Logs questions of one database and applies feedback on them."""
 
     def __init__(
-        self, store: KnowledgeStore, database: Database, database_name: str, dialect: str
+        self,
+        store: KnowledgeStore,
+        database: Database,
+        database_name: str,
+        dialect: str,
+        *,
+        agreement: int = 2,
     ) -> None:
         self.store, self.database = store, database
         self.database_name, self.dialect = database_name, dialect
+        self.review = ExperienceReview(store, agreement=agreement)
         self._lock = threading.Lock()
 
     def record(
@@ -146,10 +162,13 @@ class ExperienceLog:
             cot=logged.cot if sql == answered else None,
             labeled=True,
             verified=True,
+            owner=logged.owner,
             workspace=logged.workspace,
             creator="feedback",
             source="user",
             content_resources={
+                FINGERPRINT: fingerprint(results, ordered=is_ordered(sql, self.dialect)),
+                **({REVIEW: {"status": PENDING}} if logged.owner else {}),
                 "feedback": {
                     "answer_id": answer_id,
                     "verdict": verdict,
@@ -161,8 +180,18 @@ class ExperienceLog:
             },
         )
         self.store.upsert(labeled)
+        assert isinstance(labeled, ExperienceUKF)
+        sharing = self.review.after_feedback(labeled)
         self._note_verdict(logged, answer_id, verdict, comment, reviewer)
-        return FeedbackOutcome(answer_id, verdict, labeled.id, True, results.row_count)
+        return FeedbackOutcome(
+            answer_id,
+            verdict,
+            labeled.id,
+            True,
+            results.row_count,
+            scope=sharing.scope,
+            shared_id=sharing.shared_id,
+        )
 
     def _logged(self, answer_id: str, reader: Reader | None) -> ExperienceUKF:
         experience_id = answer_id[:ID_LENGTH]
