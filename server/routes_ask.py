@@ -143,5 +143,7 @@ def feedback(
             "experience_id": outcome.experience_id,
             "labeled": outcome.labeled,
             "row_count": outcome.row_count,
+            "scope": outcome.scope,
+            "shared_id": outcome.shared_id,
         }
     )
