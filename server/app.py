@@ -24,7 +24,14 @@ from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from server import routes_admin, routes_ask, routes_jobs, routes_knowledge, routes_system
+from server import (
+    routes_admin,
+    routes_ask,
+    routes_jobs,
+    routes_knowledge,
+    routes_review,
+    routes_system,
+)
 from server.errors import install_error_handlers
 from server.limits import BodyLimitMiddleware, TimeoutMiddleware
 from server.metrics import MetricsMiddleware
@@ -39,6 +46,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     routes_jobs.router,
     routes_admin.router,
     routes_ask.router,
+    routes_review.router,
 )
 IMPORT_PATH = "/v1/knowledge/import"
 
