@@ -1,0 +1,473 @@
+"""Two ``almanac serve`` replicas on one PostgreSQL knowledge store, as real processes.
+
+What a deployment behind a load balancer relies on, checked rather than assumed:
+
+1. a job queued through one replica is claimed and run exactly once, whichever replica's
+   worker takes it;
+2. knowledge written through one replica is served by the other (GET at once, search within
+   the index refresh interval), and so are updates and deletions;
+3. a key revoked through one replica is refused by the other within the auth cache time;
+4. a replica killed (SIGKILL) in the middle of a job hands the job to the other once its lease
+   runs out, and the job completes once.
+
+Each replica has its own data folder (nothing shared but the store and the pepper), no LLM,
+no embedder; the target is a generated SQLite file, big enough that profiling it takes a few
+seconds (the job killed in 4). Every wait is a bounded poll that says what it saw last.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from kb.engine import create_store_engine
+from kb.store import KnowledgeStore
+from server.keys import KeyStore
+from tests.support.postgres import free_port
+from ukf import KnowledgeUKF
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+PEPPER = "replica-test-pepper-0123456789abcdef"
+REFRESH_S = 0.5  # ALMANAC_INDEX_REFRESH_S
+AUTH_CACHE_S = 1.0  # ALMANAC_AUTH_CACHE_S
+LEASE_S = 2.0  # ALMANAC_JOBS__LEASE_S
+POLL_S = 0.1  # ALMANAC_JOBS__POLL_S
+# What an HTTP round trip and a thread switch may add on a busy two-core test machine; the
+# bounds below are "the configured interval plus this", never a fixed sleep.
+SLACK_S = 3.0
+TARGET_TABLES, TARGET_ROWS = 16, 50_000  # profiling takes a few seconds: long enough to kill
+HTTP_TIMEOUT_S = 30
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- helpers
+def wait_for(what: str, probe: Callable[[], tuple[bool, T]], timeout_s: float) -> T:
+    """Poll ``probe`` (→ ``(done, observed)``) until done; fail saying what it saw last."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, observed = probe()
+        if done:
+            return observed
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s:g} s; last seen: {observed!r}")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def new_database(pg_url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database (dropped afterwards, connections or not)."""
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    name = f"r_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def make_target(path: Path) -> str:
+    """A SQLite target whose profile takes seconds: tables of 50,000 generated rows."""
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        for i in range(TARGET_TABLES):
+            conn.execute(
+                f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL, d TEXT)"
+            )
+            conn.execute(
+                f"INSERT INTO t{i} WITH RECURSIVE r(x) AS "
+                f"(SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < {TARGET_ROWS}) "
+                "SELECT x, x % 97, 'v' || (x % 31), x * 0.5, 'free text number ' || x FROM r"
+            )
+    return f"sqlite:///{path}"
+
+
+def replica_env(data_dir: Path, store_url: str, target_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    env.update(
+        ALMANAC_DATA_DIR=str(data_dir),
+        ALMANAC_CONFIG=str(data_dir / "absent.toml"),
+        ALMANAC_STORE_URL=store_url,
+        ALMANAC_API_KEY_PEPPER=PEPPER,
+        ALMANAC_TARGET_URL=target_url,
+        ALMANAC_TARGET_NAME="big",
+        ALMANAC_EMBEDDER="none",
+        ALMANAC_WARM_ON_START="false",
+        ALMANAC_INDEX_REFRESH_S=str(REFRESH_S),
+        ALMANAC_AUTH_CACHE_S=str(AUTH_CACHE_S),
+        ALMANAC_LIMITS__RATE_PER_S="1000",
+        ALMANAC_LIMITS__RATE_BURST="1000",
+        ALMANAC_JOBS__WORKERS="2",
+        ALMANAC_JOBS__POLL_S=str(POLL_S),
+        ALMANAC_JOBS__LEASE_S=str(LEASE_S),
+    )
+    return env
+
+
+@dataclass
+class Replica:
+    """One ``almanac serve`` process; its output goes to a file (a pipe could fill up)."""
+
+    name: str
+    port: int
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def start(self) -> None:
+        with self.log_path.open("wb") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "serve", "--port", str(self.port)],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def output(self, chars: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def wait_healthy(self, timeout_s: float = 90) -> None:
+        def healthy() -> tuple[bool, Any]:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(f"replica {self.name} exited:\n{self.output()}")
+            try:
+                reply = httpx.get(f"{self.base}/v1/health", timeout=2)
+            except httpx.TransportError as exc:
+                return False, repr(exc)
+            return reply.status_code == 200 and reply.json().get("status") == "ok", reply.text
+
+        wait_for(f"replica {self.name} healthy", healthy, timeout_s)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hook runs, the running job keeps its (stale) lease."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+    def request(self, method: str, path: str, key: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {key}"}
+        return httpx.request(
+            method, f"{self.base}{path}", headers=headers, timeout=HTTP_TIMEOUT_S, **kwargs
+        )
+
+    def ok(self, method: str, path: str, key: str, **kwargs: Any) -> Any:
+        reply = self.request(method, path, key, **kwargs)
+        assert reply.status_code < 300, f"{self.name}: {method} {path}: {reply.text}"
+        return reply.json()
+
+
+@dataclass
+class Pair:
+    a: Replica
+    b: Replica
+    keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # role → (id, secret)
+
+    def key(self, role: str) -> str:
+        return self.keys[role][1]
+
+    def replica_of(self, worker_id: str | None) -> Replica | None:
+        """The replica whose process runs ``worker_id`` (``host:pid:suffix``)."""
+        pid = int(worker_id.split(":")[1]) if worker_id else None
+        return next((r for r in (self.a, self.b) if r.pid == pid), None)
+
+
+def two_ports() -> tuple[int, int]:
+    first = free_port()
+    second = free_port()
+    while second == first:
+        second = free_port()
+    return first, second
+
+
+def cli_key(env: dict[str, str], role: str, user: str) -> tuple[str, str]:
+    """``almanac keys create`` against the shared store: (key id, secret)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", "keys", "create", "--role", role, "--user", user],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    secret = done.stdout.strip().splitlines()[-1]
+    return secret.split("_")[1], secret
+
+
+@contextlib.contextmanager
+def started_pair(store_url: str, root: Path, target_url: str) -> Iterator[Pair]:
+    """Keys made before the start (CLI and KeyStore), then two replicas on one store."""
+    port_a, port_b = two_ports()
+    replicas = []
+    for name, port in (("A", port_a), ("B", port_b)):
+        data_dir = root / name
+        data_dir.mkdir()
+        env = replica_env(data_dir, store_url, target_url)
+        replicas.append(Replica(name, port, env, root / f"{name}.log"))
+    pair = Pair(*replicas)
+    pair.keys["admin"] = cli_key(pair.a.env, "admin", "root")  # also migrates the store
+    with KnowledgeStore(store_url):
+        engine = create_store_engine(store_url)
+        try:
+            store_keys = KeyStore(engine, PEPPER.encode())
+            for role, user in (("ops", "olga"), ("analyst", "ana")):
+                key, secret = store_keys.create(role=role, user=user)
+                pair.keys[role] = (key.id, secret)
+        finally:
+            engine.dispose()
+    try:
+        for replica in replicas:
+            replica.start()
+        for replica in replicas:
+            replica.wait_healthy()
+        yield pair
+    finally:
+        for replica in replicas:
+            replica.stop()
+
+
+@pytest.fixture(scope="module")
+def target_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_target(tmp_path_factory.mktemp("target") / "big.sqlite")
+
+
+@pytest.fixture(scope="module")
+def pair(pg_url: str, target_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    """Replicas shared by checks 1-3 (none of them stops a replica)."""
+    with (
+        new_database(pg_url) as store_url,
+        started_pair(store_url, tmp_path_factory.mktemp("replicas"), target_url) as started,
+    ):
+        yield started
+
+
+def job_of(replica: Replica, key: str, job_id: str) -> dict[str, Any]:
+    return replica.ok("GET", f"/v1/jobs/{job_id}?log_lines=1000", key)
+
+
+def lines(job: dict[str, Any], fragment: str) -> list[str]:
+    return [entry["line"] for entry in job["log"] if fragment in entry["line"]]
+
+
+def audit_of_job(replica: Replica, key: str, job_id: str) -> list[dict[str, Any]]:
+    items = replica.ok("GET", "/v1/audit?limit=1000", key)["items"]
+    return [item for item in items if item["job_id"] == job_id]
+
+
+# ------------------------------------------------------------------------------ 1. jobs
+def test_each_job_is_claimed_and_run_once_across_replicas(pair: Pair):
+    ops, admin = pair.key("ops"), pair.key("admin")
+    entries = [
+        KnowledgeUKF.create(f"job-entry-{i}", f"written by import job {i}") for i in range(16)
+    ]
+    submitted: list[str] = []
+    lock = threading.Lock()
+
+    def submit(body: dict[str, Any]) -> None:
+        job = pair.a.ok("POST", "/v1/jobs", ops, json=body)
+        assert job["state"] in ("queued", "running", "succeeded"), job
+        with lock:
+            submitted.append(job["id"])
+
+    bodies: list[dict[str, Any]] = [
+        {"kind": "import", "params": {"jsonl": entry.to_json()}} for entry in entries
+    ]
+    bodies[::4] = [{"kind": "reindex", "params": {}}] * len(bodies[::4])
+    imported = [e for i, e in enumerate(entries) if i % 4]
+    threads = [threading.Thread(target=submit, args=(body,)) for body in bodies]
+    for thread in threads:  # a burst: the queue holds more than one replica's workers take
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(submitted) == len(bodies)
+
+    def all_finished() -> tuple[bool, Any]:
+        jobs = [job_of(pair.b, ops, job_id) for job_id in submitted]
+        return all(job["finished_at"] for job in jobs), jobs
+
+    jobs = wait_for("every job finished (seen through B)", all_finished, 60)
+    for job in jobs:
+        assert job["state"] == "succeeded", job
+        assert job["attempts"] == 1, f"job {job['id']} ran {job['attempts']} times: {job['log']}"
+        assert len(lines(job, "started on worker")) == 1, job["log"]
+        assert len(lines(job, "succeeded")) == 1, job["log"]
+        assert pair.replica_of(job["worker_id"]) is not None, job["worker_id"]
+    by_replica = {
+        name: sum(1 for job in jobs if pair.replica_of(job["worker_id"]).name == name)
+        for name in ("A", "B")
+    }
+    print(f"jobs run per replica: {by_replica}")
+    assert all(by_replica.values()), f"one replica ran every job: {by_replica}"
+    import_jobs = [job for job in jobs if job["kind"] == "import"]
+    for job in import_jobs:
+        records = audit_of_job(pair.b, admin, job["id"])
+        assert len(records) == 1, f"import job {job['id']} wrote {len(records)} times: {records}"
+        assert job["result"]["imported"] == 1, job["result"]
+    for entry in imported:
+        assert pair.b.ok("GET", f"/v1/knowledge/{entry.id}", ops)["name"] == entry.name
+
+
+# ------------------------------------------------------------------------- 2. knowledge
+def test_knowledge_written_through_one_replica_is_served_by_the_other(pair: Pair):
+    ops = pair.key("ops")
+    entry = KnowledgeUKF.create(
+        "replica-probe", "written through A", synonyms=["zephyr quota ratio"]
+    )
+    created = pair.a.request("POST", "/v1/knowledge", ops, json=entry.to_dict())
+    assert created.status_code == 201, created.text
+    written = time.monotonic()
+
+    def served_by_b() -> tuple[bool, Any]:
+        reply = pair.b.request("GET", f"/v1/knowledge/{entry.id}", ops)
+        return reply.status_code == 200, reply.text
+
+    wait_for("B serves the entry written through A by id", served_by_b, SLACK_S)
+
+    def search_b(query: str) -> list[str]:
+        body = {"mode": "string", "query": query, "include": "id"}
+        return [
+            hit["id"] for hit in pair.b.ok("POST", "/v1/knowledge/search", ops, json=body)["hits"]
+        ]
+
+    def found(query: str, present: bool) -> Callable[[], tuple[bool, Any]]:
+        def probe() -> tuple[bool, Any]:
+            hits = search_b(query)
+            return (entry.id in hits) == present, hits
+
+        return probe
+
+    bound = REFRESH_S + SLACK_S
+    wait_for(
+        "B's string search finds the entry written through A",
+        found("our zephyr quota ratio", True),
+        bound,
+    )
+    lag = time.monotonic() - written
+    print(f"B searched A's write after {lag:.2f} s (refresh interval {REFRESH_S} s)")
+
+    patched = pair.a.request(
+        "PATCH", f"/v1/knowledge/{entry.id}", ops, json={"synonyms": ["boreal quota ratio"]}
+    )
+    assert patched.status_code == 200, patched.text
+    wait_for(
+        "B's search follows A's update (new synonym)", found("boreal quota ratio", True), bound
+    )
+    wait_for(
+        "B's search follows A's update (old synonym)", found("zephyr quota ratio", False), bound
+    )
+    assert pair.b.ok("GET", f"/v1/knowledge/{entry.id}", ops)["synonyms"] == ["boreal quota ratio"]
+
+    deleted = pair.a.request("DELETE", f"/v1/knowledge/{entry.id}", ops)
+    assert deleted.status_code == 200, deleted.text
+    wait_for("B's search drops the entry A deleted", found("boreal quota ratio", False), bound)
+
+
+# --------------------------------------------------------------------------- 3. keys
+def test_a_key_revoked_on_one_replica_is_refused_by_the_other(pair: Pair):
+    admin = pair.key("admin")
+    key_id, analyst = pair.keys["analyst"]
+    for replica in (pair.b, pair.a):  # both have checked (and cached) the key
+        assert replica.request("GET", "/v1/knowledge?limit=1", analyst).status_code == 200
+    revoked = pair.a.request("DELETE", f"/v1/keys/{key_id}", admin)
+    assert revoked.status_code == 200, revoked.text
+    at = time.monotonic()
+    assert pair.a.request("GET", "/v1/knowledge?limit=1", analyst).status_code == 401
+
+    def refused_by_b() -> tuple[bool, Any]:
+        reply = pair.b.request("GET", "/v1/knowledge?limit=1", analyst)
+        return reply.status_code == 401, reply.status_code
+
+    wait_for("B refuses the key revoked through A", refused_by_b, AUTH_CACHE_S + SLACK_S)
+    lag = time.monotonic() - at
+    print(f"B refused the revoked key after {lag:.2f} s (auth cache {AUTH_CACHE_S} s)")
+    assert lag <= AUTH_CACHE_S + SLACK_S
+    for replica in (pair.a, pair.b, pair.b):  # and keeps refusing it
+        assert replica.request("GET", "/v1/knowledge?limit=1", analyst).status_code == 401
+
+
+# -------------------------------------------------------------------- 4. kill mid-job
+def test_a_replica_killed_mid_job_hands_the_job_to_the_other(
+    pg_url: str, target_url: str, tmp_path: Path
+):
+    with new_database(pg_url) as store_url, started_pair(store_url, tmp_path, target_url) as pair:
+        ops, admin = pair.key("ops"), pair.key("admin")
+        job_id = pair.a.ok("POST", "/v1/jobs", ops, json={"kind": "profile", "params": {}})["id"]
+
+        def running() -> tuple[bool, Any]:
+            job = job_of(pair.a, ops, job_id)
+            return job["state"] == "running" and job["worker_id"] is not None, job["state"]
+
+        wait_for("the profile job starts on a replica", running, 30)
+        job = job_of(pair.a, ops, job_id)
+        owner = pair.replica_of(job["worker_id"])
+        assert owner is not None, job["worker_id"]
+        survivor = pair.b if owner is pair.a else pair.a
+        owner.kill()
+        killed_at = time.monotonic()
+        job = job_of(survivor, ops, job_id)
+        assert job["state"] == "running" and job["attempts"] == 1, (
+            f"the job was no longer mid-way when its replica was killed: {job}"
+        )
+
+        def finished() -> tuple[bool, Any]:
+            seen = job_of(survivor, ops, job_id)
+            return seen["finished_at"] is not None, (
+                seen["state"],
+                seen["worker_id"],
+                seen["message"],
+            )
+
+        # the lease runs out, a recovery pass (every lease/2) requeues it, a poll claims it,
+        # and the profile runs again from the start
+        finished_state = wait_for("the survivor finishes the job", finished, 90)
+        print(f"job finished {time.monotonic() - killed_at:.1f} s after the kill: {finished_state}")
+        job = job_of(survivor, ops, job_id)
+        assert job["state"] == "succeeded", job
+        assert job["attempts"] == 2, job
+        assert pair.replica_of(job["worker_id"]) is survivor, job["worker_id"]
+        assert len(lines(job, "started on worker")) == 2, job["log"]
+        assert len(lines(job, "stopped responding")) == 1, job["log"]
+        assert len(lines(job, "succeeded")) == 1, job["log"]
+        assert len(audit_of_job(survivor, admin, job_id)) == 1
+        assert job["result"]["tables"] == TARGET_TABLES, job["result"]
+        tables = survivor.ok("GET", "/v1/knowledge?type=table&limit=500", ops)
+        assert sorted(item["name"] for item in tables["items"]) == sorted(
+            f"t{i}" for i in range(TARGET_TABLES)
+        ), tables
