@@ -9,6 +9,11 @@ job is fenced by the worker's id, so a worker that lost its job cannot overwrite
 Recovery: a running job whose heartbeat is older than the lease (its process died or hung) is
 queued again while it has attempts left, and failed otherwise. A restart therefore runs the
 jobs that were queued, and retries or fails the ones that were running.
+
+Clocks: on PostgreSQL every job time (heartbeats, the lease cut-off, created/started/finished)
+comes from the database server's clock, so replicas on hosts whose clocks disagree neither
+take each other's live jobs nor keep a dead one past its lease. SQLite is one host's file:
+there the host's clock is the only one.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, overload
 
-from sqlalchemy import Engine, case, func, insert, select, update
+from sqlalchemy import Connection, Engine, case, func, insert, select, update
 
 from kb import schema
 from kb.engine import read_transaction, write_transaction
@@ -61,7 +66,14 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 def _now() -> datetime:
+    """This host's clock (SQLite's only clock; see :func:`_clock`)."""
     return datetime.now(UTC)
+
+
+def _clock(conn: Connection) -> Any:
+    """Now, as a value to write or compare in ``conn``'s transaction: the database server's
+    clock on PostgreSQL (one clock for every replica), this host's clock elsewhere."""
+    return func.now() if conn.dialect.name == "postgresql" else _now()
 
 
 @dataclass(frozen=True)
@@ -183,7 +195,7 @@ class JobQueue:
                     attempts=0,
                     max_attempts=self.max_attempts,
                     cancel_requested=False,
-                    created_at=_now(),
+                    created_at=_clock(conn),
                 )
             )
             self._append(conn, job_id, "info", f"submitted by {submitter.get('user')}")
@@ -217,7 +229,11 @@ class JobQueue:
                 conn.execute(
                     update(_J)
                     .where(_J.c.id == job_id)
-                    .values(state=CANCELLED, finished_at=_now(), message="cancelled before it ran")
+                    .values(
+                        state=CANCELLED,
+                        finished_at=_clock(conn),
+                        message="cancelled before it ran",
+                    )
                 )
                 self._append(conn, job_id, "info", "cancelled before it ran")
             else:
@@ -235,8 +251,8 @@ class JobQueue:
     # ----------------------------------------------------------------- workers
     def claim(self, worker_id: str, kinds: builtins.list[str]) -> Job | None:
         """Atomically take the oldest queued job of ``kinds``; None when there is none."""
-        now = _now()
         with write_transaction(self._engine) as conn:
+            now = _clock(conn)
             found = conn.execute(
                 select(_J.c.id)
                 .where(_J.c.state == QUEUED, _J.c.kind.in_(kinds))
@@ -269,7 +285,7 @@ class JobQueue:
             touched = conn.execute(
                 update(_J)
                 .where(_J.c.id == job_id, _J.c.worker_id == worker_id, _J.c.state == RUNNING)
-                .values(heartbeat_at=_now())
+                .values(heartbeat_at=_clock(conn))
             ).rowcount
             if touched != 1:
                 return None
@@ -281,12 +297,13 @@ class JobQueue:
         self, job_id: str, worker_id: str, progress: float | None, message: str | None
     ) -> bool:
         """Record progress (0..1) and a status message; False when the job is no longer ours."""
-        values: dict[str, Any] = {"heartbeat_at": _now()}
+        values: dict[str, Any] = {}
         if progress is not None:
             values["progress"] = min(1.0, max(0.0, progress))
         if message is not None:
             values["message"] = message
         with write_transaction(self._engine) as conn:
+            values["heartbeat_at"] = _clock(conn)
             return (
                 conn.execute(
                     update(_J)
@@ -315,7 +332,6 @@ class JobQueue:
             raise ValueError(f"not a final state: {state!r}")
         values: dict[str, Any] = {
             "state": state,
-            "finished_at": _now(),
             "message": message or state,
             "result": json.dumps(result, sort_keys=True, default=str) if result else None,
             "error": error,
@@ -323,6 +339,7 @@ class JobQueue:
         if state == SUCCEEDED:
             values["progress"] = 1.0
         with write_transaction(self._engine) as conn:
+            values["finished_at"] = _clock(conn)
             done = conn.execute(
                 update(_J)
                 .where(_J.c.id == job_id, _J.c.worker_id == worker_id, _J.c.state == RUNNING)
@@ -354,9 +371,9 @@ class JobQueue:
 
         Returns ``(job_id, new_state)`` for each recovered job.
         """
-        cutoff = _now() - timedelta(seconds=lease_s)
         recovered: list[tuple[str, str]] = []
         with write_transaction(self._engine) as conn:
+            cutoff = _clock(conn) - timedelta(seconds=lease_s)
             stale = conn.execute(
                 select(_J.c.id, _J.c.attempts, _J.c.max_attempts, _J.c.worker_id, _J.c.kind)
                 .where(_J.c.state == RUNNING, _J.c.heartbeat_at < cutoff)
@@ -372,7 +389,7 @@ class JobQueue:
                     if retry
                     else {
                         "state": FAILED,
-                        "finished_at": _now(),
+                        "finished_at": _clock(conn),
                         "error": f"interrupted: {reason}; no attempts left "
                         f"({row.attempts}/{row.max_attempts})",
                         "message": "failed: interrupted",
@@ -392,4 +409,4 @@ class JobQueue:
 
     @staticmethod
     def _append(conn: Any, job_id: str, level: str, line: str) -> None:
-        conn.execute(insert(_L).values(job_id=job_id, at=_now(), level=level, line=line))
+        conn.execute(insert(_L).values(job_id=job_id, at=_clock(conn), level=level, line=line))

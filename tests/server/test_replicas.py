@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +39,8 @@ from sqlalchemy.engine import make_url
 
 from kb.engine import create_store_engine
 from kb.store import KnowledgeStore
+from server import jobs
+from server.jobs import JobQueue
 from server.keys import KeyStore
 from tests.support.postgres import free_port
 from ukf import KnowledgeUKF
@@ -471,3 +474,40 @@ def test_a_replica_killed_mid_job_hands_the_job_to_the_other(
         assert sorted(item["name"] for item in tables["items"]) == sorted(
             f"t{i}" for i in range(TARGET_TABLES)
         ), tables
+
+
+# ------------------------------------------------------------------------ 5. clocks
+def test_a_lease_does_not_depend_on_the_replicas_clocks_agreeing(
+    fresh_pg_database: str, monkeypatch: pytest.MonkeyPatch
+):
+    """Replicas on different hosts: one host's clock runs behind, another's ahead. A live job's
+    heartbeat must not look stale to either, and a dead one must still be recovered."""
+    with KnowledgeStore(fresh_pg_database):
+        pass  # migrated
+    engine = create_store_engine(fresh_pg_database)
+    try:
+        queue = JobQueue(engine)
+
+        def host_clock(offset_s: float) -> None:
+            monkeypatch.setattr(
+                jobs, "_now", lambda: datetime.now(UTC) + timedelta(seconds=offset_s)
+            )
+
+        job = queue.submit("reindex", {}, {"user": "olga"})
+        host_clock(-600)  # the worker's host runs ten minutes behind
+        assert queue.claim("behind:1:a", ["reindex"]) is not None
+        assert queue.heartbeat(job.id, "behind:1:a") is False
+        for offset_s in (0, 600):  # a replica on time, and one ten minutes ahead
+            host_clock(offset_s)
+            assert queue.recover(lease_s=30) == [], f"a live job was taken (clock {offset_s:+} s)"
+        assert queue.get(job.id).state == "running"
+
+        host_clock(600)  # the worker dies: its lease runs out on the database's clock
+        recovered = wait_for(
+            "the dead worker's job is recovered",
+            lambda: (bool(found := queue.recover(0.2)), found),
+            5,
+        )
+        assert recovered == [(job.id, "queued")]
+    finally:
+        engine.dispose()
