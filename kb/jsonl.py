@@ -43,15 +43,21 @@ def parse_line(line: str, source: str, number: int) -> BaseUKF:
 
 def read_jsonl(source: JSONLSource) -> list[BaseUKF]:
     """Parse and validate every non-blank line of ``source``."""
+    return [entry for _number, entry in read_numbered_jsonl(source)]
+
+
+def read_numbered_jsonl(source: JSONLSource) -> list[tuple[int, BaseUKF]]:
+    """Like :func:`read_jsonl`, each entry with its 1-based line number, so that checks made
+    after parsing (such as the server's write permissions) can name the offending line."""
     if isinstance(source, str | Path):
         with open(source, encoding="utf-8") as handle:
             return _read(handle, str(source))
     return _read(source, getattr(source, "name", "<stream>"))
 
 
-def _read(handle: IO[str], name: str) -> list[BaseUKF]:
+def _read(handle: IO[str], name: str) -> list[tuple[int, BaseUKF]]:
     return [
-        parse_line(line, name, number)
+        (number, parse_line(line, name, number))
         for number, line in enumerate(handle, start=1)
         if line.strip()
     ]

@@ -6,9 +6,13 @@
 - ``reindex``: rebuild the string, graph and vector indices from the store and swap them in;
 - ``import``: import a JSONL file from the import folder, or JSONL sent inline.
 
-Later kinds (``mine``, ``augment``, ``distill``) register here with their own permission.
-Writes to the store are audited with the submitter's identity and the job id; a cancelled
-profiling run stops before it writes anything.
+Later kinds (``mine``, ``augment``, ``distill``) register here with their own permission, and
+with :attr:`JobKind.authorize` when the permission alone is not enough: ``profile`` and
+``describe`` write global knowledge, so a key scoped to a workspace may not submit them
+(:func:`server.access.check_global_writer`); ``import`` checks every line and every entry it
+would replace like ``POST /v1/knowledge/import`` does. Writes to the store are audited with
+the submitter's identity and the job id; a cancelled profiling run stops before it writes
+anything.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kb.jsonl import read_jsonl
+from kb.jsonl import read_numbered_jsonl
 from kb.profile.model import ColumnProfile, Describer, Description, TableProfile
 from kb.profile.profiler import ProfileOptions, profile_database
+from server.access import check_global_writer
 from server.auth import Identity, Permission
 from server.worker import JobContext, JobRunner
 
@@ -73,6 +78,9 @@ class JobKind:
     permission: Permission
     run: Run
     unavailable: Callable[[AppState], str | None] = lambda _state: None
+    authorize: Callable[[Identity], None] = lambda _identity: None
+    """Raises :class:`server.access.AccessDeniedError` (403) when this submitter may not run
+    the kind although their role holds ``permission``."""
 
 
 # ---------------------------------------------------------------------- profile / describe
@@ -129,6 +137,8 @@ def _profile(
 ) -> dict[str, Any]:
     if state.target is None:
         raise RuntimeError("no target database is configured (ALMANAC_TARGET_URL)")
+    submitter = Identity.from_dict(context.submitter)
+    _writes_global_knowledge(submitter)  # also for jobs queued before the rule existed
     name = params.database_name or state.settings.resolved_target_name or "target"
     overrides = params.model_dump(exclude={"database_name"}, exclude_none=True)
     options = ProfileOptions(progress=False, **overrides)
@@ -161,7 +171,7 @@ def _profile(
     if written:
         state.knowledge.record_job_writes(
             action,
-            Identity.from_dict(context.submitter),
+            submitter,
             written,
             report.store_version,
             {k: v for k, v in summary.items() if k != "summary"},
@@ -178,6 +188,10 @@ def run_describe(state: AppState, context: JobContext, params: ProfileParams) ->
     if state.describer_factory is None:
         raise RuntimeError("no describer is configured")
     return _profile(state, context, params, state.describer_factory())
+
+
+def _writes_global_knowledge(identity: Identity) -> None:
+    check_global_writer(identity, "profile and describe jobs write")
 
 
 def _needs_target(state: AppState) -> str | None:
@@ -213,10 +227,10 @@ def run_import(state: AppState, context: JobContext, params: ImportParams) -> di
     if params.path is not None:
         path = import_path(state.settings.resolved_import_dir, params.path)
         context.progress(0.05, f"validating {path.name}")
-        entries, source = read_jsonl(path), path.name
+        entries, source = read_numbered_jsonl(path), path.name
     else:
         context.progress(0.05, "validating inline JSON Lines")
-        entries, source = read_jsonl(io.StringIO(params.jsonl or "")), "inline"
+        entries, source = read_numbered_jsonl(io.StringIO(params.jsonl or "")), "inline"
     context.progress(0.5, f"{len(entries)} entries valid; importing")
     context.check()
     identity = Identity.from_dict(context.submitter)
@@ -235,6 +249,7 @@ JOB_KINDS: dict[str, JobKind] = {
             Permission.JOBS_WRITE,
             run_profile,
             _needs_target,
+            _writes_global_knowledge,
         ),
         JobKind(
             "describe",
@@ -243,6 +258,7 @@ JOB_KINDS: dict[str, JobKind] = {
             Permission.JOBS_WRITE,
             run_describe,
             _needs_describer,
+            _writes_global_knowledge,
         ),
         JobKind(
             "reindex",

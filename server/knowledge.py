@@ -3,6 +3,21 @@
 Routes and jobs both go through :class:`KnowledgeService`, so every write is checked by
 :mod:`server.access`, recorded in the audit log, and followed by an index refresh (the
 writer's next search sees the change).
+
+Every write is checked twice: the entry as it would be stored (:func:`~server.access.
+check_writable`: layer, owner, auths, and the rule that only admin keys and keys without a
+workspace write the global layer), and the entry already stored under the same id
+(:func:`~server.access.check_replaceable`), read without the caller's visibility filter and
+inactive ones included, because ``auths`` is not part of the id: a line without auths must not
+replace an entry whose auths keep the caller out. How a write to an id the caller cannot see
+is answered, without revealing that it exists:
+
+- ``PATCH`` and ``DELETE``: 404, the same answer as for an unknown id;
+- ``POST`` and import: 403 ``entry <id> cannot be written with your key`` (never 409
+  "exists"); nothing is written, no overlay entry is made in its place.
+
+An import is all or nothing: the first refused line refuses the whole file, naming its line
+number, before anything is written.
 """
 
 from __future__ import annotations
@@ -17,7 +32,7 @@ from indices.index_set import IndexSet
 from kb.errors import KnowledgeNotFoundError
 from kb.filters import UKFFilter
 from kb.store import KnowledgeStore
-from server.access import check_writable, export_reader
+from server.access import AccessDeniedError, check_replaceable, check_writable, export_reader
 from server.audit import AuditLog
 from server.auth import Identity
 from ukf import IDENTITY_FIELDS, BaseUKF, UKFError
@@ -67,7 +82,9 @@ class KnowledgeService:
         except ValidationError as exc:
             raise _validation_error(exc) from None
         check_writable(entry, identity)
-        if self.store.exists(entry.id):
+        stored = self.store.get_many([entry.id]).get(entry.id)
+        if stored is not None:
+            check_replaceable(stored, identity)  # hidden from the caller: 403, not 409
             raise EntryExistsError(f"entry {entry.id} exists already; PATCH it instead")
         version = self.store.upsert(entry)
         self._audit("create", identity, [entry.id], version, {"type": entry.type})
@@ -104,15 +121,24 @@ class KnowledgeService:
 
     def import_entries(
         self,
-        entries: Sequence[BaseUKF],
+        numbered: Sequence[tuple[int, BaseUKF]],
         identity: Identity,
         *,
         source: str,
         job_id: str | None = None,
     ) -> dict[str, Any]:
-        """Store validated entries in one transaction, after checking every one."""
-        for entry in entries:
-            check_writable(entry, identity)
+        """Store validated entries, given with their line numbers, in one transaction after
+        checking every one and every stored entry it would replace; a refusal names the line
+        and nothing is written."""
+        entries = [entry for _line, entry in numbered]
+        stored = self.store.get_many(entry.id for entry in entries)  # all layers, inactive too
+        for line, entry in numbered:
+            try:
+                check_writable(entry, identity)
+                if entry.id in stored:
+                    check_replaceable(stored[entry.id], identity)
+            except AccessDeniedError as exc:
+                raise AccessDeniedError(f"line {line}: {exc}; nothing was imported") from None
         version = self.store.upsert_many(entries) if entries else self.store.version
         ids = [entry.id for entry in entries]
         self._audit("import", identity, ids, version, {"source": source}, job_id=job_id)

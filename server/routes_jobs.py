@@ -38,6 +38,7 @@ def submit_job(request: Request, identity: Watcher, body: JobRequest) -> Respons
         )
     if not identity.can(kind.permission):
         raise HTTPException(403, f"role {identity.role.value!r} may not submit {kind.name!r} jobs")
+    kind.authorize(identity)  # AccessDeniedError: 403 (a workspace key and global writes)
     try:
         params = kind.params.model_validate(body.params)
     except ValidationError as exc:

@@ -2,6 +2,9 @@
 
 Reads need ``knowledge:read`` and return only what the caller may see; writes need
 ``knowledge:write``, are checked by :mod:`server.access` and audited (:mod:`server.audit`).
+Writes are checked against the entry sent and the entry already stored under its id; a write
+to an id the caller cannot see is answered as described in :mod:`server.knowledge` (404 for
+PATCH and DELETE, a 403 that does not reveal the id for POST and import).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from kb.filters import UKFFilter
-from kb.jsonl import read_jsonl
+from kb.jsonl import read_numbered_jsonl
 from server.auth import Identity, Permission
 from server.deps import get_state, require
 from server.limits import check_text_length
@@ -100,7 +103,7 @@ async def import_knowledge(request: Request, identity: Writer) -> Response:
     state = get_state(request)
 
     def work() -> dict[str, Any]:
-        entries = read_jsonl(io.StringIO(text))
+        entries = read_numbered_jsonl(io.StringIO(text))
         return state.knowledge.import_entries(entries, identity, source="http")
 
     return FastJSONResponse(await run_in_threadpool(work))

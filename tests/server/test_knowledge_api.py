@@ -150,9 +150,11 @@ def test_visibility_between_two_users(server):
     team = server.request("POST", "/v1/knowledge", emea_ops, json=_entry(workspace="emea"))
     assert team.status_code == 201
     hr_only = [{"user": "hr", "authority": "write"}]
-    private = server.request("POST", "/v1/knowledge", hr_ops, json=_entry("salary", auths=hr_only))
+    salary = _entry("salary", workspace="emea", auths=hr_only)
+    private = server.request("POST", "/v1/knowledge", hr_ops, json=salary)
     assert private.status_code == 201
-    globe = server.request("POST", "/v1/knowledge", emea_ops, json=_entry("glossary"))
+    # global entries: written by keys without a workspace (see test_security_knowledge.py)
+    globe = server.request("POST", "/v1/knowledge", "ops", json=_entry("glossary"))
     team_id, private_id, global_id = team.json()["id"], private.json()["id"], globe.json()["id"]
 
     def seen(key):
@@ -184,9 +186,9 @@ def test_visibility_between_two_users(server):
         "POST",
         "/v1/knowledge",
         emea_ops,
-        json=_entry("read only", auths=[{"user": "olga", "authority": "read"}]),
+        json=_entry("read only", workspace="emea", auths=[{"user": "olga", "authority": "read"}]),
     )
-    assert reader_only.status_code == 403 and "write" in reader_only.json()["detail"]
+    assert reader_only.status_code == 403 and "write or admin" in reader_only.json()["detail"]
     assert server.request("DELETE", f"/v1/knowledge/{private_id}", emea_ops).status_code == 404
     assert server.state.store.count() == 3
 
