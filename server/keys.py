@@ -5,6 +5,11 @@ row; the secret (256 random bits) is stored only as ``HMAC-SHA256(pepper, salt +
 The pepper lives outside the database (a setting or a file in the data dir), so a copy of the
 database alone cannot check guesses. The secrets are random, not passwords: a fast keyed hash
 is enough, and lets every request be checked in microseconds.
+
+Every process that checks or makes keys on a store must use the same pepper (replicas on other
+hosts do not share a data dir, and each would make its own pepper file, under which every key is
+refused). :meth:`KeyStore.ensure_pepper` records a fingerprint of the first pepper in the store
+(``store_meta`` row ``api_key_pepper``: 56 bits of an HMAC of a fixed text) and refuses another.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, overload
 
-from sqlalchemy import Engine, Row, insert, select, update
+from sqlalchemy import Connection, Engine, Row, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from kb import schema
 from kb.engine import read_transaction, write_transaction
@@ -26,6 +32,8 @@ from kb.engine import read_transaction, write_transaction
 PREFIX = "alm"
 _KEY = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{20,128}})$")
 _K = schema.api_keys
+_META = schema.store_meta
+PEPPER_CHECK = "api_key_pepper"
 
 
 class KeyNotFoundError(KeyError):
@@ -37,6 +45,23 @@ class KeyNotFoundError(KeyError):
 
     def __str__(self) -> str:
         return f"unknown API key id {self.key_id!r}"
+
+
+class PepperMismatchError(ValueError):
+    """This process's pepper is not the one the store's keys were made with."""
+
+    def __str__(self) -> str:
+        return (
+            "the API key pepper differs from the one this store's keys were made with, so "
+            "every key would be refused: give every server and `almanac keys` on this store "
+            "the same ALMANAC_API_KEY_PEPPER (or the same <data_dir>/secrets/api-key-pepper)"
+        )
+
+
+def pepper_fingerprint(pepper: bytes) -> int:
+    """56 bits that tell peppers apart (an HMAC of a fixed text: nothing to learn a key from)."""
+    digest = hmac.new(pepper, b"almanac api key pepper check", hashlib.sha256).digest()
+    return int.from_bytes(digest[:7], "big")
 
 
 @dataclass(frozen=True)
@@ -121,6 +146,30 @@ class KeyStore:
         if len(pepper) < 16:
             raise ValueError("the API key pepper must be at least 16 bytes")
         self._engine, self._pepper = engine, pepper
+
+    def ensure_pepper(self) -> None:
+        """Record this pepper's fingerprint in the store if none is; refuse a different one.
+
+        Raises:
+            PepperMismatchError: the store's keys were made with another pepper.
+        """
+        mine = pepper_fingerprint(self._pepper)
+        try:
+            with write_transaction(self._engine) as conn:
+                stored = self._stored_fingerprint(conn)
+                if stored is None:
+                    conn.execute(insert(_META).values(key=PEPPER_CHECK, value=mine))
+                    return
+        except IntegrityError:  # another process recorded its pepper between our read and insert
+            with read_transaction(self._engine) as conn:
+                stored = self._stored_fingerprint(conn)
+        if stored != mine:
+            raise PepperMismatchError()
+
+    @staticmethod
+    def _stored_fingerprint(conn: Connection) -> int | None:
+        query = select(_META.c.value).where(_META.c.key == PEPPER_CHECK)
+        return conn.execute(query).scalar()
 
     def create(
         self,

@@ -143,7 +143,14 @@ def open_keys(settings: Settings) -> tuple[KnowledgeStore, Engine, KeyStore]:
     """The store (migrated), an engine on it, and its key table (``almanac keys``)."""
     store = KnowledgeStore(settings.resolved_store_url)
     engine = create_store_engine(settings.resolved_store_url)
-    return store, engine, KeyStore(engine, resolve_pepper(settings))
+    keys = KeyStore(engine, resolve_pepper(settings))
+    try:
+        keys.ensure_pepper()  # replicas (and `almanac keys`) must share one pepper
+    except Exception:
+        engine.dispose()
+        store.close()
+        raise
+    return store, engine, keys
 
 
 def configured_embedder(settings: Settings) -> Embedder | None:

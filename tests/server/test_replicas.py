@@ -201,6 +201,7 @@ class Replica:
 class Pair:
     a: Replica
     b: Replica
+    store_url: str
     keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # role → (id, secret)
 
     def key(self, role: str) -> str:
@@ -244,7 +245,7 @@ def started_pair(store_url: str, root: Path, target_url: str) -> Iterator[Pair]:
         data_dir.mkdir()
         env = replica_env(data_dir, store_url, target_url)
         replicas.append(Replica(name, port, env, root / f"{name}.log"))
-    pair = Pair(*replicas)
+    pair = Pair(*replicas, store_url)
     pair.keys["admin"] = cli_key(pair.a.env, "admin", "root")  # also migrates the store
     with KnowledgeStore(store_url):
         engine = create_store_engine(store_url)
@@ -476,7 +477,37 @@ def test_a_replica_killed_mid_job_hands_the_job_to_the_other(
         ), tables
 
 
-# ------------------------------------------------------------------------ 5. clocks
+# ----------------------------------------------------------------------- 5. peppers
+def test_a_replica_with_another_pepper_refuses_to_start(pair: Pair, target_url: str, tmp_path):
+    """A third replica on its own host, without ALMANAC_API_KEY_PEPPER: it makes its own
+    pepper file, under which every key of the store is refused. It must not serve."""
+    env = replica_env(tmp_path, pair.store_url, target_url)
+    del env["ALMANAC_API_KEY_PEPPER"]
+    replica = Replica("C", free_port(), env, tmp_path / "C.log")
+    replica.start()
+    try:
+
+        def exited_or_serving() -> tuple[bool, Any]:
+            assert replica.process is not None
+            if replica.process.poll() is not None:
+                return True, ("exited", replica.process.returncode)
+            try:
+                reply = replica.request("GET", "/v1/knowledge?limit=1", pair.key("ops"))
+            except httpx.TransportError:
+                return False, "not listening yet"
+            return True, ("serving", reply.status_code)
+
+        seen = wait_for("replica C exits or serves", exited_or_serving, 90)
+        assert seen[0] == "exited", (
+            f"replica C serves with another pepper: a key that works on A and B gets {seen[1]}"
+        )
+        output = replica.output()
+        assert seen[1] == 2 and "ALMANAC_API_KEY_PEPPER" in output, output
+    finally:
+        replica.stop()
+
+
+# ------------------------------------------------------------------------ 6. clocks
 def test_a_lease_does_not_depend_on_the_replicas_clocks_agreeing(
     fresh_pg_database: str, monkeypatch: pytest.MonkeyPatch
 ):
