@@ -176,7 +176,7 @@ class ExperienceLog:
                     "reviewer": reviewer,
                     "corrected": corrected_sql is not None,
                     "at": datetime.now(UTC).isoformat(),
-                }
+                },
             },
         )
         self.store.upsert(labeled)
