@@ -116,8 +116,13 @@ class Authenticator:
     Args:
         keys: the key table.
         cache_s: how long a checked key is trusted without asking the database again; a key
-            revoked through this process is forgotten at once, elsewhere within ``cache_s``.
+            revoked through this process is forgotten at once, elsewhere (another replica)
+            within ``cache_s``.
         touch_every_s: ``last_used_at`` is written at most this often per key.
+
+    ``cache_s`` counts from the database read, not from its answer, and a check that was in
+    flight when a key was forgotten does not fill the cache: so a revoked key is refused
+    here at once and by every other replica within ``cache_s`` of the revocation.
     """
 
     def __init__(self, keys: KeyStore, *, cache_s: float = 5.0, touch_every_s: float = 60.0):
@@ -125,6 +130,7 @@ class Authenticator:
         self.cache_s, self.touch_every_s = cache_s, touch_every_s
         self._cache: dict[str, tuple[float, Identity]] = {}
         self._touched: dict[str, float] = {}
+        self._forgotten = 0  # forget() calls so far: a check older than the last one is stale
         self._lock = threading.Lock()
 
     @staticmethod
@@ -143,13 +149,17 @@ class Authenticator:
         identity = self.cached(presented)
         if identity is not None:
             return identity
+        with self._lock:
+            forgotten = self._forgotten
+        read_at = time.monotonic()
         key = self.keys.verify(presented)
         if key is None:
             return None
         identity = Identity.of(key)
         now = time.monotonic()
         with self._lock:
-            self._cache[self._fingerprint(presented)] = (now, identity)
+            if self._forgotten == forgotten:  # else the key may have been revoked meanwhile
+                self._cache[self._fingerprint(presented)] = (read_at, identity)
             due = now - self._touched.get(key.id, -self.touch_every_s) >= self.touch_every_s
             if due:
                 self._touched[key.id] = now
@@ -160,4 +170,5 @@ class Authenticator:
     def forget(self, key_id: str) -> None:
         """Drop cached identities of ``key_id`` (after a revocation)."""
         with self._lock:
+            self._forgotten += 1
             self._cache = {k: v for k, v in self._cache.items() if v[1].key_id != key_id}
