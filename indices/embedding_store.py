@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kb.private_files import private_file
+
 log = logging.getLogger(__name__)
 _CHUNK = 500  # keys per SELECT (below SQLite's bound-parameter limit)
 
@@ -93,7 +95,7 @@ class EmbeddingStore:
         if self._connection is not None or self._broken:
             return self._connection
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # 0600: the vectors' texts are knowledge
             connection = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(

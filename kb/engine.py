@@ -18,13 +18,16 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
+from kb.private_files import private_file
+
 WRITE_OPTION = "almanac_write"
 BUSY_TIMEOUT_MS = 60_000
 CACHE_KIB = 65_536  # page cache per connection: index maintenance stays in memory
 
 
 def create_store_engine(url: str, *, echo: bool = False) -> Engine:
-    """An engine for ``url``; creates the parent folder of a SQLite file."""
+    """An engine for ``url``; creates a SQLite file 0600 in a 0700 folder when it is missing
+    (it holds key hashes and the audit log: :mod:`kb.private_files`)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(url, echo=echo, pool_pre_ping=True, future=True)
@@ -32,7 +35,7 @@ def create_store_engine(url: str, *, echo: bool = False) -> Engine:
     if parsed.database in (None, "", ":memory:"):
         kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
     else:
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        private_file(Path(parsed.database).expanduser())
         kwargs.update(connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
     engine = create_engine(url, **kwargs)
     event.listen(engine, "connect", _configure_sqlite)

@@ -15,6 +15,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from kb.errors import JSONLImportError
+from kb.strict_json import StrictJSONError, loads_strict
 from ukf import BaseUKF, UKFError
 
 JSONLSource = str | Path | IO[str]
@@ -30,9 +31,11 @@ def _describe(error: ValidationError) -> str:
 
 def parse_line(line: str, source: str, number: int) -> BaseUKF:
     try:
-        payload = json.loads(line)
+        payload = loads_strict(line)
     except json.JSONDecodeError as exc:
         raise JSONLImportError(source, number, f"invalid JSON: {exc.msg}") from None
+    except StrictJSONError as exc:  # NaN, a lone surrogate, a huge integer, deep nesting
+        raise JSONLImportError(source, number, str(exc)) from None
     try:
         return BaseUKF.from_dict(payload)
     except ValidationError as exc:
@@ -51,7 +54,7 @@ def read_numbered_jsonl(source: JSONLSource) -> list[tuple[int, BaseUKF]]:
     after parsing (such as the server's write permissions) can name the offending line."""
     if isinstance(source, str | Path):
         with open(source, encoding="utf-8") as handle:
-            return _read(handle, str(source))
+            return _read(handle, Path(source).name)  # not the folder: messages reach clients
     return _read(source, getattr(source, "name", "<stream>"))
 
 

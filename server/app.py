@@ -10,7 +10,9 @@ router takes its collaborators from the :class:`server.state.AppState` and the c
 :func:`server.deps.require`; new areas (the ask pipeline, feedback) add a router here.
 
 Middleware, outermost first: metrics (every request is counted, refusals included), the body
-size limit (413), and the request timeout (504). The lifespan starts the index loader and the
+size limit (413), the request timeout (504), the last resort for unexpected errors (500 JSON,
+the connection kept), and the JSON guard (422 for bodies with lone surrogates, NaN, overflowing
+numbers or deep nesting). The lifespan starts the index loader and the
 job workers, and stops them and closes the store on shutdown.
 """
 
@@ -32,7 +34,8 @@ from server import (
     routes_review,
     routes_system,
 )
-from server.errors import install_error_handlers
+from server.errors import UnhandledErrorMiddleware, install_error_handlers
+from server.json_guard import JSONGuardMiddleware
 from server.limits import BodyLimitMiddleware, TimeoutMiddleware
 from server.metrics import MetricsMiddleware
 from server.responses import FastJSONResponse
@@ -88,6 +91,8 @@ def create_app(
     for router in (*ROUTERS, *routers):
         app.include_router(router)
     limits = state.settings.limits
+    app.add_middleware(JSONGuardMiddleware)
+    app.add_middleware(UnhandledErrorMiddleware)
     app.add_middleware(TimeoutMiddleware, timeout_s=limits.request_timeout_s)
     app.add_middleware(
         BodyLimitMiddleware,

@@ -47,21 +47,39 @@ async def authenticate(request: Request) -> Identity:
     return identity
 
 
+def check_permission(identity: Identity, permission: Permission, needed_to: str = "") -> None:
+    """403 naming the permission ``identity`` lacks (and what it is needed for)."""
+    if not identity.can(permission):
+        role = identity.role.value
+        why = f" (needed to {needed_to})" if needed_to else ""
+        raise HTTPException(403, f"role {role!r} lacks the {permission.value!r} permission{why}")
+
+
+def _within_rate(request: Request, identity: Identity) -> None:
+    state = get_state(request)
+    try:
+        state.rate_limiter.check(identity.key_id)
+    except HTTPException:
+        state.metrics.rate_limited.inc()
+        raise
+
+
 def require(permission: Permission) -> Callable[[Request], Awaitable[Identity]]:
     """A dependency: the caller, who must hold ``permission``, within their rate limit."""
 
     async def dependency(request: Request) -> Identity:
         identity = await authenticate(request)
-        if not identity.can(permission):
-            role = identity.role.value
-            raise HTTPException(403, f"role {role!r} lacks the {permission.value!r} permission")
-        state = get_state(request)
-        try:
-            state.rate_limiter.check(identity.key_id)
-        except HTTPException:
-            state.metrics.rate_limited.inc()
-            raise
+        check_permission(identity, permission)
+        _within_rate(request, identity)
         return identity
 
     dependency.__name__ = f"require_{permission.name.lower()}"
     return dependency
+
+
+async def caller(request: Request) -> Identity:
+    """A dependency: the authenticated caller within their rate limit, for routes whose
+    permission depends on the request (a job's kind): they call :func:`check_permission`."""
+    identity = await authenticate(request)
+    _within_rate(request, identity)
+    return identity

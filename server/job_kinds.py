@@ -217,9 +217,9 @@ def import_path(import_dir: Path, name: str) -> Path:
     root = import_dir.resolve()
     path = (root / name).resolve()
     if not path.is_relative_to(root) or path == root:
-        raise ValueError(f"import path {name!r} is outside the import folder {root}")
+        raise ValueError(f"import path {name!r} is outside the import folder")
     if not path.is_file():
-        raise FileNotFoundError(f"no file {name!r} in the import folder {root}")
+        raise FileNotFoundError(f"no file {name!r} in the import folder")
     return path
 
 

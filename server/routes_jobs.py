@@ -1,7 +1,8 @@
 """Jobs over HTTP: submit (``POST /v1/jobs``), watch (``GET``), cancel (``DELETE``).
 
 Watching needs ``jobs:read``; submitting needs the permission of the job's kind (``jobs:write``
-for profile, describe, reindex and import).
+for profile, describe, reindex and import) and ``jobs:read``; a refusal names the permission
+that is missing, the kind's first.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from server.auth import Identity, Permission
-from server.deps import get_state, require
+from server.deps import caller, check_permission, get_state, require
 from server.jobs import STATES
 from server.responses import FastJSONResponse
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 Watcher = Annotated[Identity, Depends(require(Permission.JOBS_READ))]
+Caller = Annotated[Identity, Depends(caller)]
 
 
 class JobRequest(BaseModel):
@@ -29,15 +31,16 @@ class JobRequest(BaseModel):
 
 
 @router.post("", status_code=202, summary="Queue a job")
-def submit_job(request: Request, identity: Watcher, body: JobRequest) -> Response:
+def submit_job(request: Request, identity: Caller, body: JobRequest) -> Response:
     state = get_state(request)
     kind = state.job_kinds.get(body.kind)
+    needed = kind.permission if kind else Permission.JOBS_WRITE
+    check_permission(identity, needed, f"submit {kind.name!r} jobs" if kind else "submit jobs")
+    check_permission(identity, Permission.JOBS_READ, "watch the jobs it submits")
     if kind is None:
         raise HTTPException(
             422, f"unknown job kind {body.kind!r}; available: {sorted(state.job_kinds)}"
         )
-    if not identity.can(kind.permission):
-        raise HTTPException(403, f"role {identity.role.value!r} may not submit {kind.name!r} jobs")
     kind.authorize(identity)  # AccessDeniedError: 403 (a workspace key and global writes)
     try:
         params = kind.params.model_validate(body.params)
@@ -83,8 +86,7 @@ def cancel_job(request: Request, identity: Watcher, job_id: str) -> Response:
     job = state.jobs.get(job_id)
     kind = state.job_kinds.get(job.kind)
     permission = kind.permission if kind else Permission.JOBS_WRITE
-    if not identity.can(permission):
-        raise HTTPException(403, f"role {identity.role.value!r} may not cancel {job.kind!r} jobs")
+    check_permission(identity, permission, f"cancel {job.kind!r} jobs")
     cancelled = state.jobs.cancel(job_id)
     state.cancel_local(job_id)
     return FastJSONResponse(cancelled.to_dict())

@@ -64,7 +64,7 @@ def list_knowledge(
     identity: Reader,
     flt: Filter,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> Response:
     entries = get_state(request).knowledge.list(identity, flt, limit=limit, offset=offset)
     return FastJSONResponse(

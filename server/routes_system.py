@@ -1,4 +1,10 @@
-"""``GET /v1/health`` (no key needed) and ``GET /v1/metrics`` (Prometheus text)."""
+"""``GET /v1/health`` (no key needed) and ``GET /v1/metrics`` (Prometheus text).
+
+Health without a key says only ``{"status": "ok" | "degraded" | "starting" | "unavailable"}``
+(what a load balancer needs); the details (store, job counts, indices, worker host:pid, LLM
+tiers with their endpoints and models, the target) go only to a key with the ``metrics``
+permission, or to anyone when ``ALMANAC_METRICS_PUBLIC`` is set, as for ``/v1/metrics``.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from server.auth import Permission
-from server.deps import get_state, require
+from server.deps import authenticate, get_state, presented_key, require
 from server.responses import FastJSONResponse
 from server.state import AppState
 
@@ -50,14 +56,33 @@ def _health(state: AppState) -> tuple[int, dict[str, Any]]:
     ]
     body["llm_tiers"] = state.llms.describe() if state.llms else []
     body["target"] = state.settings.resolved_target_name if state.target else None
-    body["status"] = "ok" if body["indices"]["ready"] else "starting"
+    body["status"] = _index_status(body["indices"])
     return 200, body
 
 
-@router.get("/health", summary="Liveness and readiness")
+def _index_status(indices: dict[str, Any]) -> str:
+    """ok; degraded when the indices failed to build or to follow the store; else starting."""
+    if indices["error"]:
+        return "degraded"
+    return "ok" if indices["ready"] else "starting"
+
+
+async def _may_see_details(request: Request) -> bool:
+    """Whether the caller may see the health details: a key with ``metrics`` (or public
+    metrics). An invalid key is refused (401) rather than answered as anonymous."""
+    if get_state(request).settings.metrics_public:
+        return True
+    if presented_key(request) is None:
+        return False
+    identity = await authenticate(request)
+    return identity.can(Permission.METRICS)
+
+
+@router.get("/health", summary="Liveness and readiness (details with the metrics permission)")
 async def health(request: Request) -> Response:
+    detailed = await _may_see_details(request)
     status, body = await run_in_threadpool(_health, get_state(request))
-    return FastJSONResponse(body, status_code=status)
+    return FastJSONResponse(body if detailed else {"status": body["status"]}, status_code=status)
 
 
 async def _metrics_permission(request: Request) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -90,7 +91,10 @@ class CachedLLM(LLMWrapper):
     def __init__(self, inner: LLM, path: Path) -> None:
         self.inner, self.name, self.path = inner, inner.name, Path(path)
         self.hits = self.misses = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # 0700 / 0600: prompts and replies hold the knowledge they quote
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, isolation_level=None

@@ -155,7 +155,7 @@ class PromptStateCache:
         written = llama_cpp.llama_state_get_data(llama._ctx.ctx, buffer, size)
         data = ctypes.string_at(buffer, written)
         key = hashlib.sha1(tokens.tobytes()).hexdigest()[:20]
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # states hold prompts
         for entry in self.entries():
             if entry.key != key and shared_prefix(entry.tokens, tokens) >= self.replace_shared:
                 self._remove(entry.key)

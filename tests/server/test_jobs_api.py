@@ -95,8 +95,9 @@ def test_submitting_checks_kind_params_permissions_and_availability(server):
         ({"kind": "mine"}, "ops", 422, "unknown job kind"),
         ({"kind": "import", "params": {}}, "ops", 422, "exactly one"),
         ({"kind": "import", "params": {"path": "x", "extra": 1}}, "ops", 422, "extra"),
-        ({"kind": "reindex"}, "ml", 403, "may not submit"),
-        ({"kind": "reindex"}, "analyst", 403, "jobs:read"),
+        ({"kind": "reindex"}, "ml", 403, "lacks the 'jobs:write' permission"),
+        ({"kind": "reindex"}, "analyst", 403, "lacks the 'jobs:write' permission"),  # not jobs:read
+        ({"kind": "mine"}, "analyst", 403, "lacks the 'jobs:write' permission"),
         ({"kind": "profile"}, "ops", 409, "no target database"),
         ({"kind": "describe"}, "ops", 409, "describer"),
         ({"kind": "reindex", "params": [1]}, "ops", 422, "params"),

@@ -15,8 +15,16 @@ SAMPLE = re.compile(
 )
 
 
+def test_health_without_a_key_says_only_the_status(server):
+    for headers in ({}, server.headers("analyst"), server.headers("ml")):
+        reply = server.client.get("/v1/health", headers=headers)
+        assert reply.status_code == 200 and reply.json() == {"status": "ok"}, headers
+    bad = server.client.get("/v1/health", headers={"Authorization": "Bearer alm_nope_nope"})
+    assert bad.status_code == 401
+
+
 def test_health_reports_the_store_indices_jobs_and_workers(server):
-    reply = server.client.get("/v1/health")
+    reply = server.request("GET", "/v1/health", "ops")  # details need the metrics permission
     assert reply.status_code == 200
     body = reply.json()
     assert body["status"] == "ok" and body["store"]["ok"] is True
@@ -56,3 +64,4 @@ def test_metrics_count_requests_stages_jobs_and_gauges(server):
 def test_metrics_can_be_public(make_server):
     server = make_server(metrics_public=True)
     assert server.client.get("/v1/metrics").status_code == 200
+    assert "store" in server.client.get("/v1/health").json()  # and so are the health details
