@@ -12,6 +12,11 @@
 With ``options.cascade`` the configured tiers run small to large; otherwise the default model
 (the last tier) draws ``options.n`` candidates. ``on_event`` receives one dict per stage
 (``evidence``, ``candidate``, ``vote``, ``final``) for streaming clients.
+
+``options.deadline_s`` bounds a question's drawing and repairing: once that many seconds have
+passed since it was asked, no sample is drawn, no query starts and no repair is asked; a query
+gets at most the time left. The answer is then made of what there is, and says so (``error``
+when nothing ran, the ``refine`` stage's ``deadline_passed`` detail always).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agents.answer import Answer, Candidate, StageReport
@@ -31,6 +36,7 @@ from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.cascade import Cascade, CascadeOutcome
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
+from agents.sql.refine import DEADLINE_NOTE
 from agents.sql.tiers import ModelTier, build_cascade
 from indices.retriever import Retriever
 from kb.store import KnowledgeStore
@@ -54,6 +60,9 @@ class AskOptions:
         max_rows: rows returned in the answer.
         explore: let the model search the knowledge base with tools before writing SQL
             (None: as the pipeline's ``rag.explore`` option says).
+        deadline_s: seconds from the start of ``ask`` after which no sample is drawn, no
+            query starts and no repair is asked (None: no deadline; each query still has
+            the database's time limit).
     """
 
     n: int = 1
@@ -61,10 +70,13 @@ class AskOptions:
     execute: bool = True
     max_rows: int = 100
     explore: bool | None = None
+    deadline_s: float | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.n <= 16:
             raise ValueError(f"n must be between 1 and 16, got {self.n}")
+        if self.deadline_s is not None and not self.deadline_s > 0:
+            raise ValueError(f"deadline_s must be positive, got {self.deadline_s}")
         if not 0 <= self.max_rows <= 10_000:
             raise ValueError(f"max_rows must be between 0 and 10000, got {self.max_rows}")
 
@@ -128,6 +140,7 @@ class Pipeline:
         context = (context or QueryContext()).on(self.database_name)
         emit = on_event or (lambda event: None)
         started = time.perf_counter()
+        deadline = None if options.deadline_s is None else time.monotonic() + options.deadline_s
         rag = self.rag.run(question, context, explore=options.explore)
         answer = Answer(id="", question=question, database=self.database_name)
         answer.knowledge = rag.used
@@ -142,8 +155,8 @@ class Pipeline:
         )
         emit({"stage": "evidence", "knowledge": [k.model_dump() for k in rag.used]})
         if options.execute:
-            outcome = self._candidates(rag, context, options, emit)
-            self._fill_from(answer, outcome, options)
+            outcome = self._candidates(rag, context, options, emit, deadline)
+            self._fill_from(answer, outcome, options, deadline)
         else:
             self._unexecuted(answer, rag, context)
         self._log(answer, context)
@@ -175,10 +188,14 @@ class Pipeline:
         )
 
     # ------------------------------------------------------------------ stages
-    def _cascade(self, options: AskOptions) -> Cascade:
+    def _cascade(self, options: AskOptions, deadline: float | None) -> Cascade:
+        pipeline_options = self.options
+        if deadline is not None:
+            refine = replace(pipeline_options.refine, deadline=deadline)
+            pipeline_options = replace(pipeline_options, refine=refine)
         return build_cascade(
             self.tiers,
-            self.options,
+            pipeline_options,
             cascade=options.cascade,
             n=options.n,
             database=self.database,
@@ -191,11 +208,12 @@ class Pipeline:
         context: QueryContext,
         options: AskOptions,
         emit: Callable[[Event], None],
+        deadline: float | None,
     ) -> CascadeOutcome:
         def seen(candidate: Candidate) -> None:
             emit({"stage": "candidate", "candidate": candidate.summary().model_dump()})
 
-        outcome = self._cascade(options).run(rag, context, on_candidate=seen)
+        outcome = self._cascade(options, deadline).run(rag, context, on_candidate=seen)
         emit(
             {
                 "stage": "vote",
@@ -207,8 +225,17 @@ class Pipeline:
         )
         return outcome
 
-    def _fill_from(self, answer: Answer, outcome: CascadeOutcome, options: AskOptions) -> None:
+    def _fill_from(
+        self,
+        answer: Answer,
+        outcome: CascadeOutcome,
+        options: AskOptions,
+        deadline: float | None,
+    ) -> None:
         cands = outcome.candidates
+        stopped = deadline is not None and (
+            time.monotonic() >= deadline or any(DEADLINE_NOTE in c.notes for c in cands)
+        )
         answer.candidates = [c.summary() for c in cands]
         answer.stages.append(
             StageReport(
@@ -227,6 +254,7 @@ class Pipeline:
                     "repairs": sum(c.repairs for c in cands),
                     "failed": sum(not c.ok for c in cands),
                     "cancelled": outcome.cancelled,
+                    "deadline_passed": stopped,
                 },
             )
         )
@@ -236,8 +264,9 @@ class Pipeline:
         if winner is None or winner.results is None:
             errors = [c.error for c in cands if c.error]
             answer.error = "no candidate SQL ran successfully" + (
-                f"; last error: {errors[-1]}" if errors else ""
+                f" before the answer's deadline ({options.deadline_s:g} s)" if stopped else ""
             )
+            answer.error += f"; last error: {errors[-1]}" if errors else ""
             answer.sql = next((c.sql for c in cands if c.sql), None)
             return
         results = winner.results

@@ -9,6 +9,11 @@
 - :class:`LLMGate`: a bounded queue in front of the LLM. ``with gate.slot(): ...`` waits for
   one of ``concurrency`` slots behind at most ``queue`` other callers: a full queue raises
   :class:`GateFullError` (429), a wait past ``wait_s`` :class:`GateTimeoutError` (503).
+  A question is admitted for its whole life (``gate.admit()``: at most ``concurrency + queue``
+  questions at once, 429 above) but holds a slot only during each model call
+  (``gate.turn()``), so a question whose SQL runs long does not keep the model from others.
+
+The SQL a user sends (feedback corrections) has its own bound: :mod:`server.sql_pool`.
 """
 
 from __future__ import annotations
@@ -194,8 +199,21 @@ class GateTimeoutError(RuntimeError):
 class LLMGate:
     """A bounded queue in front of the LLM.
 
+    Two ways in:
+
+    - ``with gate.slot(): ...``: hold one of ``concurrency`` slots for the whole block, behind
+      at most ``queue`` waiting callers (:class:`GateFullError` above, :class:`GateTimeoutError`
+      after ``wait_s``).
+    - a question: ``gate.admit()`` counts it in (at most ``concurrency + queue`` questions at
+      once: the running and the waiting of a saturated gate, :class:`GateFullError` above),
+      ``Admission.wait_for_model()`` waits until a slot is free (503 after ``wait_s``, still
+      before anything is answered), and each model call then holds a slot only while it runs
+      (``with gate.turn(): ...``, waiting without the queue bound: its question was counted
+      at admission). The SQL a question runs between its model calls holds no slot, so one
+      slow query no longer keeps every other user's question waiting.
+
     Args:
-        concurrency: callers inside at once.
+        concurrency: model calls at once.
         queue: callers allowed to wait; one more is refused at once with
             :class:`GateFullError`.
         wait_s: how long a caller waits before :class:`GateTimeoutError`.
@@ -205,9 +223,40 @@ class LLMGate:
         if concurrency < 1 or queue < 0 or wait_s <= 0:
             raise ValueError("LLMGate needs concurrency >= 1, queue >= 0 and wait_s > 0")
         self.concurrency, self.queue, self.wait_s = concurrency, queue, wait_s
-        self.in_flight = self.waiting = 0
+        self.in_flight = self.waiting = self.questions = 0
         self.rejected_full = self.rejected_timeout = 0
         self._cond = threading.Condition()
+
+    def admit(self) -> Admission:
+        """Count one more question in progress; :class:`GateFullError` (429) when
+        ``concurrency + queue`` are (what a saturated gate holds: running and waiting)."""
+        with self._cond:
+            if self.questions >= self.concurrency + self.queue:
+                self.rejected_full += 1
+                raise GateFullError(
+                    f"the LLM queue is full ({self.questions} questions in progress, "
+                    f"{self.in_flight} at the model)"
+                )
+            self.questions += 1
+        return Admission(self)
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Hold one slot for one model call of an admitted question (no queue bound: the
+        question was counted at admission); :class:`GateTimeoutError` after ``wait_s``."""
+        self._enter(bounded=False)
+        try:
+            yield
+        finally:
+            self._leave()
+
+    def wait_free(self) -> None:
+        """Wait until a slot is free, taking none; :class:`GateTimeoutError` after ``wait_s``."""
+        self._enter(bounded=False, take=False)
+
+    def _dismiss(self) -> None:
+        with self._cond:
+            self.questions -= 1
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
@@ -216,17 +265,20 @@ class LLMGate:
         try:
             yield
         finally:
-            with self._cond:
-                self.in_flight -= 1
-                self._cond.notify()
+            self._leave()
 
-    def _enter(self) -> None:
+    def _leave(self) -> None:
+        with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()  # waiters for a turn and for a free slot alike
+
+    def _enter(self, *, bounded: bool = True, take: bool = True) -> None:
         deadline = time.monotonic() + self.wait_s
         with self._cond:
             if self.in_flight < self.concurrency:
-                self.in_flight += 1
+                self.in_flight += take
                 return
-            if self.waiting >= self.queue:
+            if bounded and self.waiting >= self.queue:
                 self.rejected_full += 1
                 raise GateFullError(
                     f"the LLM queue is full ({self.in_flight} running, {self.waiting} waiting)"
@@ -239,6 +291,33 @@ class LLMGate:
                         self.rejected_timeout += 1
                         raise GateTimeoutError(f"no LLM slot came free within {self.wait_s:g} s")
                     self._cond.wait(remaining)
-                self.in_flight += 1
+                self.in_flight += take
             finally:
                 self.waiting -= 1
+
+
+class Admission:
+    """A question counted in by :meth:`LLMGate.admit`, until :meth:`release` (or the end of
+    its ``with`` block); releasing twice is harmless."""
+
+    def __init__(self, gate: LLMGate) -> None:
+        self._gate = gate
+        self._held = True
+        self._lock = threading.Lock()
+
+    def wait_for_model(self) -> None:
+        """Wait until the model has a free slot (:class:`GateTimeoutError` after ``wait_s``),
+        so a question that would only wait is refused before it starts answering."""
+        self._gate.wait_free()
+
+    def release(self) -> None:
+        with self._lock:
+            held, self._held = self._held, False
+        if held:
+            self._gate._dismiss()
+
+    def __enter__(self) -> Admission:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()

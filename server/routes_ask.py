@@ -7,13 +7,18 @@
   or 503 with a status code rather than inside the stream.
 - ``POST /v1/answers/{id}/feedback``: a verdict, optionally a corrected SQL (executed read-only
   and checked before it becomes a labeled experience), and a comment. Audited.
+
+The handlers are coroutines: a question is answered on the ask service's threads and a
+feedback's SQL in its SQL pool (429 when full), so neither holds a request handler thread
+while SQL runs. A question's deadline is ``ALMANAC_LIMITS__ASK_DEADLINE_S`` (by default the
+request timeout less a margin): past it no SQL is drawn, run or repaired.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -21,12 +26,13 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.experience_log import FeedbackError
+from agents.experience_log import FeedbackError, FeedbackOutcome
 from agents.pipeline import AskOptions
 from server.auth import Identity, Permission
 from server.deps import get_state, require
 from server.limits import check_text_length
 from server.responses import FastJSONResponse
+from server.state import AppState
 from ukf import QueryContext
 
 log = logging.getLogger(__name__)
@@ -84,6 +90,7 @@ def _prepare(
         execute=body.options.execute,
         max_rows=min(body.options.max_rows or state.settings.max_rows, state.settings.max_rows),
         explore=body.options.explore or None,
+        deadline_s=state.settings.limits.answer_deadline_s,
     )
     context = QueryContext(
         query_time=body.context.query_time,
@@ -94,29 +101,50 @@ def _prepare(
 
 
 @router.post("/v1/ask", summary="Answer a question with verified SQL and rows")
-def ask(request: Request, identity: Asker, body: AskRequest) -> Response:
+async def ask(request: Request, identity: Asker, body: AskRequest) -> Response:
     context, options = _prepare(request, body, identity)
-    answer = get_state(request).asks.ask(body.question, context, options)
+    answer = await get_state(request).asks.ask(body.question, context, options)
     return FastJSONResponse(answer.model_dump(mode="json"))
 
 
 @router.post("/v1/ask/stream", summary="Answer a question, streaming each stage (SSE)")
-def ask_stream(request: Request, identity: Asker, body: AskRequest) -> StreamingResponse:
+async def ask_stream(request: Request, identity: Asker, body: AskRequest) -> StreamingResponse:
     context, options = _prepare(request, body, identity)
-    events = get_state(request).asks.stream(body.question, context, options)
+    events = await get_state(request).asks.stream(body.question, context, options)
 
-    def sse() -> Iterator[str]:
-        for event in events:
+    async def sse() -> AsyncIterator[str]:
+        async for event in events:
             yield f"event: {event['stage']}\ndata: {json.dumps(event, default=str)}\n\n"
 
     return StreamingResponse(sse(), media_type="text/event-stream")
 
 
 @router.post("/v1/answers/{answer_id}/feedback", summary="Confirm or correct an answer")
-def feedback(
+async def feedback(
     request: Request, identity: Reviewer, answer_id: str, body: FeedbackRequest
 ) -> Response:
     state = get_state(request)
+    # the corrected SQL runs until the target's time limit: in the SQL pool (429 when full)
+    outcome = await state.asks.sql_pool.run(
+        identity.key_id, lambda: _apply_feedback(state, identity, answer_id, body)
+    )
+    return FastJSONResponse(
+        {
+            "answer_id": outcome.answer_id,
+            "verdict": outcome.verdict,
+            "experience_id": outcome.experience_id,
+            "labeled": outcome.labeled,
+            "row_count": outcome.row_count,
+            "scope": outcome.scope,
+            "shared_id": outcome.shared_id,
+        }
+    )
+
+
+def _apply_feedback(
+    state: AppState, identity: Identity, answer_id: str, body: FeedbackRequest
+) -> FeedbackOutcome:
+    """Apply and audit one feedback (on a SQL pool thread: the corrected SQL runs here)."""
     pipeline = state.asks.pipeline()
     try:
         outcome = pipeline.feedback(
@@ -136,14 +164,4 @@ def feedback(
         store_version=state.store.version,
         detail={"answer_id": answer_id, "verdict": body.verdict, "labeled": outcome.labeled},
     )
-    return FastJSONResponse(
-        {
-            "answer_id": outcome.answer_id,
-            "verdict": outcome.verdict,
-            "experience_id": outcome.experience_id,
-            "labeled": outcome.labeled,
-            "row_count": outcome.row_count,
-            "scope": outcome.scope,
-            "shared_id": outcome.shared_id,
-        }
-    )
+    return outcome

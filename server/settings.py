@@ -45,6 +45,27 @@ class LimitSettings(BaseModel):
     llm_concurrency: int = Field(default=1, gt=0, description="LLM-bound requests at once")
     llm_queue: int = Field(default=8, ge=0, description="LLM-bound requests waiting (429 above)")
     llm_queue_wait_s: float = Field(default=30.0, gt=0, description="longest wait (503 after)")
+    ask_deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds a question may draw, run and repair SQL; then it answers with what "
+        "it has (default and upper bound: the request timeout less 10%, at most 5 s less)",
+    )
+    sql_concurrency: int = Field(
+        default=4, gt=0, description="user-sent SQL (feedback corrections) running at once"
+    )
+    sql_queue: int = Field(default=8, ge=0, description="user-sent SQL waiting (429 above)")
+    sql_per_key: int = Field(
+        default=2, gt=0, description="user-sent SQL one key may have running or waiting (429 above)"
+    )
+
+    @property
+    def answer_deadline_s(self) -> float:
+        """The deadline of one question: ``ask_deadline_s``, never past the request timeout
+        less a margin (the answer must be out before the 504)."""
+        timeout = self.request_timeout_s
+        fitting = timeout - min(5.0, timeout / 10)
+        return fitting if self.ask_deadline_s is None else min(self.ask_deadline_s, fitting)
 
 
 class JobSettings(BaseModel):

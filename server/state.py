@@ -38,6 +38,7 @@ from server.limits import LLMGate, RateLimiter
 from server.llm_factory import LLMTiers
 from server.metrics import Metrics
 from server.settings import Settings
+from server.sql_pool import SqlPool
 from server.worker import JobWorker
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class AppState:
 
     def close(self) -> None:
         self.stop()
+        self.asks.close()
         if self.target is not None:
             self.target.close()
         self.engine.dispose()
@@ -209,6 +211,7 @@ def build_state(
         tier_names=list(settings.cascade_tiers),
         gate=llm_gate,
         metrics=metrics,
+        sql_pool=SqlPool(limits.sql_concurrency, limits.sql_queue, limits.sql_per_key),
     )
     state = AppState(
         settings=settings,
@@ -259,6 +262,18 @@ def _register_gauges(state: AppState) -> None:
             ("waiting",): float(gate.waiting),
             ("rejected_full",): float(gate.rejected_full),
             ("rejected_timeout",): float(gate.rejected_timeout),
+            ("questions",): float(gate.questions),
+        },
+    )
+    pool = state.asks.sql_pool
+    metrics.add_gauge(
+        "almanac_sql_pool",
+        "User-sent SQL (feedback corrections): running, waiting, and refused so far",
+        ("kind",),
+        lambda: {
+            ("running",): float(pool.running),
+            ("waiting",): float(pool.waiting),
+            ("rejected",): float(pool.rejected),
         },
     )
     metrics.add_gauge(

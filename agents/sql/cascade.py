@@ -13,6 +13,9 @@ When every candidate failed even after repair, the last tier gets one more try w
 prompt (``plain_fallback``): the schema slice and the question's context, without the hints
 and examples. Evidence sometimes misleads a small model into joins and columns the question
 does not need; the plain answer is marked (tier ``<name>:plain``) and its confidence halved.
+
+Once the question's deadline has passed (``RefineOptions.deadline``), no sample is drawn, no
+tier is escalated to and no plain retry starts: the vote is over what there is.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ class Cascade:
                 outcome.winner, outcome.tier, outcome.vote = agreed, tier.name, result
                 outcome.confidence = result.confidence
                 return outcome
-            if last:
+            if last or tier.refiner.past_deadline():  # no tier starts after the deadline
                 result = vote(found, tie_break=self.tie_break, dialect=self.dialect)
                 if result.winner is None and len(outcome.candidates) > len(found):
                     result = vote(
@@ -131,10 +134,11 @@ class Cascade:
                 outcome.vote, outcome.winner = result, result.winner
                 outcome.confidence = result.confidence
                 outcome.tier = result.winner.tier if result.winner else None
-                if result.winner is None and self.plain_fallback and _has_evidence(rag):
+                retry = self.plain_fallback and not tier.refiner.past_deadline()
+                if result.winner is None and retry and _has_evidence(rag):
                     self._plain(tier, rag, context, outcome, on_candidate)
-            else:
-                log.info("tier %s did not agree on %r; escalating", tier.name, rag.question)
+                return outcome
+            log.info("tier %s did not agree on %r; escalating", tier.name, rag.question)
         return outcome
 
     def _plain(

@@ -11,11 +11,18 @@ For one candidate:
 4. when the database still rejects it (or there is no model to ask), move column references
    qualified with the wrong table to the one table of the query that has the column
    (``agents/sql/column_fix.py``), kept only when the query then runs.
+
+Every query runs under the target database's own time limit (``Database.timeout_s``, the
+server's ``ALMANAC_TARGET_TIMEOUT_S``); ``RefineOptions.timeout_s`` may only lower it. When
+the question has a deadline (``RefineOptions.deadline``), a query gets at most the time left,
+no query starts and no repair is asked once it has passed: the candidate is returned as it
+stands, with a note saying why.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, replace
 
 from agents.answer import Candidate
@@ -26,20 +33,34 @@ from agents.sql.generate import candidate_from_reply, fence_options
 from agents.sql.predicates import PredicateChecker, PredicateIssue
 from agents.templates import render
 from kb.target.database import Database
+from kb.target.results import Results
 
 log = logging.getLogger(__name__)
 
 
+DEADLINE_NOTE = "stopped: the answer's deadline had passed"
+
+
 @dataclass
 class RefineOptions:
+    """How candidates are executed and repaired.
+
+    ``timeout_s``: time limit per query; None is the database's own limit, and a value above
+    it is lowered to it (the operator's limit holds for every query the model writes).
+    ``deadline``: a ``time.monotonic()`` instant (the question's deadline, set per question by
+    the pipeline) after which no query starts and no repair is asked; a query started before
+    it gets at most the time left. None: no deadline.
+    """
+
     rounds: int = 2
     max_rows: int = 1000
-    timeout_s: float = 30.0
+    timeout_s: float | None = None
     repair_empty: bool = True
     max_tokens: int = 320
     model_repairs: bool = True  # False: only the predicate fixes that need no model
     fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions)
     fix_columns: bool = True  # re-qualify misplaced column references before asking the model
+    deadline: float | None = None
 
 
 class Refiner:
@@ -64,12 +85,38 @@ class Refiner:
         self.columns = ColumnQualifierFix(database, database.dialect)
 
     def execute(self, candidate: Candidate) -> Candidate:
-        """Run ``candidate`` (if it has SQL) and keep the results on it."""
+        """Run ``candidate`` (if it has SQL) and keep the results on it; past the deadline it
+        is not run and carries a timeout instead."""
         if candidate.sql:
-            candidate.results = self.database.execute(
-                candidate.sql, max_rows=self.options.max_rows, timeout_s=self.options.timeout_s
-            )
+            limit = self.query_limit()
+            if limit is None:
+                candidate.results = Results.failure(
+                    "timeout", f"not run: {DEADLINE_NOTE}", sql=candidate.sql, elapsed=0.0
+                )
+            else:
+                candidate.results = self.database.execute(
+                    candidate.sql, max_rows=self.options.max_rows, timeout_s=limit
+                )
         return candidate
+
+    def query_limit(self) -> float | None:
+        """The time limit of the next query: the database's limit, lowered by
+        ``options.timeout_s`` and by the time left before the deadline; None once the deadline
+        has passed."""
+        limit = self.database.timeout_s
+        if self.options.timeout_s is not None:
+            limit = min(limit, self.options.timeout_s)
+        if self.options.deadline is not None:
+            left = self.options.deadline - time.monotonic()
+            if left <= 0:
+                return None
+            limit = min(limit, left)
+        return limit
+
+    def past_deadline(self) -> bool:
+        """Whether the question's deadline (if any) has passed: draw and repair no more."""
+        deadline = self.options.deadline
+        return deadline is not None and time.monotonic() >= deadline
 
     def refine(self, candidate: Candidate, messages: list[Message]) -> Candidate:
         """Execute ``candidate`` and repair it up to ``rounds`` times; returns the last version."""
@@ -80,6 +127,8 @@ class Refiner:
             problem = self._problem(current)
             if problem is None:
                 return current
+            if self.past_deadline():
+                return _stopped(current)
             if current.sql and problem.issues:
                 fixed = self._fix_predicates(current, problem.issues)
                 if fixed is None:
@@ -100,7 +149,9 @@ class Refiner:
                 break
             tried.add(_query_key(repaired.sql))
         problem = self._problem(current)
-        return current if problem is None else self._without_model(current, problem)
+        if problem is None:
+            return current
+        return _stopped(current) if self.past_deadline() else self._without_model(current, problem)
 
     def _without_model(self, candidate: Candidate, problem: _Problem) -> Candidate:
         """The last resort when the model cannot (or did not) repair a rejected query.
@@ -214,6 +265,13 @@ class Refiner:
         if not repaired.sql:
             return repaired  # a failed candidate; the next round may try again
         return self.execute(repaired)
+
+
+def _stopped(candidate: Candidate) -> Candidate:
+    """``candidate`` as it stands, noted as stopped by the deadline."""
+    if DEADLINE_NOTE not in candidate.notes:
+        candidate.notes = [*candidate.notes, DEADLINE_NOTE]
+    return candidate
 
 
 def _query_key(sql: str) -> str:

@@ -117,8 +117,8 @@ class TierRun:
     def _draw(self, indices: list[int], others: int) -> list[Candidate]:
         """Candidates ``indices``, refined; ``others``: candidates outside this draw that
         could still agree with them (usable or unfinished when it was submitted)."""
-        if self.cancel.is_set():
-            raise _Cancelled
+        if self.cancel.is_set() or self.tier.refiner.past_deadline():
+            raise _Cancelled  # no longer needed, or too late to be executed
         tier = self.tier
         started = time.perf_counter()
         drawn = tier.generator.draw(self.messages, indices)
