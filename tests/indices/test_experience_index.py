@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from ukf import ColumnUKF, EnumUKF, ExperienceUKF, TableUKF
 
 POPULATION = "SELECT population FROM state WHERE state_name = '{}'"
 AREA = "SELECT area FROM state WHERE state_name = '{}'"
+INTERVAL_S = 2.0  # the refit interval of the deferred-refit test
 
 
 def _schema():
@@ -232,9 +234,10 @@ def test_searches_go_on_while_the_metric_is_learned(store, monkeypatch):
 
 
 def test_refits_wait_for_the_interval_then_run_in_the_background(store):
+    # long enough that a loaded machine still refreshes well within it after the first fit
     store.upsert_many(_experiences(labeled=True))
     index = ExperienceIndex.from_store(
-        store, WordHashEmbedder(), StringIndex.from_store(store), refit_interval_s=0.5
+        store, WordHashEmbedder(), StringIndex.from_store(store), refit_interval_s=INTERVAL_S
     )
     fitted_on = index.metric.samples  # the first fit is not deferred
     assert fitted_on > 0 and not index.refit_pending
@@ -246,7 +249,8 @@ def test_refits_wait_for_the_interval_then_run_in_the_background(store):
     assert index.refresh(store)
     assert index.refit_pending and index.metric.samples == fitted_on  # due, but too soon
     assert index.search(QUERY, k=3)  # the new ones are searchable meanwhile
-    for _ in range(100):
+    deadline = time.monotonic() + INTERVAL_S + 10
+    while time.monotonic() < deadline:
         if not index.refit_pending and index.metric.samples == fitted_on + 4:
             break
         threading.Event().wait(0.05)
@@ -261,7 +265,7 @@ def test_refits_wait_for_the_interval_then_run_in_the_background(store):
     index.refresh(store)
     assert index.refit_pending
     index.close()  # replaced or stopped: the deferred refit is cancelled
-    threading.Event().wait(0.8)
+    threading.Event().wait(INTERVAL_S + 0.5)
     assert index.metric.samples == fitted_on + 4 and not index.refit_pending
     with pytest.raises(ValueError):
         ExperienceIndex(WordHashEmbedder(), StringIndex.from_store(store), refit_interval_s=-1)
