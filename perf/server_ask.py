@@ -1,6 +1,6 @@
 """Ask and feedback under load, with the LLM tier replaced by an instant scripted backend.
 
-    python -m perf.server_ask [--clients 8] [--requests 400] [--entries 20000]
+    python -m perf.server_ask [--clients 8] [--requests 400] [--entries 20000] [--flood N]
 
 A local OpenAI-compatible endpoint (``InstantOpenAI``: a thread in this process that answers
 every chat completion at once with a fixed SQL query) stands in for the model, so what is
@@ -8,9 +8,17 @@ measured is Almanac's own work: auth, limits, retrieval over a store of ``--entr
 entries, prompt building, execution on the target, voting, logging and the HTTP round trip.
 The server is a real ``almanac serve`` process.
 
-Prints the HTTP latency per ask at ``--clients`` concurrent clients, the server-side time
-(the Answer's ``seconds`` minus the time spent in the scripted model), and checks that every
-feedback post was stored: the labeled experiences and the audit records must equal the posts.
+Prints the HTTP latency per ask at ``--clients`` concurrent clients (each a user with a key
+of its own), the server-side time (the Answer's ``seconds`` minus the time spent in the
+scripted model), checks that every feedback post was stored (the labeled experiences and the
+audit records must equal the posts), and times a fast route (``GET /v1/knowledge?limit=1``,
+probed every 20 ms by another user) meanwhile.
+
+``--flood N``: the same load is run twice, the second time while another key floods slow
+corrected SQL (``perf.sql_flood``: N concurrent feedbacks with a recursive CTE that runs until
+the target's limit, ``--target-timeout`` seconds); the report adds the flood's statuses and
+the fast route's p99 with and without the flood (issue 20 wants it within 3x). Exits 1 on a
+lost feedback or a 500.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from perf.server import free_port
+from perf.sql_flood import FloodReport, ProbeReport, flood, probe
 from server.settings import Settings
 from server.state import open_keys
 
@@ -107,8 +116,9 @@ def _serve(data_dir: Path, env_extra: dict[str, str], port: int) -> subprocess.P
     raise SystemExit("almanac serve did not become healthy")
 
 
-async def _load(base: str, key: str, clients: int, requests: int, label: str) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {key}"}
+async def _load(
+    base: str, keys: list[str], clients: int, requests: int, label: str
+) -> dict[str, Any]:
     http: list[float] = []
     server_side: list[float] = []
     stages: dict[str, list[float]] = {}
@@ -118,6 +128,7 @@ async def _load(base: str, key: str, clients: int, requests: int, label: str) ->
 
     async def client(index: int) -> None:
         nonlocal remaining, posted
+        headers = {"Authorization": f"Bearer {keys[index]}"}
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as session:
             while remaining > 0:
                 remaining -= 1
@@ -156,14 +167,38 @@ async def _load(base: str, key: str, clients: int, requests: int, label: str) ->
     }
 
 
+async def _phase(
+    base: str, keys: dict[str, Any], args: argparse.Namespace, flood_workers: int
+) -> dict[str, Any]:
+    """One measured run of the load, with the fast-route probe and (``flood_workers`` > 0)
+    the flood of slow SQL running beside it."""
+    stop = asyncio.Event()
+    probing = asyncio.create_task(probe(base, keys["probe"], stop))
+    flooding = None
+    if flood_workers:
+        flooding = asyncio.create_task(flood(base, keys["flood"], flood_workers, stop))
+        await asyncio.sleep(1.0)  # the flood is running before the load starts
+    label = f"flood{flood_workers}" if flood_workers else "measured"  # a question per phase
+    measured = await _load(base, keys["clients"], args.clients, args.requests, label)
+    stop.set()
+    measured["probe"] = await probing
+    measured["flood"] = await flooding if flooding is not None else None
+    return measured
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--entries", type=int, default=20_000)
+    parser.add_argument(
+        "--flood", type=int, default=0, help="also run with N concurrent slow feedbacks"
+    )
+    parser.add_argument("--target-timeout", type=float, default=10.0)
     args = parser.parse_args(argv)
     fake = ThreadingHTTPServer(("127.0.0.1", 0), InstantOpenAI)
     threading.Thread(target=fake.serve_forever, daemon=True).start()
+    phases: list[tuple[str, dict[str, Any], dict[str, int]]] = []
     with tempfile.TemporaryDirectory(prefix="almanac-perf-ask-") as tmp:
         data_dir = Path(tmp)
         store_url = f"sqlite:///{data_dir / 'knowledge.db'}"
@@ -175,7 +210,13 @@ def main(argv: list[str] | None = None) -> int:
                     database, store, database_name="sales", options=ProfileOptions(progress=False)
                 )
         store, engine, keys = open_keys(Settings(data_dir=data_dir, store_url=store_url))
-        _, key = keys.create(role="analyst", user="bench")
+        made = {
+            "clients": [
+                keys.create(role="analyst", user=f"bench-{i}")[1] for i in range(args.clients)
+            ],
+            "probe": keys.create(role="analyst", user="probe")[1],
+            "flood": keys.create(role="analyst", user="flood")[1],
+        }
         port = free_port()
         tiers = [
             {
@@ -196,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                 "ALMANAC_LOG_LEVEL": "WARNING",
                 "ALMANAC_TARGET_URL": target,
                 "ALMANAC_TARGET_NAME": "sales",
+                "ALMANAC_TARGET_TIMEOUT_S": str(args.target_timeout),
                 "ALMANAC_LLM_TIERS": json.dumps(tiers),
                 "ALMANAC_LIMITS__LLM_CONCURRENCY": str(args.clients),
                 "ALMANAC_LIMITS__LLM_QUEUE": str(args.clients * 4),
@@ -206,22 +248,44 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            asyncio.run(_load(base, key, args.clients, min(20, args.requests), "warm-up"))
-            before = _stored_feedback(store, engine)
-            measured = asyncio.run(_load(base, key, args.clients, args.requests, "measured"))
-            after = _stored_feedback(store, engine)
+            warm = min(20, args.requests)
+            asyncio.run(_load(base, made["clients"], args.clients, warm, "warm-up"))
+            for label, workers in [("without flood", 0)] + (
+                [(f"flood of {args.flood}", args.flood)] if args.flood else []
+            ):
+                before = _stored_feedback(store, engine)
+                measured = asyncio.run(_phase(base, made, args, workers))
+                after = _stored_feedback(store, engine)
+                phases.append((label, measured, {k: after[k] - before[k] for k in after}))
         finally:
             server.terminate()
             server.wait(30)
             fake.shutdown()
-        stored = {k: after[k] - before[k] for k in after}
         engine.dispose()
         store.close()
-    http, side = measured["http"], measured["server"]
     print(
         "ask with the LLM tier replaced by an instant scripted OpenAI-compatible backend "
-        f"(every answer is the same SQL); {args.entries} entries in the store"
+        f"(every answer is the same SQL); {args.entries} entries in the store; "
+        f"{args.clients} clients, one key each"
     )
+    failed = False
+    for label, measured, stored in phases:
+        print(f"--- {label}")
+        failed |= _report(args, measured, stored)
+    if args.flood:
+        base_p99 = percentile(phases[0][1]["probe"].latencies, 0.99)
+        flood_p99 = percentile(phases[1][1]["probe"].latencies, 0.99)
+        ratio = flood_p99 / base_p99 if base_p99 else float("inf")
+        print(
+            f"fast route p99: {base_p99 * 1000:.2f} ms without the flood, "
+            f"{flood_p99 * 1000:.2f} ms with it: {ratio:.2f}x (issue 20: within 3x)"
+        )
+    return 1 if failed else 0
+
+
+def _report(args: argparse.Namespace, measured: dict[str, Any], stored: dict[str, int]) -> bool:
+    """Print one phase; True when a feedback was lost or anything answered 500."""
+    http, side = measured["http"], measured["server"]
     print(
         f"ask+feedback  {args.clients:>3} clients  {len(http) / measured['seconds']:7.1f} asks/s  "
         f"HTTP p50 {percentile(http, 0.5) * 1000:7.2f} ms  "
@@ -240,7 +304,30 @@ def main(argv: list[str] | None = None) -> int:
         f"{stored['experiences']}, audit records {stored['audit']}: "
         f"{'nothing lost' if lost == 0 else f'{lost} LOST'}; errors: {errors}"
     )
-    return 0 if lost == 0 else 1
+    fast: ProbeReport = measured["probe"]
+    print(
+        f"fast route GET /v1/knowledge?limit=1 ({len(fast.latencies)} probes): "
+        f"p50 {percentile(fast.latencies, 0.5) * 1000:7.2f} ms  "
+        f"p99 {percentile(fast.latencies, 0.99) * 1000:7.2f} ms  "
+        f"max {max(fast.latencies) * 1000:7.2f} ms  statuses {_counts(fast.statuses)}"
+    )
+    flooded: FloodReport | None = measured["flood"]
+    statuses = [measured["errors"], fast.statuses]
+    if flooded is not None:
+        answered = flooded.seconds or [0.0]
+        print(
+            f"flood of slow corrected SQL: statuses {_counts(flooded.statuses)}; answered "
+            f"posts took p50 {percentile(answered, 0.5):.2f} s, max {max(answered):.2f} s"
+        )
+        statuses.append(flooded.statuses)
+    fivehundreds = sum(counts.get(500, 0) for counts in statuses)
+    if fivehundreds:
+        print(f"{fivehundreds} answers were 500")
+    return lost != 0 or fivehundreds != 0
+
+
+def _counts(statuses: dict[int, int]) -> str:
+    return ", ".join(f"{code}x{n}" for code, n in sorted(statuses.items())) or "none"
 
 
 def _stored_feedback(store: KnowledgeStore, engine: Any) -> dict[str, int]:

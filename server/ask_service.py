@@ -66,7 +66,7 @@ class AskService:
         tier_names: the cascade's tiers small to large (empty: the default tier alone).
         gate: the LLM gate every question passes.
         metrics: where stage latencies go.
-        sql_pool: where the corrected SQL of feedback runs (default: 4 running, 8 waiting,
+        sql_pool: where the corrected SQL of feedback runs (default: 4 running, 32 waiting,
             2 per key).
     """
 
@@ -86,7 +86,7 @@ class AskService:
         self.store, self.indices, self.target = store, indices, target
         self.database_name, self.llms, self.tier_names = database_name, llms, tier_names
         self.gate, self.metrics = gate, metrics
-        self.sql_pool = sql_pool or SqlPool(4, 8, 2)
+        self.sql_pool = sql_pool or SqlPool(4, 32, 2)
         self._pipeline: Pipeline | None = None
         self._lock = threading.Lock()
         # one thread per admitted question: admission never lets more in

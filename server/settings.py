@@ -54,7 +54,7 @@ class LimitSettings(BaseModel):
     sql_concurrency: int = Field(
         default=4, gt=0, description="user-sent SQL (feedback corrections) running at once"
     )
-    sql_queue: int = Field(default=8, ge=0, description="user-sent SQL waiting (429 above)")
+    sql_queue: int = Field(default=32, ge=0, description="user-sent SQL waiting (429 above)")
     sql_per_key: int = Field(
         default=2, gt=0, description="user-sent SQL one key may have running or waiting (429 above)"
     )
