@@ -92,3 +92,23 @@ def test_the_answer_deadline_stays_inside_the_request_timeout():
     assert LimitSettings(request_timeout_s=10).answer_deadline_s == 9.0
     assert LimitSettings(ask_deadline_s=30).answer_deadline_s == 30.0
     assert LimitSettings(ask_deadline_s=300, request_timeout_s=60).answer_deadline_s == 55.0
+
+
+def test_a_tier_model_takes_its_turn_per_call_and_a_long_wait_is_a_busy_model():
+    from agents.llm.base import LLMBusyError
+    from server.ask_service import _GatedLLM
+    from tests.agents.scripted import ScriptedLLM
+
+    gate = LLMGate(concurrency=1, queue=0, wait_s=0.1)
+    seen: list[int] = []
+
+    def reply(messages: object, options: object) -> str:
+        seen.append(gate.in_flight)
+        return "ok"
+
+    model = ScriptedLLM([reply])
+    tier = _GatedLLM(lambda: model, "default", gate)
+    assert tier.chat([{"role": "user", "content": "hi"}]).text == "ok"
+    assert seen == [1] and gate.in_flight == 0
+    with gate.turn(), pytest.raises(LLMBusyError, match="default: no LLM slot came free"):
+        tier.chat([{"role": "user", "content": "hi"}])
