@@ -166,3 +166,21 @@ def test_the_fuzzer_finds_no_500(target):
     assert report.sent == 300
     assert report.server_errors == 0, report.render()
     assert report.by_class["2xx"] > 0 and report.by_class["4xx"] > 0, report.render()
+
+
+def _integer_schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    if schema.get("type") == "integer":
+        return [schema]
+    return [s for sub in schema.get("anyOf", []) for s in _integer_schemas(sub)]
+
+
+def test_every_integer_query_parameter_has_bounds(ops):
+    """A new ``int`` query parameter without ``le=`` fails here (a 31-digit offset was a 500)."""
+    unbounded = [
+        f"{op.method} {op.path} ?{name}"
+        for op in ops
+        for name, schema in op.query.items()
+        for integer in _integer_schemas(schema)
+        if "maximum" not in integer or "minimum" not in integer
+    ]
+    assert not unbounded, unbounded
