@@ -118,7 +118,13 @@ class Pipeline:
             database=database,
         )
         self.checker = PredicateChecker(store, database_name, self.dialect)
-        self.experiences = ExperienceLog(store, database, database_name, self.dialect)
+        self.experiences = ExperienceLog(
+            store,
+            database,
+            database_name,
+            self.dialect,
+            agreement=self.options.feedback_agreement,
+        )
 
     @property
     def default_llm(self) -> LLM:

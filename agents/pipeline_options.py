@@ -30,3 +30,6 @@ class PipelineOptions:
     # the tiers before the last fence their temperature samples too (GenerateOptions)
     cascade_small_fenced: bool = True
     plain_fallback: bool = True
+    # distinct users whose corrections of a question must agree before it is shared
+    # beyond its askers (agents.experience_review; 1: shared at once)
+    feedback_agreement: int = 2

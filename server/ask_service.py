@@ -36,6 +36,7 @@ from agents.answer import Answer
 from agents.llm.base import LLMBusyError
 from agents.llm.variants import variants_of
 from agents.pipeline import AskOptions, Pipeline, QuestionError
+from agents.pipeline_options import PipelineOptions
 from agents.rag.schema_slice import NotProfiledError
 from agents.sql.tiers import ModelTier
 from agents.warm import WarmReport, warm_pipeline
@@ -68,6 +69,7 @@ class AskService:
         metrics: where stage latencies go.
         sql_pool: where the corrected SQL of feedback runs (default: 4 running, 32 waiting,
             2 per key).
+        options: the pipeline's options (feedback agreement, budgets, sampling).
     """
 
     def __init__(
@@ -82,8 +84,10 @@ class AskService:
         gate: LLMGate,
         metrics: Metrics,
         sql_pool: SqlPool | None = None,
+        options: PipelineOptions | None = None,
     ) -> None:
         self.store, self.indices, self.target = store, indices, target
+        self.options = options or PipelineOptions()
         self.database_name, self.llms, self.tier_names = database_name, llms, tier_names
         self.gate, self.metrics = gate, metrics
         self.sql_pool = sql_pool or SqlPool(4, 32, 2)
@@ -118,6 +122,7 @@ class AskService:
                     database=self.target,
                     database_name=self.database_name,
                     tiers=self._tiers(),
+                    options=self.options,
                 )
             return self._pipeline
 

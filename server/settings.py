@@ -213,6 +213,14 @@ class Settings(BaseSettings):
     max_rows: int = Field(
         default=100, gt=0, le=10_000, description="ALMANAC_MAX_ROWS: rows an answer carries at most"
     )
+    feedback_agreement: int = Field(
+        default=2,
+        ge=1,
+        le=100,
+        description="ALMANAC_FEEDBACK_AGREEMENT: distinct users whose corrections of a question "
+        "must agree on its result before it is shared in their workspace without a review "
+        "(1: every correction is shared at once)",
+    )
     limits: LimitSettings = Field(default_factory=LimitSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
 

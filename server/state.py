@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
+from agents.pipeline_options import PipelineOptions
 from indices.embeddings import Embedder
 from indices.index_set import IndexSet
 from kb.engine import create_store_engine
@@ -212,6 +213,7 @@ def build_state(
         gate=llm_gate,
         metrics=metrics,
         sql_pool=SqlPool(limits.sql_concurrency, limits.sql_queue, limits.sql_per_key),
+        options=PipelineOptions(feedback_agreement=settings.feedback_agreement),
     )
     state = AppState(
         settings=settings,

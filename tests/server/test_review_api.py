@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from tests.agents.scripted import sql_reply
-from tests.server.test_ask_api import NORTH, QUESTION, ask_server  # noqa: F401  (fixture)
+from indices.embeddings import HashingEmbedder
+from server.state import build_state
+from tests.agents.scripted import ScriptedLLM, sql_reply
+from tests.server.conftest import make_settings, running_server
+from tests.server.test_ask_api import (  # noqa: F401  (ask_server is a fixture)
+    NORTH,
+    QUESTION,
+    Tiers,
+    ask_server,
+    profile_shop,
+)
 
 ATTACK = "SELECT 'attacker-chosen answer' AS name"
 
@@ -81,3 +90,23 @@ def test_a_reviewer_shares_or_rejects_only_within_their_scope(ask_server):  # no
         ask_server.request("POST", f"/v1/experiences/{'0' * 32}/approve", "admin").status_code
         == 404
     )
+
+
+def test_an_agreement_of_one_shares_every_correction_at_once(tmp_path, store_url, target_url):
+    profile_shop(store_url, target_url)
+    llm = ScriptedLLM([])
+    settings = make_settings(
+        tmp_path,
+        store_url,
+        target_url=target_url,
+        target_name="shop",
+        llm_tiers=[{"name": "default"}],
+        feedback_agreement=1,
+    )
+    state = build_state(settings, embedder=HashingEmbedder(), llms=Tiers(default=llm))
+    with running_server(state) as server:
+        server.llm = llm
+        ana = server.key("analyst", user="ana", workspace="north")
+        shared = corrected(server, ana)
+        assert shared["scope"] == "workspace" and shared["shared_id"]
+        assert server.state.store.get(shared["shared_id"]).owner is None
