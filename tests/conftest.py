@@ -7,15 +7,12 @@ it); when unset, the session starts its own throwaway server.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from kb.store import KnowledgeStore
-from tests.support.postgres import ENV_URL, throwaway_postgres
+from tests.support.postgres import ENV_URL, new_database, throwaway_postgres
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -33,16 +30,8 @@ def pg_url() -> Iterator[str]:
 @pytest.fixture()
 def fresh_pg_database(pg_url: str) -> Iterator[str]:
     """A new, empty PostgreSQL database for one test; dropped afterwards."""
-    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with new_database(pg_url) as url:
+        yield url
 
 
 @pytest.fixture(params=BACKENDS)

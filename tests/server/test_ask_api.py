@@ -5,9 +5,11 @@ The real embedded model is exercised end to end in ``test_uvicorn_ask.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -194,7 +196,10 @@ def test_ask_auth_matrix(ask_server):
     )
 
 
-def test_a_saturated_llm_gate_answers_429(ask_server):
+@contextlib.contextmanager
+def a_question_holding_the_gate(ask_server) -> Iterator[list]:
+    """While the body runs, one analyst's question holds the only LLM slot (no queue); the
+    list it yields receives that question's reply once the model is let go."""
     release = threading.Event()
 
     def slow(messages, options):
@@ -204,7 +209,7 @@ def test_a_saturated_llm_gate_answers_429(ask_server):
     ask_server.llm.replies = [slow]
     gate = ask_server.state.llm_gate
     gate.queue = 0
-    results = []
+    results: list = []
     first = threading.Thread(
         target=lambda: results.append(
             ask_server.request("POST", "/v1/ask", "analyst", json={"question": QUESTION})
@@ -213,36 +218,27 @@ def test_a_saturated_llm_gate_answers_429(ask_server):
     first.start()
     while gate.in_flight == 0:
         threading.Event().wait(0.01)
-    second = ask_server.request("POST", "/v1/ask", "analyst", json={"question": QUESTION})
-    release.set()
-    first.join(10)
+    try:
+        yield results
+    finally:
+        release.set()
+        first.join(10)
+
+
+def test_a_saturated_llm_gate_answers_429(ask_server):
+    with a_question_holding_the_gate(ask_server) as results:
+        second = ask_server.request("POST", "/v1/ask", "analyst", json={"question": QUESTION})
     assert second.status_code in (429, 503) and results[0].status_code == 200
 
 
 def test_a_saturated_gate_refuses_a_stream_with_a_status_before_any_event(ask_server):
-    release = threading.Event()
-
-    def slow(messages, options):
-        release.wait(10)
-        return sql_reply(NORTH)
-
-    ask_server.llm.replies = [slow]
-    gate = ask_server.state.llm_gate
-    gate.queue = 0
-    first = threading.Thread(
-        target=ask_server.request,
-        args=("POST", "/v1/ask", "analyst"),
-        kwargs={"json": {"question": QUESTION}},
-    )
-    first.start()
-    while gate.in_flight == 0:
-        threading.Event().wait(0.01)
-    refused = ask_server.request("POST", "/v1/ask/stream", "analyst", json={"question": QUESTION})
-    release.set()
-    first.join(10)
+    with a_question_holding_the_gate(ask_server):
+        refused = ask_server.request(
+            "POST", "/v1/ask/stream", "analyst", json={"question": QUESTION}
+        )
     assert refused.status_code in (429, 503)
     assert "text/event-stream" not in refused.headers.get("content-type", "")
-    assert gate.in_flight == 0  # the refused stream holds no slot
+    assert ask_server.state.llm_gate.in_flight == 0  # the refused stream holds no slot
 
 
 def test_a_stream_that_fails_ends_with_an_error_event_and_frees_its_slot(ask_server):

@@ -28,7 +28,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -37,15 +36,13 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from kb.engine import create_store_engine
 from kb.store import KnowledgeStore
 from server import jobs
 from server.jobs import JobQueue
 from server.keys import KeyStore
-from tests.support.postgres import free_port
+from tests.support.postgres import free_port, new_database
 from ukf import KnowledgeUKF
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -74,21 +71,6 @@ def wait_for(what: str, probe: Callable[[], tuple[bool, T]], timeout_s: float) -
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout_s:g} s; last seen: {observed!r}")
         time.sleep(0.05)
-
-
-@contextlib.contextmanager
-def new_database(pg_url: str) -> Iterator[str]:
-    """A new, empty PostgreSQL database (dropped afterwards, connections or not)."""
-    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
-    name = f"r_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def make_target(path: Path) -> str:
@@ -279,7 +261,7 @@ def target_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def pair(pg_url: str, target_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     """Replicas shared by checks 1-3 (none of them stops a replica)."""
     with (
-        new_database(pg_url) as store_url,
+        new_database(pg_url, "r") as store_url,
         started_pair(store_url, tmp_path_factory.mktemp("replicas"), target_url) as started,
     ):
         yield started
@@ -476,7 +458,10 @@ def test_a_key_revoked_on_one_replica_is_refused_by_the_other(pair: Pair):
 def test_a_replica_killed_mid_job_hands_the_job_to_the_other(
     pg_url: str, target_url: str, tmp_path: Path
 ):
-    with new_database(pg_url) as store_url, started_pair(store_url, tmp_path, target_url) as pair:
+    with (
+        new_database(pg_url, "r") as store_url,
+        started_pair(store_url, tmp_path, target_url) as pair,
+    ):
         ops, admin = pair.key("ops"), pair.key("admin")
         job_id = pair.a.ok("POST", "/v1/jobs", ops, json={"kind": "profile", "params": {}})["id"]
 

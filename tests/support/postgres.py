@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,6 +131,25 @@ def throwaway_postgres() -> Iterator[str]:
             except RuntimeError as exc:  # pragma: no cover - logged, the directory still goes
                 log.warning("could not stop throwaway PostgreSQL: %s", exc)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def new_database(pg_url: str, prefix: str = "t") -> Iterator[str]:
+    """A new, empty database on the server of ``pg_url``, dropped afterwards (connections
+    or not); yields its URL."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def _raise_interrupt(signum: int, _frame: object) -> None:
