@@ -5,7 +5,8 @@
     state = build_state(load_settings())
     app = create_app(state)          # uvicorn.run(app) — ``almanac serve`` does this
 
-Routers, one per area: system (health, metrics), knowledge, jobs, admin (keys, audit). Every
+Routers, one per area: system (health, metrics), knowledge, jobs, admin (keys, audit); ``/``,
+``/docs`` and ``/redoc`` come from :mod:`server.docs_pages` (assets served locally). Every
 router takes its collaborators from the :class:`server.state.AppState` and the caller from
 :func:`server.deps.require`; new areas (the ask pipeline, feedback) add a router here.
 
@@ -27,6 +28,7 @@ from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from server import (
+    docs_pages,
     routes_admin,
     routes_ask,
     routes_jobs,
@@ -85,8 +87,11 @@ def create_app(
         description="Knowledge-base-centred NL2SQL server",
         lifespan=lifespan,
         default_response_class=FastJSONResponse,
+        docs_url=None,  # docs_pages serves /docs and /redoc without a CDN
+        redoc_url=None,
     )
     app.state.almanac = state
+    docs_pages.install_docs(app)
     install_error_handlers(app)
     for router in (*ROUTERS, *routers):
         app.include_router(router)
