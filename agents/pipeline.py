@@ -34,6 +34,7 @@ from agents.pipeline_options import PipelineOptions
 from agents.rag.agent import RagAgent, RagContext
 from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.cascade import Cascade, CascadeOutcome
+from agents.sql.extract import statement_only
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
 from agents.sql.refine import DEADLINE_NOTE
@@ -273,10 +274,10 @@ class Pipeline:
                 f" before the answer's deadline ({options.deadline_s:g} s)" if stopped else ""
             )
             answer.error += f"; last error: {errors[-1]}" if errors else ""
-            answer.sql = next((c.sql for c in cands if c.sql), None)
+            answer.sql = next((statement_only(c.sql) for c in cands if c.sql), None) or None
             return
         results = winner.results
-        answer.sql, answer.reasoning = winner.sql, winner.reasoning
+        answer.sql, answer.reasoning = statement_only(winner.sql) or None, winner.reasoning
         answer.columns = list(results.columns)
         answer.rows = [list(r) for r in results.rows[: options.max_rows]]
         answer.row_count = results.row_count
@@ -296,7 +297,7 @@ class Pipeline:
             )
         )
         answer.candidates = [candidate.summary()]
-        answer.sql, answer.reasoning = candidate.sql or None, candidate.reasoning
+        answer.sql, answer.reasoning = statement_only(candidate.sql) or None, candidate.reasoning
         answer.tier = self.tiers[-1].name
         answer.error = candidate.error
 

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _START = re.compile(r"(?im)^\s*(?:--[^\n]*\n\s*)*(WITH|SELECT)\b")
 _QUERY_WORD = re.compile(r"(?i)\b(SELECT|WITH)\b")
+_BLOCK = r"/\*(?:(?!\*/).)*\*/"
+_LEADING_COMMENT = re.compile(rf"\A[ \t]*(?:--[^\n]*|{_BLOCK}[ \t]*)(?:\n|\Z)", re.DOTALL)
+_TRAILING_COMMENT = re.compile(rf"(?:\A|\n)[ \t]*(?:--[^\n]*|{_BLOCK})\s*\Z", re.DOTALL)
 
 
 class NoSQLError(ValueError):
@@ -58,6 +61,24 @@ def extract_sql(reply: str) -> ExtractedSQL:
     reasoning = "\n".join(part for part in (_clean_prose(prose), header) if part)
     sql = "\n".join(line for line in (_header_lines(body), query) if line)
     return ExtractedSQL(sql=sql, reasoning=reasoning)
+
+
+def statement_only(sql: str) -> str:
+    """``sql`` without the whole-line comments before and after the statement.
+
+    Leading and trailing lines that hold only a ``-- ...`` comment or a ``/* ... */`` block
+    (the model's reasoning header, a closing remark) are dropped; a comment inside the
+    statement, or after SQL on the same line, is part of the statement and stays.
+    """
+    text = sql.strip()
+    while (lead := _LEADING_COMMENT.match(text)) is not None:
+        text = text[lead.end() :].strip()
+    while (trail := _TRAILING_COMMENT.search(text)) is not None:
+        before = text[: trail.start()]
+        if before.count("'") % 2:  # the "comment" is inside an open string literal
+            break
+        text = before.strip()
+    return text
 
 
 def strip_comments(sql: str) -> str:

@@ -38,6 +38,7 @@ def test_an_answer_carries_sql_rows_knowledge_stages_and_is_logged(concert):
     assert answer.error is None and answer.executed and answer.confidence == 1.0
     assert answer.row_count == 4 and answer.columns == ["Name"]
     assert "singers filtered by country" in answer.reasoning
+    assert answer.sql == FRANCE  # the reply's "-- Reasoning:" header is not part of the SQL
     linked = {(k.type, k.name): k for k in answer.knowledge}
     assert ("enum", "France") in linked and linked[("enum", "France")].phrases == ["France"]
     assert [s.stage for s in answer.stages] == ["retrieve", "generate", "refine", "log"]
@@ -102,7 +103,8 @@ def test_a_database_that_was_never_profiled_is_refused_with_what_to_do(concert):
 def test_unexecuted_answers_return_the_greedy_sql(concert):
     llm = ScriptedLLM([sql_reply(FRANCE)])
     answer = make(concert, llm).ask(QUESTION, options=AskOptions(execute=False, n=3))
-    assert "France" in answer.sql and not answer.executed and answer.rows == []
+    assert answer.sql == FRANCE and not answer.executed and answer.rows == []
+    assert answer.reasoning == "Tables: any\nReasoning: scripted"
     assert len(llm.calls) == 1
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.sql.extract import NoSQLError, extract_sql, strip_comments
+from agents.sql.extract import NoSQLError, extract_sql, statement_only, strip_comments
 
 
 def test_fenced_block_with_comment_header_and_prose():
@@ -39,3 +39,25 @@ def test_replies_without_sql_raise_with_the_text(reply):
     with pytest.raises(NoSQLError) as caught:
         extract_sql(reply)
     assert caught.value.reply == reply
+
+
+def test_statement_only_drops_the_comment_lines_around_the_statement():
+    sql = (
+        "-- Tables: singer\n-- Reasoning: filter by country\n/* a block\n   over lines */\n"
+        "SELECT name FROM singer\nWHERE country = 'France'\n-- done\n/* end */"
+    )
+    assert statement_only(sql) == "SELECT name FROM singer\nWHERE country = 'France'"
+
+
+def test_statement_only_keeps_comments_inside_the_statement_and_after_sql_on_a_line():
+    sql = (
+        "/* hint */ SELECT a -- the a column\n-- why the filter\nFROM t /* t is big */\n"
+        "WHERE b = 1 -- last"
+    )
+    assert statement_only(sql) == sql
+
+
+def test_statement_only_leaves_a_comment_like_line_inside_a_string_literal():
+    sql = "SELECT a FROM t WHERE note = 'line one\n-- not a comment'"
+    assert statement_only(sql) == sql
+    assert statement_only("-- only a comment\n/* and a block */") == ""
