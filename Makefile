@@ -5,13 +5,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.almanac-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint format bench clean
+.PHONY: setup demo test test-fast lint format bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@# The CPU build of torch is on disk; install it first so nothing pulls a CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@echo "installing Almanac and its packages; the first time this builds llama-cpp-python from source"
+	@echo "(~4 min on 2 cores, pip shows 'Building wheel for llama-cpp-python'); pip caches the wheel,"
+	@echo "so later clones reuse it"
+	$(PY) -m pip install --progress-bar on -e '.[dev]'
 	@touch $@
 
 setup: $(STAMP)
@@ -21,6 +24,10 @@ demo: setup
 
 test: setup
 	$(PY) -m tests.support.postgres -- $(PY) -m pytest $(PYTEST_ARGS)
+
+# the same without the tests marked slow (real models, real server processes)
+test-fast: setup
+	$(PY) -m tests.support.postgres -- $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: setup
 	$(PY) -m ruff check .
