@@ -32,6 +32,7 @@ from agents.sql.vote import fingerprint, is_ordered
 from kb.errors import KnowledgeNotFoundError
 from kb.store import KnowledgeStore
 from kb.target.database import Database
+from kb.target.results import Results
 from kb.visibility import Reader
 from ukf import ExperienceUKF
 from ukf.context import QueryContext
@@ -149,9 +150,7 @@ class ExperienceLog:
             raise FeedbackError(f"answer {answer_id} has no SQL to confirm; send corrected_sql")
         results = self.database.execute(sql, max_rows=1000)
         if not results.ok:
-            raise FeedbackError(
-                f"corrected SQL was not stored: {results.error_kind}: {results.error}"
-            )
+            raise FeedbackError(f"corrected SQL was not stored: {_failure_text(results)}")
         labeled = ExperienceUKF.create(
             logged.question,
             sql,
@@ -228,3 +227,9 @@ def _get(store: KnowledgeStore, ukf_id: str, reader: Reader | None = None) -> Ex
     except KnowledgeNotFoundError:
         return None
     return entry if isinstance(entry, ExperienceUKF) else None
+
+
+def _failure_text(results: Results) -> str:
+    """``results``' error led by its kind once ("refused: ..." already names it)."""
+    error, kind = results.error or "", results.error_kind
+    return error if error.startswith(f"{kind}:") else f"{kind}: {error}"

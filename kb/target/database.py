@@ -44,6 +44,7 @@ from kb.target.results import ErrorKind, Results, jsonable_rows
 from kb.target.sql_guard import UnsafeSQLError, check_read_only, sql_snippet
 
 logger = logging.getLogger(__name__)
+LOGGED_SQL_CHARS = 300  # how much of a refused query the log line shows
 T = TypeVar("T")
 
 
@@ -194,7 +195,9 @@ class Database:
         try:
             statement = check_read_only(sql, self.dialect)
         except UnsafeSQLError as exc:
-            logger.info("refused query: %s", exc.reason)
+            logger.info(
+                "refused query: %s; SQL: %s", exc.reason, sql_snippet(sql, LOGGED_SQL_CHARS)
+            )
             return Results.failure("refused", str(exc), sql=sql, elapsed=_since(started))
         try:
             columns, rows, truncated = run_limited(

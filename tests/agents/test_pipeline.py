@@ -151,6 +151,18 @@ def test_bad_feedback_is_refused_and_stores_nothing(concert):
     assert database.execute("SELECT count(*) FROM singer").rows == [(6,)]
 
 
+def test_a_refused_correction_says_refused_once(concert):
+    pipeline = make(concert, ScriptedLLM([sql_reply(FRANCE)]))
+    answer = pipeline.ask(QUESTION)
+    with pytest.raises(FeedbackError) as refused:
+        pipeline.feedback(answer.id, "wrong", corrected_sql="DELETE FROM singer")
+    message = str(refused.value)
+    assert message.startswith("corrected SQL was not stored: refused: DELETE statements")
+    assert message.count("refused:") == 1 and "SQL: DELETE FROM singer" in message
+    with pytest.raises(FeedbackError, match=r"not stored: sql: .*nope"):
+        pipeline.feedback(answer.id, "wrong", corrected_sql="SELECT nope FROM singer")
+
+
 def test_the_autonomous_mode_adds_what_the_model_found_with_tools(concert):
     import json
 

@@ -5,6 +5,7 @@ database and go through the same ``Database`` API.
 """
 
 import datetime as dt
+import logging
 import shutil
 import threading
 import uuid
@@ -15,7 +16,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from bench.datasets.registry import default_data_root
-from kb.target.database import Database
+from kb.target.database import LOGGED_SQL_CHARS, Database
 from kb.target.readonly import QueryFailedError, TargetConnectionError, run_limited
 from kb.target.reflection import UnknownTableError
 from kb.target.results import Results, to_jsonable
@@ -109,6 +110,15 @@ def test_bad_sql_comes_back_as_an_error_with_the_snippet(concert):
     assert "no_such_column" in res.error and "FROM singer" in res.error
     refused = concert.execute("DELETE FROM singer")
     assert refused.error_kind == "refused" and "DELETE FROM singer" in refused.error
+
+
+def test_a_refused_query_is_logged_with_its_sql(concert, caplog):
+    broken = "SELECT (name FROM singer WHERE " + " AND ".join(f"c{i} = {i}" for i in range(80))
+    with caplog.at_level(logging.INFO, logger="kb.target.database"):
+        assert concert.execute(broken).error_kind == "refused"
+    (line,) = [r.getMessage() for r in caplog.records if "refused query" in r.message]
+    assert "could not be parsed" in line and "SQL: SELECT (name FROM singer WHERE c0 = 0" in line
+    assert line.endswith("…") and len(line.split("SQL: ", 1)[1]) == LOGGED_SQL_CHARS
 
 
 def test_a_runaway_query_is_cut_off_and_reported_as_a_timeout(concert):
