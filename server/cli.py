@@ -1,6 +1,6 @@
 """The ``almanac`` command line.
 
-    almanac demo [--no-serve]         build AutoFin and its knowledge base, serve it on :8000
+    almanac demo [--no-serve]         build AutoFin and its knowledge base, serve it on :8421
     almanac init --db URL             profile a database, build its knowledge base
     almanac ask "QUESTION"            answer with SQL and rows (see server.cli_agents)
     almanac kb stats                  counts per type, store version
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, help="data folder (ALMANAC_DATA_DIR)")
     parser.add_argument("--store-url", help="knowledge store URL (ALMANAC_STORE_URL)")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="build the AutoFin demo and serve it on :8000")
+    demo = commands.add_parser("demo", help="build the AutoFin demo and serve it on :8421")
     demo.add_argument("--no-serve", action="store_true", help="prepare everything, do not serve")
     kb = commands.add_parser("kb", help="inspect and edit the knowledge base")
     actions = kb.add_subparsers(dest="action", required=True)
@@ -165,9 +165,10 @@ def run_models(settings: Settings, args: argparse.Namespace) -> None:
 
 def demo_settings(settings: Settings, folder: Path) -> Settings:
     """The demo server: AutoFin as the target, 1.5B as the default tier, 0.5B before it in
-    the cascade, on 127.0.0.1:8000 unless ALMANAC_HOST / ALMANAC_PORT say otherwise. Its
-    request timeout is 600 s (ALMANAC_LIMITS__REQUEST_TIMEOUT_S): the embedded 1.5B reads a
-    2,000-3,000-token AutoFin prompt in about 40 s on 2 cores, and questions wait their turn."""
+    the cascade, on the server's own address (127.0.0.1:8421 unless ALMANAC_HOST /
+    ALMANAC_PORT say otherwise). Its request timeout is 600 s
+    (ALMANAC_LIMITS__REQUEST_TIMEOUT_S): the embedded 1.5B reads a 2,000-3,000-token AutoFin
+    prompt in about 40 s on 2 cores, and questions wait their turn."""
     import os
 
     from agents.llm.models import DEFAULT_MODEL, TEST_MODEL
@@ -182,8 +183,6 @@ def demo_settings(settings: Settings, folder: Path) -> Settings:
             LLMTierSettings(name="small", model=TEST_MODEL),
         ]
         update["cascade_tiers"] = ["small", "default"]
-    if "ALMANAC_PORT" not in os.environ:
-        update["port"] = 8000
     if "ALMANAC_LIMITS__REQUEST_TIMEOUT_S" not in os.environ:
         update["limits"] = settings.limits.model_copy(update={"request_timeout_s": 600.0})
     return settings.model_copy(update=update)
@@ -253,10 +252,23 @@ or, without the server: almanac ask "What was Nova revenue in June 2024 in USD, 
     return serve_settings(settings)
 
 
+# Loggers whose INFO lines read like failures: faiss's loader tries its AVX512 and AVX2 builds
+# first and logs each one's ModuleNotFoundError before loading the generic build. Their warnings
+# and errors still show.
+QUIET_LOGGERS = ("faiss.loader",)
+
+
+def configure_logging(level: str | int) -> None:
+    """Log at ``level`` to stderr, with the loaders' probing noise held to warnings."""
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = load_settings(data_dir=args.data_dir, store_url=args.store_url)
-    logging.basicConfig(level=settings.log_level, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_level)
     try:
         if args.command == "demo":
             return run_demo(settings, serve=not args.no_serve)

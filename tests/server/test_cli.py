@@ -15,8 +15,8 @@ def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, ca
     assert main(["--data-dir", str(tmp_path), "demo", "--no-serve"]) == 0
     out = capsys.readouterr().out
     assert "Queued a describe job" in out and "Authorization: Bearer " in out
-    assert "http://127.0.0.1:8000/v1/ask" in out
-    assert "curl -s -X DELETE http://127.0.0.1:8000/v1/jobs/" in out  # how to cancel it
+    assert "http://127.0.0.1:8421/v1/ask" in out  # the server's default port
+    assert "curl -s -X DELETE http://127.0.0.1:8421/v1/jobs/" in out  # how to cancel it
     assert (tmp_path / "autofin" / "autofin.sqlite").exists()
     target = json.loads((tmp_path / "target.json").read_text())  # what `almanac ask` asks
     assert target["name"] == "autofin" and target["url"].endswith("autofin/autofin.sqlite")
@@ -141,8 +141,27 @@ def test_the_demo_server_waits_longer_for_the_cpu_model(tmp_path, monkeypatch):
     from server.settings import load_settings
 
     settings = demo_settings(load_settings(data_dir=tmp_path), tmp_path)
-    assert settings.limits.request_timeout_s == 600.0 and settings.port == 8000
+    assert settings.limits.request_timeout_s == 600.0 and settings.port == 8421
     assert settings.target_url == f"sqlite:///{tmp_path / 'autofin.sqlite'}"
     monkeypatch.setenv("ALMANAC_LIMITS__REQUEST_TIMEOUT_S", "90")
+    monkeypatch.setenv("ALMANAC_PORT", "9000")
     settings = demo_settings(load_settings(data_dir=tmp_path), tmp_path)
-    assert settings.limits.request_timeout_s == 90.0
+    assert settings.limits.request_timeout_s == 90.0 and settings.port == 9000
+
+
+def test_logging_keeps_the_faiss_loader_probe_quiet_but_its_warnings():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "from server.cli import configure_logging; configure_logging('INFO'); import faiss; "
+        "import logging; logging.getLogger('faiss.loader').warning('a real problem')"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ModuleNotFoundError" not in done.stderr and "AVX" not in done.stderr
+    assert "WARNING faiss.loader: a real problem" in done.stderr
