@@ -109,7 +109,9 @@ class StageReport(BaseModel):
 class Answer(BaseModel):
     """The chain's answer to one question.
 
-    ``sql`` is None when no candidate could be produced or executed; ``error`` then says why.
+    ``sql`` is the statement alone, without the comment lines the model wrote around it (its
+    reasoning header goes to ``reasoning``). When no candidate ran, ``error`` says why and
+    ``sql`` is the first candidate's statement (None when the model gave none).
     ``rows`` holds at most ``max_rows`` rows (``truncated`` tells whether more existed).
     ``confidence`` is the winning share of the vote (see ``agents.sql.vote``).
     """

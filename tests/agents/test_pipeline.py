@@ -65,6 +65,15 @@ def test_garbage_from_the_model_gives_an_error_answer_not_an_exception(concert):
     assert answer.experience_id, "failed questions are logged too"
 
 
+def test_an_answer_whose_sql_failed_still_carries_the_clean_statement(concert):
+    llm = ScriptedLLM([sql_reply("SELECT nope FROM singer")])
+    pipeline = make(concert, llm)
+    pipeline.options.refine.rounds = 0
+    answer = pipeline.ask(QUESTION)
+    assert not answer.executed and "no candidate SQL ran successfully" in answer.error
+    assert answer.sql == "SELECT nope FROM singer"
+
+
 def test_a_model_timeout_gives_an_error_answer(concert):
     llm = ScriptedLLM([sql_reply(FRANCE)], delay_s=1.0)
     pipeline = make(concert, llm, generate=GenerateOptions(timeout_s=0.1))
