@@ -12,6 +12,8 @@ from agents.llm.parallel_decode import SequenceRequest, decode_parallel
 from agents.llm.prompt_cache import PromptStateCache, cache_folder
 from agents.llm.variants import Variant, chat_variants
 
+pytestmark = pytest.mark.slow  # loads the real model twice (~12 s on 2 cores)
+
 SYSTEM = {"role": "system", "content": "You write SQLite SQL. Answer with SQL only."}
 ASK = [SYSTEM, {"role": "user", "content": "Count the rows of table orders placed in 2024."}]
 # Greedy replies decoded in batches of other shapes may part at a near tie (the float sums run in

@@ -48,6 +48,7 @@ def test_shared_prefix_counts_leading_equal_tokens():
     assert shared_prefix(np.array([7, 8]), [9]) == 0
 
 
+@pytest.mark.slow  # loads the real model
 def test_a_new_process_restores_the_schema_and_answers_the_same(model_path, tmp_path):
     folder = cache_folder(tmp_path, model_path, 2048)
     first = PromptStateCache(folder)
@@ -65,6 +66,7 @@ def test_a_new_process_restores_the_schema_and_answers_the_same(model_path, tmp_
     assert later.restored == 1  # the live context already held the schema
 
 
+@pytest.mark.slow  # loads the real model
 def test_one_state_per_leading_block_and_the_oldest_goes_past_the_size_limit(model_path, tmp_path):
     cache = PromptStateCache(tmp_path / "states")
     llm = load(model_path, cache)
@@ -83,6 +85,7 @@ def test_one_state_per_leading_block_and_the_oldest_goes_past_the_size_limit(mod
     assert [e.key for e in cache.entries()] == [newest.key]
 
 
+@pytest.mark.slow  # loads the real model
 def test_a_state_that_does_not_load_is_dropped_and_the_answer_is_still_right(model_path, tmp_path):
     folder = tmp_path / "states"
     question = ask(SCHEMA, "How many rows does t3 have?")
@@ -96,6 +99,7 @@ def test_a_state_that_does_not_load_is_dropped_and_the_answer_is_still_right(mod
     assert cache.restored == 0 and cache.entries() == []
 
 
+@pytest.mark.slow  # loads the real model
 def test_an_unwritable_folder_costs_speed_not_the_answer(model_path, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache folder should be")

@@ -10,6 +10,8 @@ from agents.llm.base import LLMWrapper
 from agents.llm.llamacpp import LlamaCppLLM
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 
+pytestmark = pytest.mark.slow  # the real model answers every question (~30 s on 2 cores)
+
 # (question, gold SQL) from Spider dev, concert_singer
 QUESTIONS = [
     ("How many singers do we have?", "SELECT count(*) FROM singer"),

@@ -13,6 +13,8 @@ import pytest
 from indices.embedding_onnx import OnnxUnsupportedError, check_layout, onnx_model_file
 from indices.embeddings import MiniLMEmbedder, _model_dir, shared_minilm
 
+pytestmark = pytest.mark.slow  # exports and runs the real MiniLM, twice (~25 s on 2 cores)
+
 TEXTS = [
     "",
     "Nova revenue last month?",

@@ -51,6 +51,7 @@ def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, ca
     assert capsys.readouterr().out.count("demo") >= 4
 
 
+@pytest.mark.slow  # profiles Spider's concert_singer and asks the real model
 def test_init_then_ask_with_the_embedded_model(tmp_path, capsys, monkeypatch):
     from tests.agents.conftest import spider_path
 
