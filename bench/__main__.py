@@ -195,6 +195,8 @@ def compare_command(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # faiss logs each CPU build it probes (AVX512, AVX2) with a ModuleNotFoundError at INFO
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     try:
         if args.command == "compare":
             return compare_command(args)

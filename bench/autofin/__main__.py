@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.WARNING if args.quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO probing is noise
     summary = generate(
         args.out,
         seed=args.seed,
