@@ -3,7 +3,7 @@
 The app runs on uvicorn in a thread on a loopback port (so a crash that resets a keep-alive
 connection shows as one), over a fresh SQLite store in a temporary folder, with a small
 SQLite target database, an instant scripted OpenAI-compatible model
-(:class:`perf.server_ask.InstantOpenAI`), one job worker, and a key for every role (plus an
+(:class:`perf.fixtures.InstantOpenAI`), one job worker, and a key for every role (plus an
 ops key scoped to a workspace). A few things exist before the first request, so that
 generated requests can name them: a knowledge entry, an answer (for feedback) and a job.
 
@@ -30,7 +30,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from indices.embeddings import HashingEmbedder
-from perf.server_ask import InstantOpenAI
+from perf.fixtures import InstantOpenAI
 from server.app import create_app
 from server.settings import JobSettings, LimitSettings, Settings
 from server.state import AppState, build_state

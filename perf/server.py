@@ -3,6 +3,7 @@
     python -m perf.server [--clients 16] [--requests 4000] [--entries 20000]
                                 [--scenario search_string --scenario search_facet]
                                 [--store-url URL] [--server-cpus 0] [--threads 8]
+                                [--flood N] [--target-timeout 10]
 
 Fills a fresh store with ``--entries`` schema-like entries (``bench.perf.store.generate``),
 creates an API key, starts ``python -m server.cli serve`` as a separate process (uvicorn,
@@ -14,6 +15,16 @@ have been answered. Prints throughput and p50/p95/p99 latency per scenario, and 
 Scenarios are registered in :data:`SCENARIOS` (method, path, a body per request). The ask
 endpoint's scenarios (``ask``, ``ask_stream``) are added there next to the knowledge-search
 ones when that endpoint exists.
+
+``--flood N`` (issue 20): the server also gets a small SQLite target and an instant scripted
+OpenAI-compatible LLM tier (``perf.fixtures``, as ``perf.server_ask`` has them; the target's
+time limit is ``--target-timeout`` seconds), and a second key, an analyst's, floods it with slow
+corrected SQL (``perf.sql_flood.flood``: N concurrent feedbacks whose recursive CTE runs until
+that limit, each 429 retried after its ``Retry-After``). Every scenario then runs twice with the
+same requests: without the flood, then with it (started a second before, stopped after). The
+report adds the flood's statuses, checks that every feedback it got 200 for was stored and
+audited, and gives each scenario's p99 with the flood against its p99 without (issue 20 wants
+it within 3x). Exits 1 when anything answered 500 or a feedback answered 200 was not stored.
 
 Target: knowledge search >= 300 req/s with p99 <= 50 ms at 16 clients on 2 cores.
 """
@@ -39,6 +50,8 @@ import httpx
 
 from bench.perf.store import generate, percentile
 from kb.store import KnowledgeStore
+from perf.fixtures import ask_env, instant_llm, profile_target, sales_target, stored_feedback
+from perf.sql_flood import FloodReport, flood
 from server.settings import Settings
 from server.state import open_keys
 from ukf import BaseUKF
@@ -159,21 +172,53 @@ async def _drive(
     return measured
 
 
-def _fill(store_url: str, data_dir: Path, entries: int, seed: int) -> tuple[Corpus, str]:
+@dataclass
+class Flooded:
+    """One scenario run while the flood ran, and what the flood got."""
+
+    measured: Measured
+    flood: FloodReport
+    stored: dict[str, int]  # labeled feedback experiences and feedback audit records written
+
+    @property
+    def lost(self) -> int:
+        """Feedbacks answered 200 but not stored or not audited."""
+        return self.flood.statuses.get(200, 0) - min(self.stored.values())
+
+    @property
+    def fivehundreds(self) -> int:
+        return self.measured.errors.get(500, 0) + self.flood.statuses.get(500, 0)
+
+
+def _fill(
+    store_url: str, data_dir: Path, entries: int, seed: int, target: str | None = None
+) -> tuple[Corpus, str, str | None]:
+    """Fill the store; the ops key for the scenarios, and (with a ``target``, profiled into
+    the store) an analyst key for the flood."""
     generated = generate(entries, seed)
     with KnowledgeStore(store_url) as store:
         store.upsert_many(generated)
+        if target is not None:
+            profile_target(store, target)
     store, engine, keys = open_keys(Settings(data_dir=data_dir, store_url=store_url))
     try:
         _, secret = keys.create(role="ops", user="bench", label="perf.server")
+        flooder = None
+        if target is not None:
+            _, flooder = keys.create(role="analyst", user="flood", label="perf.server flood")
     finally:
         engine.dispose()
         store.close()
-    return _corpus(generated), secret
+    return _corpus(generated), secret, flooder
 
 
 def _serve(
-    data_dir: Path, store_url: str, port: int, cpus: str | None, threads: int
+    data_dir: Path,
+    store_url: str,
+    port: int,
+    cpus: str | None,
+    threads: int,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
     env.update(
@@ -188,6 +233,7 @@ def _serve(
         ALMANAC_AUTH_CACHE_S="60",
         ALMANAC_THREADS=str(threads),
     )
+    env.update(extra_env or {})
     command = [sys.executable, "-m", "server.cli", "serve", "--port", str(port)]
     if cpus:
         command = ["taskset", "-c", cpus, *command]
@@ -207,15 +253,65 @@ def _serve(
     raise SystemExit("almanac serve did not become healthy within 120 s")
 
 
-def _report(name: str, clients: int, measured: Measured) -> str:
+async def _drive_flooded(
+    scenario: Scenario,
+    key: str,
+    port: int,
+    clients: int,
+    requests: int,
+    seed: int,
+    flood_key: str,
+    workers: int,
+) -> tuple[Measured, FloodReport]:
+    """:func:`_drive` while ``workers`` flood slow corrected SQL with ``flood_key``."""
+    stop = asyncio.Event()
+    flooding = asyncio.create_task(flood(f"http://127.0.0.1:{port}", flood_key, workers, stop))
+    await asyncio.sleep(1.0)  # the flood is running before the load starts
+    if flooding.done():
+        await flooding  # it failed: raise its error
+    try:
+        measured = await _drive(scenario, key, port, clients, requests, seed)
+    finally:
+        stop.set()
+    return measured, await flooding
+
+
+def _report(name: str, clients: int, measured: Measured, label: str = "") -> str:
     lat = measured.latencies
     rate = len(lat) / measured.seconds if measured.seconds else 0.0
-    errors = ", ".join(f"{code}×{n}" for code, n in sorted(measured.errors.items())) or "none"
+    errors = _counts(measured.errors) or "none"
+    label = f"{label:<14} " if label else ""
     return (
-        f"{name:<14} {clients:>3} clients  {rate:8.1f} req/s  "
+        f"{name:<14} {clients:>3} clients  {label}{rate:8.1f} req/s  "
         f"p50 {percentile(lat, 0.5) * 1000:6.2f} ms  p95 {percentile(lat, 0.95) * 1000:6.2f} ms  "
         f"p99 {percentile(lat, 0.99) * 1000:6.2f} ms  (n={len(lat)}, errors: {errors})"
     )
+
+
+def _counts(statuses: dict[int, int]) -> str:
+    return ", ".join(f"{code}×{n}" for code, n in sorted(statuses.items()))
+
+
+def _report_flood(
+    name: str, clients: int, workers: int, without: Measured, flooded: Flooded
+) -> list[str]:
+    """The lines a scenario adds with ``--flood``: both runs, the p99 ratio, the flood."""
+    base_p99 = percentile(without.latencies, 0.99)
+    flood_p99 = percentile(flooded.measured.latencies, 0.99)
+    ratio = flood_p99 / base_p99 if base_p99 else float("inf")
+    report = flooded.flood
+    answered = report.seconds or [0.0]
+    ok, lost = report.statuses.get(200, 0), flooded.lost
+    return [
+        _report(name, clients, without, "without flood"),
+        _report(name, clients, flooded.measured, f"flood of {workers}"),
+        f"{name:<14} p99 {base_p99 * 1000:.2f} ms without the flood, {flood_p99 * 1000:.2f} ms "
+        f"with it: {ratio:.2f}x (issue 20: within 3x)",
+        f"{name:<14} flood statuses {_counts(report.statuses) or 'none'}; answered posts p50 "
+        f"{percentile(answered, 0.5):.2f} s, max {max(answered):.2f} s; feedback answered 200 "
+        f"{ok}, stored {flooded.stored['experiences']}, audited {flooded.stored['audit']}: "
+        f"{'nothing lost' if lost == 0 else f'{lost} LOST'}",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,29 +325,96 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-cpus", help="pin the server with taskset, e.g. 0 or 0-1")
     parser.add_argument("--threads", type=int, default=8, help="server handler threads")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--flood",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run each scenario again while N concurrent feedbacks post slow corrected SQL",
+    )
+    parser.add_argument(
+        "--target-timeout", type=float, default=10.0, help="the target's time limit (--flood)"
+    )
     args = parser.parse_args(argv)
+    llm = instant_llm() if args.flood else None
+    failed = False
     with tempfile.TemporaryDirectory(prefix="almanac-perf-server-") as tmp:
         data_dir = Path(tmp)
         store_url = args.store_url or f"sqlite:///{data_dir / 'knowledge.db'}"
-        corpus, key = _fill(store_url, data_dir, args.entries, args.seed)
+        target = sales_target(data_dir / "sales.sqlite") if llm is not None else None
+        corpus, key, flood_key = _fill(store_url, data_dir, args.entries, args.seed, target)
+        extra_env = None
+        if llm is not None and target is not None:  # the flood's asks and corrected SQL
+            extra_env = ask_env(
+                target, llm.server_port, concurrency=4, target_timeout=args.target_timeout
+            )
         port = free_port()
-        server = _serve(data_dir, store_url, port, args.server_cpus, args.threads)
+        server = _serve(data_dir, store_url, port, args.server_cpus, args.threads, extra_env)
         try:
             print(
                 f"almanac serve on :{port} ({args.threads} handler threads), "
                 f"{args.entries} entries, store {store_url}"
             )
+            if flood_key is not None:
+                print(
+                    f"flood: {args.flood} concurrent feedbacks from a second key, each with "
+                    "a recursive CTE that runs until the target's limit "
+                    f"({args.target_timeout:g} s); an instant scripted LLM tier"
+                )
             for name in args.scenario or sorted(SCENARIOS):
                 scenario = SCENARIOS[name](corpus)
                 asyncio.run(_drive(scenario, key, port, args.clients, args.warmup, args.seed))
                 measured = asyncio.run(
                     _drive(scenario, key, port, args.clients, args.requests, args.seed + 1)
                 )
-                print(_report(name, args.clients, measured))
+                failed |= measured.errors.get(500, 0) > 0
+                if flood_key is None:
+                    print(_report(name, args.clients, measured))
+                    continue
+                flooded = _run_flooded(scenario, key, port, args, flood_key, data_dir, store_url)
+                for line in _report_flood(name, args.clients, args.flood, measured, flooded):
+                    print(line, flush=True)
+                failed |= flooded.fivehundreds > 0 or flooded.lost != 0
         finally:
             server.terminate()
             server.wait(30)
-    return 0
+            if llm is not None:
+                llm.shutdown()
+    if failed:
+        print("FAILED: an answer was 500 or a feedback answered 200 was not stored")
+    return 1 if failed else 0
+
+
+def _run_flooded(
+    scenario: Scenario,
+    key: str,
+    port: int,
+    args: argparse.Namespace,
+    flood_key: str,
+    data_dir: Path,
+    store_url: str,
+) -> Flooded:
+    """The scenario's measured run (same requests) again, with the flood beside it."""
+    store, engine, _ = open_keys(Settings(data_dir=data_dir, store_url=store_url))
+    try:
+        before = stored_feedback(store, engine)
+        measured, report = asyncio.run(
+            _drive_flooded(
+                scenario,
+                key,
+                port,
+                args.clients,
+                args.requests,
+                args.seed + 1,
+                flood_key,
+                args.flood,
+            )
+        )
+        after = stored_feedback(store, engine)
+    finally:
+        engine.dispose()
+        store.close()
+    return Flooded(measured, report, {k: after[k] - before[k] for k in after})
 
 
 if __name__ == "__main__":

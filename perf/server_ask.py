@@ -2,9 +2,9 @@
 
     python -m perf.server_ask [--clients 8] [--requests 400] [--entries 20000] [--flood N]
 
-A local OpenAI-compatible endpoint (``InstantOpenAI``: a thread in this process that answers
-every chat completion at once with a fixed SQL query) stands in for the model, so what is
-measured is Almanac's own work: auth, limits, retrieval over a store of ``--entries``
+A local OpenAI-compatible endpoint (``perf.fixtures.InstantOpenAI``: a thread in this process
+that answers every chat completion at once with a fixed SQL query) stands in for the model, so
+what is measured is Almanac's own work: auth, limits, retrieval over a store of ``--entries``
 entries, prompt building, execution on the target, voting, logging and the HTTP round trip.
 The server is a real ``almanac serve`` process.
 
@@ -25,73 +25,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 
 from bench.perf.store import generate, percentile
-from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
-from kb.target.database import Database
+from perf.fixtures import (
+    SQL,
+    ask_env,
+    instant_llm,
+    profile_target,
+    sales_target,
+    stored_feedback,
+)
 from perf.server import free_port
 from perf.sql_flood import FloodReport, ProbeReport, flood, probe
 from server.settings import Settings
 from server.state import open_keys
-
-SQL = "SELECT region, SUM(amount) FROM sales WHERE region = 'North' GROUP BY region"
-
-
-class InstantOpenAI(BaseHTTPRequestHandler):
-    """``POST /v1/chat/completions`` answered at once with ``reply``."""
-
-    reply: ClassVar[str] = f"```sql\n-- Tables: sales\n-- Reasoning: scripted\n{SQL}\n```"
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = json.dumps(
-            {
-                "id": "instant",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "instant",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": self.reply},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args: Any) -> None:
-        return
-
-
-def _target(path: Path) -> str:
-    with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, region TEXT, amount REAL)")
-        conn.executemany(
-            "INSERT INTO sales (region, amount) VALUES (?, ?)",
-            [(("North", "South", "East")[i % 3], float(i)) for i in range(300)],
-        )
-    return f"sqlite:///{path}"
 
 
 def _serve(data_dir: Path, env_extra: dict[str, str], port: int) -> subprocess.Popen:
@@ -196,19 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--target-timeout", type=float, default=10.0)
     args = parser.parse_args(argv)
-    fake = ThreadingHTTPServer(("127.0.0.1", 0), InstantOpenAI)
-    threading.Thread(target=fake.serve_forever, daemon=True).start()
+    fake = instant_llm()
     phases: list[tuple[str, dict[str, Any], dict[str, int]]] = []
     with tempfile.TemporaryDirectory(prefix="almanac-perf-ask-") as tmp:
         data_dir = Path(tmp)
         store_url = f"sqlite:///{data_dir / 'knowledge.db'}"
-        target = _target(data_dir / "sales.sqlite")
+        target = sales_target(data_dir / "sales.sqlite")
         with KnowledgeStore(store_url) as store:
             store.upsert_many(generate(args.entries, 7))
-            with Database(target) as database:
-                profile_database(
-                    database, store, database_name="sales", options=ProfileOptions(progress=False)
-                )
+            profile_target(store, target)
         store, engine, keys = open_keys(Settings(data_dir=data_dir, store_url=store_url))
         made = {
             "clients": [
@@ -218,15 +171,6 @@ def main(argv: list[str] | None = None) -> int:
             "flood": keys.create(role="analyst", user="flood")[1],
         }
         port = free_port()
-        tiers = [
-            {
-                "name": "default",
-                "backend": "openai",
-                "model": "instant",
-                "base_url": f"http://127.0.0.1:{fake.server_port}/v1",
-                "max_concurrency": args.clients,
-            }
-        ]
         server = _serve(
             data_dir,
             {
@@ -235,12 +179,12 @@ def main(argv: list[str] | None = None) -> int:
                 "ALMANAC_CONFIG": str(data_dir / "absent.toml"),
                 "ALMANAC_EMBEDDER": "minilm",
                 "ALMANAC_LOG_LEVEL": "WARNING",
-                "ALMANAC_TARGET_URL": target,
-                "ALMANAC_TARGET_NAME": "sales",
-                "ALMANAC_TARGET_TIMEOUT_S": str(args.target_timeout),
-                "ALMANAC_LLM_TIERS": json.dumps(tiers),
-                "ALMANAC_LIMITS__LLM_CONCURRENCY": str(args.clients),
-                "ALMANAC_LIMITS__LLM_QUEUE": str(args.clients * 4),
+                **ask_env(
+                    target,
+                    fake.server_port,
+                    concurrency=args.clients,
+                    target_timeout=args.target_timeout,
+                ),
                 "ALMANAC_LIMITS__RATE_PER_S": "1000000",
                 "ALMANAC_LIMITS__RATE_BURST": "1000000",
             },
@@ -253,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
             for label, workers in [("without flood", 0)] + (
                 [(f"flood of {args.flood}", args.flood)] if args.flood else []
             ):
-                before = _stored_feedback(store, engine)
+                before = stored_feedback(store, engine)
                 measured = asyncio.run(_phase(base, made, args, workers))
-                after = _stored_feedback(store, engine)
+                after = stored_feedback(store, engine)
                 phases.append((label, measured, {k: after[k] - before[k] for k in after}))
         finally:
             server.terminate()
@@ -328,21 +272,6 @@ def _report(args: argparse.Namespace, measured: dict[str, Any], stored: dict[str
 
 def _counts(statuses: dict[int, int]) -> str:
     return ", ".join(f"{code}x{n}" for code, n in sorted(statuses.items())) or "none"
-
-
-def _stored_feedback(store: KnowledgeStore, engine: Any) -> dict[str, int]:
-    from sqlalchemy import text
-
-    experiences = sum(
-        1
-        for e in store.iterate(type="experience")
-        if e.creator == "feedback" and e.content_resources.get("labeled")
-    )
-    with engine.connect() as conn:
-        audit = conn.execute(
-            text("SELECT count(*) FROM audit_log WHERE action = 'feedback'")
-        ).scalar()
-    return {"experiences": experiences, "audit": int(audit or 0)}
 
 
 if __name__ == "__main__":

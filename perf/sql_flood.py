@@ -1,7 +1,8 @@
 """A flood of slow user-sent SQL, and a probe timing a fast route meanwhile.
 
-Used by ``python -m perf.server_ask --flood N`` (issue 20: sixteen feedbacks whose corrected
-SQL ran until the target's limit made another user's ``GET /v1/knowledge?limit=1`` take 19 s):
+Used by ``python -m perf.server_ask --flood N`` and ``python -m perf.server --flood N`` (issue
+20: sixteen feedbacks whose corrected SQL ran until the target's limit made another user's
+``GET /v1/knowledge?limit=1`` take 19 s):
 
 - :func:`flood`: ``workers`` concurrent feedback posts on one answer of the flooding key,
   each with a recursive CTE that runs until the target's time limit, again and again until
