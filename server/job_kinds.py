@@ -18,6 +18,7 @@ anything.
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ from kb.profile.profiler import ProfileOptions, profile_database
 from server.access import check_global_writer
 from server.auth import Identity, Permission
 from server.worker import JobContext, JobRunner
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from kb.store import KnowledgeStore
@@ -84,6 +87,10 @@ class JobKind:
 
 
 # ---------------------------------------------------------------------- profile / describe
+_PROFILE_START, _PROFILE_END = 0.02, 0.9
+"""The job progress that profiling spans; writing to the store starts at the end."""
+
+
 class _GuardedStore:
     """The store as profiling sees it: cancellation is honoured until the first write."""
 
@@ -97,7 +104,7 @@ class _GuardedStore:
     def _before_write(self) -> None:
         if not self.writing:
             self._context.check()
-            self._context.progress(0.9, "writing to the knowledge store")
+            self._context.progress(_PROFILE_END, "writing to the knowledge store")
             self.writing = True
 
     def upsert_many(self, *args: Any, **kwargs: Any) -> int:
@@ -110,14 +117,16 @@ class _GuardedStore:
 
 
 class _ReportingDescriber:
-    """Wraps a describer: a cancellation check and a progress line before each call."""
+    """Wraps a describer: counts its calls and checks for cancellation before each one
+    (progress lines come from ``profile_database``'s callback)."""
 
     def __init__(self, inner: Describer, context: JobContext) -> None:
         self.inner, self.context, self.calls = inner, context, 0
 
     def _step(self, what: str) -> None:
         self.calls += 1
-        self.context.progress(None, f"describing {what} ({self.calls} so far)")
+        self.context.check()
+        logger.debug("describing %s (%d so far)", what, self.calls)
 
     def describe_table(self, table: TableProfile) -> Description:
         self._step(f"table {table.name}")
@@ -153,6 +162,9 @@ def _profile(
         database_name=name,
         describer=wrapped,
         options=options,
+        progress=lambda fraction, message: context.progress(
+            _PROFILE_START + (_PROFILE_END - _PROFILE_START) * fraction, message
+        ),
     )
     written = [*report.added, *report.updated, *report.invalidated]
     summary = {

@@ -6,6 +6,7 @@ Enum UKF by ``kb.profile.entries``; ``kb.profile.profiler.profile_database`` wir
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol
 
@@ -189,6 +190,11 @@ class StopProfiling(Exception):
 
     Any other describer failure only skips that entry's description; this one is never
     swallowed, and nothing is written to the store."""
+
+
+ProgressCallback = Callable[[float, str], None]
+"""Called with the fraction of a profiling run done (0..1, never decreasing) and a line
+saying what is being done; it may raise (e.g. :class:`StopProfiling`) to stop the run."""
 
 
 class Describer(Protocol):

@@ -14,6 +14,8 @@ Pipeline (one function per step, each testable alone):
    ``kb.profile.temporal``, queries in ``kb.profile.sql``);
 3. build Table, Column and Enum UKF (``kb.profile.entries``), asking an optional ``Describer``
    for missing descriptions and synonyms;
+   an optional ``progress`` callback hears of each column (step 2) and each describer call
+   (step 3), and may raise ``StopProfiling`` to stop before step 4 writes anything;
 4. compare with the store and write only what changed, invalidating knowledge about dropped
    or changed schema (``kb.profile.sync``).
 
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from tqdm import tqdm
 
@@ -60,6 +63,7 @@ from kb.profile.model import (
     Description,
     ProfileOptions,
     ProfileReport,
+    ProgressCallback,
     SemanticType,
     StopProfiling,
     TableProfile,
@@ -76,6 +80,7 @@ __all__ = [
     "Description",
     "ProfileOptions",
     "ProfileReport",
+    "ProgressCallback",
     "SemanticType",
     "StopProfiling",
     "TableProfile",
@@ -84,10 +89,50 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+STATISTICS_SHARE = 0.5
+"""Share of ``profile_database``'s reported progress given to column statistics; the rest
+goes to building entries (the describer's calls)."""
+
+
+class _ProgressDescriber:
+    """Reports progress before each call of the wrapped describer (one LLM call at most)."""
+
+    def __init__(self, inner: Describer, report: ProgressCallback, tables: int) -> None:
+        self.inner, self.report, self.tables = inner, report, tables
+        self.index, self.calls, self.expected = 0, 0, 1
+
+    def start_table(self, index: int, table: TableProfile) -> None:
+        self.index, self.calls = index, 0
+        enums = sum(len(c.enum_values or ()) for c in table.columns)
+        self.expected = 1 + len(table.columns) + enums
+
+    def _step(self, what: str, table: TableProfile) -> None:
+        done = min(self.calls, self.expected - 1) / self.expected
+        self.calls += 1
+        fraction = STATISTICS_SHARE + (1 - STATISTICS_SHARE) * (self.index + done) / self.tables
+        self.report(
+            fraction, f"describing {what} of {table.name} ({self.index + 1}/{self.tables} tables)"
+        )
+
+    def describe_table(self, table: TableProfile) -> Description:
+        self._step("the table", table)
+        return self.inner.describe_table(table)
+
+    def describe_column(self, table: TableProfile, column: ColumnProfile) -> Description:
+        self._step("columns", table)
+        return self.inner.describe_column(table, column)
+
+    def describe_enum(self, table: TableProfile, column: ColumnProfile, value: Any) -> Description:
+        self._step(f"values of {column.name}", table)
+        return self.inner.describe_enum(table, column, value)
 
 
 def profile_schema(
-    database: Database, *, database_name: str, options: ProfileOptions | None = None
+    database: Database,
+    *,
+    database_name: str,
+    options: ProfileOptions | None = None,
+    progress: ProgressCallback | None = None,
 ) -> DatabaseProfile:
     """Profile every table and view of ``database`` without touching any store.
 
@@ -95,6 +140,8 @@ def profile_schema(
         database: the target database (read-only).
         database_name: name recorded in the profile.
         options: sampling limits and type-rule thresholds (defaults when None).
+        progress: called before each table and after each column with the fraction of
+            tables done; what it raises stops profiling.
 
     Raises:
         TargetConnectionError: the database cannot be reached.
@@ -109,9 +156,21 @@ def profile_schema(
         disable=not options.progress,
         leave=False,
     )
-    for info in bar:
+    total = len(infos)
+    for index, info in enumerate(bar):
         bar.set_postfix_str(info.name, refresh=False)
-        profile.tables.append(profile_table(database, info, options, infos))
+        on_column = None
+        if progress is not None:
+            where = f"{info.name} ({index + 1}/{total} tables)"
+            progress(index / total, f"profiling columns of {where}")
+
+            def on_column(done: int, count: int, index: int = index, where: str = where) -> None:
+                progress(
+                    (index + done / max(count, 1)) / total,
+                    f"profiled column {done}/{count} of {where}",
+                )
+
+        profile.tables.append(profile_table(database, info, options, infos, on_column))
     return profile
 
 
@@ -122,6 +181,7 @@ def profile_database(
     database_name: str,
     describer: Describer | None = None,
     options: ProfileOptions | None = None,
+    progress: ProgressCallback | None = None,
 ) -> ProfileReport:
     """Profile ``database`` and write its Table, Column and Enum UKF into ``store``.
 
@@ -134,6 +194,10 @@ def profile_database(
         database_name: the ``[DATABASE:...]`` tag of every entry written.
         describer: fills descriptions and synonyms of entries that have none (e.g. an LLM).
         options: sampling limits and type-rule thresholds (defaults when None).
+        progress: called with the fraction done (never decreasing) and what is being done:
+            after each column's statistics, then before each describer call (per table when
+            there is no describer); what it raises (e.g. ``StopProfiling``) stops the run
+            before anything is written.
 
     Returns:
         The profiles and the ids added, updated, unchanged and invalidated.
@@ -144,10 +208,29 @@ def profile_database(
     started = time.perf_counter()
     options = options or ProfileOptions()
     logger.info("profiling %s (%s) as %r", database.url, database.dialect, database_name)
-    profile = profile_schema(database, database_name=database_name, options=options)
+    statistics = None
+    if progress is not None:
+        report_progress = progress
+
+        def statistics(fraction: float, message: str) -> None:
+            report_progress(STATISTICS_SHARE * fraction, message)
+
+    profile = profile_schema(
+        database, database_name=database_name, options=options, progress=statistics
+    )
     stored = StoredSchema.load(store, database_name, PROFILER)
-    builder = EntryBuilder(database_name, stored, describer)
-    entries = [entry for table in profile.tables for entry in builder.build(table)]
+    reporting = None
+    if progress is not None and describer is not None:
+        reporting = _ProgressDescriber(describer, progress, max(len(profile.tables), 1))
+    builder = EntryBuilder(database_name, stored, reporting or describer)
+    entries = []
+    for index, table in enumerate(profile.tables):
+        if reporting is not None:
+            reporting.start_table(index, table)
+        elif progress is not None:
+            share = STATISTICS_SHARE + (1 - STATISTICS_SHARE) * index / len(profile.tables)
+            progress(share, f"building entries of {table.name}")
+        entries.extend(builder.build(table))
     plan = plan_changes(store, stored, entries)
     version = apply_changes(store, plan)
     report = ProfileReport(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kb.profile.annotate import declared_family
@@ -91,6 +91,7 @@ def profile_table(
     info: TableInfo,
     options: ProfileOptions,
     tables: Mapping[str, TableInfo] | None = None,
+    on_column: Callable[[int, int], None] | None = None,
 ) -> TableProfile:
     """Profile one table or view.
 
@@ -99,6 +100,7 @@ def profile_table(
         info: the reflected table.
         options: sampling limits and type-rule thresholds.
         tables: every reflected table of the database, to resolve foreign keys.
+        on_column: called with (columns profiled, columns in the table) after each column.
 
     Raises:
         TargetConnectionError: the database cannot be reached.
@@ -134,6 +136,8 @@ def profile_table(
                 top_values=_top_values(reader, col.name) if sql_top else None,
             )
             columns.append(profile_column(inp, options))
+            if on_column is not None:
+                on_column(len(columns), len(info.columns))
     profile = TableProfile(
         name=info.name,
         kind=info.kind,
