@@ -36,7 +36,8 @@ class ExperienceUKF(BaseUKF):
         verified: bool = False,
         **fields: Any,
     ) -> ExperienceUKF:
-        ctx = QueryContext.model_validate(context or {}).record()
+        asked = QueryContext.model_validate(context or {})
+        ctx = asked.record()
         fields["content_resources"] = {
             "question": question,
             "context": ctx,
@@ -51,8 +52,7 @@ class ExperienceUKF(BaseUKF):
         fields["tags"] = cls.make_tags(
             [("DATABASE", database), ("DIALECT", dialect)], fields.get("tags", ())
         )
-        has_context = ctx["query_time"] is not None or bool(ctx["user_profile"])
-        fields.setdefault("variant", stable_hash(ctx)[:12] if has_context else "default")
+        fields.setdefault("variant", stable_hash(ctx)[:12] if asked.has_record else "default")
         fields.setdefault("collection", "experiences")
         fields.setdefault("content", sql or "")
         return cls(name=question, **fields)
