@@ -172,18 +172,28 @@ class _Group:
 
 
 def merge_mined(
-    store: KnowledgeStore, candidates: Iterable[BaseUKF], *, apply: bool = True
+    store: KnowledgeStore,
+    candidates: Iterable[BaseUKF],
+    *,
+    apply: bool = True,
+    include_inactive: bool = False,
 ) -> MergeReport:
     """Merge mined ``candidates`` into ``store`` (one transaction); report every decision.
 
     With ``apply=False`` nothing is written (a dry run with the same report).
+    ``include_inactive``: inactive *mined* entries (candidates waiting for activation,
+    rejected or conflicting ones) count as existing, so mining the same facts again merges
+    into them instead of inserting them anew (inactive authoritative entries still do not).
     """
     report = MergeReport()
     groups: dict[str, list[BaseUKF]] = defaultdict(list)
     for cand in candidates:
         groups[logical_key(cand)].append(cand)
     existing: dict[str, list[BaseUKF]] = defaultdict(list)
-    for entry in store.iterate(logical_key=list(groups)):
+    active = None if include_inactive else True
+    for entry in store.iterate(logical_key=list(groups), active=active):
+        if entry.inactive_mark and entry.is_authoritative:
+            continue
         existing[logical_key(entry)].append(entry)
     floor = store.min_priority(authoritative=True)
     priority_cap = min(0, floor if floor is not None else 0) - 1

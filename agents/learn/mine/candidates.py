@@ -1,0 +1,76 @@
+"""Mined knowledge waits as a *candidate* until a gate (or a reviewer) activates it.
+
+A candidate is an ordinary entry with ``inactive_mark=True`` and ``metadata["mining"]``:
+
+    {"status": "candidate", "job_id": ..., "miner": "labeled", "miner_version": 1,
+     "trust": "verified" | "labeled" | "unlabeled", "how": "verbatim" | "initials" | ...}
+
+Inactive entries are invisible to every index (they load and follow active entries only),
+so ``ask`` cannot retrieve a candidate, while the store still holds it with its provenance
+for the gate, the review queue and re-mining (which finds it and adds nothing). The status
+lives in ``metadata``, outside the identity and the content hash: activating a candidate
+keeps its id. Activation clears the mark and sets ``status`` to ``active``; an entry the
+merge deactivated for a conflict keeps ``status`` as it was, so a conflict is never mistaken
+for a candidate waiting for its gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from kb.store import KnowledgeStore
+from ukf import BaseUKF
+
+MINING = "mining"
+CANDIDATE, ACTIVE, REJECTED = "candidate", "active", "rejected"
+
+
+def mining_note(entry: BaseUKF) -> dict[str, Any]:
+    note = entry.metadata.get(MINING)
+    return dict(note) if isinstance(note, dict) else {}
+
+
+def is_candidate(entry: BaseUKF) -> bool:
+    """A mined entry waiting for activation (inactive, status ``candidate``)."""
+    return entry.inactive_mark and mining_note(entry).get("status") == CANDIDATE
+
+
+def candidates(store: KnowledgeStore, *, job_id: str | None = None) -> list[BaseUKF]:
+    """Every candidate in ``store`` (of one mining job when ``job_id`` is given)."""
+    found = [e for e in store.iterate(source="auto", active=False) if is_candidate(e)]
+    if job_id is not None:
+        found = [e for e in found if mining_note(e).get("job_id") == job_id]
+    return found
+
+
+def _set_status(
+    store: KnowledgeStore, ids: Iterable[str], status: str, *, active: bool, by: str
+) -> list[str]:
+    entries = [e for e in store.get_many(ids).values() if is_candidate(e)]
+    at = datetime.now(UTC).isoformat()
+    changed = [
+        e.clone(
+            inactive_mark=not active,
+            metadata={
+                **e.metadata,
+                MINING: {**mining_note(e), "status": status, "at": at, "by": by},
+            },
+        )
+        for e in entries
+    ]
+    if changed:
+        store.upsert_many(changed)
+    return [e.id for e in changed]
+
+
+def activate(store: KnowledgeStore, ids: Iterable[str], *, by: str = "system") -> list[str]:
+    """Make the candidates ``ids`` visible to retrieval; returns the ids activated."""
+    return _set_status(store, ids, ACTIVE, active=True, by=by)
+
+
+def reject(store: KnowledgeStore, ids: Iterable[str], *, by: str = "system") -> list[str]:
+    """Keep the candidates ``ids`` inactive for good (re-mining merges into them, so a
+    rejected fact does not come back as a new candidate)."""
+    return _set_status(store, ids, REJECTED, active=False, by=by)

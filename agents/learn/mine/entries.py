@@ -1,0 +1,138 @@
+"""UKF entries for mined facts, each a candidate with its provenance.
+
+One builder per kind of fact:
+
+- ``synonym``: a phrase → a column, a table or an enum value (:class:`ukf.SynonymUKF`);
+- ``predicate``: a phrase → a filter on a column whose values are not profiled as enums
+  (:class:`ukf.PredicateUKF`, ``uses_column``);
+- ``metric``: a phrase → a formula (:class:`ukf.MetricUKF`, ``uses_column``);
+- ``join``: a join two tables were actually joined by, with no declared foreign key
+  (:class:`ukf.KnowledgeUKF` carrying a ``joins`` relation *from the left table to the right
+  one*, which the graph index reads as a join edge: ``GraphIndex.join_path`` then walks it).
+
+Every entry has ``source="auto"``, the source experience as ``parents``, the experience's
+scope (workspace, owner), the database tag, and ``metadata["mining"]`` (job, miner, trust,
+how the phrase was paired): see :mod:`agents.learn.mine.candidates`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agents.learn.mine.candidates import CANDIDATE, MINING
+from ukf import BaseUKF, ExperienceUKF, KnowledgeUKF, MetricUKF, PredicateUKF, SynonymUKF
+from ukf.relations import Related
+
+MINER_VERSION = 1
+MINED_COLLECTION = "semantics"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a mined entry comes from: the job, the miner, the source experience."""
+
+    job_id: str
+    miner: str
+    experience: ExperienceUKF
+    database: str
+
+    @property
+    def trust(self) -> str:
+        if self.experience.verified:
+            return "verified"
+        return "labeled" if self.experience.labeled else "unlabeled"
+
+    def fields(self, how: str) -> dict[str, Any]:
+        """Constructor fields every mined entry shares."""
+        note = {
+            "status": CANDIDATE,
+            "job_id": self.job_id,
+            "miner": self.miner,
+            "miner_version": MINER_VERSION,
+            "trust": self.trust,
+            "how": how,
+        }
+        return {
+            "source": "auto",
+            "parents": [self.experience.id],
+            "workspace": self.experience.workspace,
+            "owner": self.experience.owner,
+            "inactive_mark": True,
+            "metadata": {MINING: note},
+        }
+
+
+def phrase_name(text: str) -> str:
+    """A phrase as an entry name: lower case, except acronyms ("NC")."""
+    folded = " ".join(text.split())
+    return folded if folded.isupper() else folded.lower()
+
+
+def qualified(entry: BaseUKF) -> str:
+    r = entry.content_resources
+    return f"{r['table']}.{r['column']}" if r.get("column") else str(r.get("table", entry.name))
+
+
+def synonym(phrase: str, target: BaseUKF, label: str, prov: Provenance, how: str) -> SynonymUKF:
+    return SynonymUKF.create(
+        phrase_name(phrase),
+        target,
+        target_name=label,
+        database=prov.database,
+        collection=MINED_COLLECTION,
+        **prov.fields(how),
+    )
+
+
+def predicate(
+    phrase: str, condition: str, column: BaseUKF, prov: Provenance, how: str
+) -> PredicateUKF:
+    return PredicateUKF.create(
+        phrase_name(phrase),
+        condition,
+        database=prov.database,
+        columns=[column],
+        **prov.fields(how),
+    )
+
+
+def metric(
+    phrase: str, formula: str, columns: list[BaseUKF], prov: Provenance, how: str
+) -> MetricUKF:
+    return MetricUKF.create(
+        phrase_name(phrase),
+        formula,
+        database=prov.database,
+        columns=columns,
+        **prov.fields(how),
+    )
+
+
+def join(
+    left: BaseUKF, left_column: str, right: BaseUKF, right_column: str, prov: Provenance
+) -> KnowledgeUKF:
+    """``left.left_column = right.right_column`` as knowledge with a ``joins`` edge."""
+    lname, rname = left.content_resources["table"], right.content_resources["table"]
+    condition = f"{lname}.{left_column} = {rname}.{right_column}"
+    edge = Related(
+        subject=left.id,
+        relation="joins",
+        object=right.id,
+        resources={"columns": [left_column], "ref_columns": [right_column], "mined": True},
+    )
+    return KnowledgeUKF.create(
+        f"join {condition}",
+        f"Join {lname} and {rname} on {condition}.",
+        database=prov.database,
+        collection=MINED_COLLECTION,
+        content_resources={
+            "kind": "join",
+            "left_table": lname,
+            "left_columns": [left_column],
+            "right_table": rname,
+            "right_columns": [right_column],
+        },
+        related=[edge],
+        **prov.fields("sql"),
+    )

@@ -1,0 +1,298 @@
+"""Mining one labeled experience: its SQL's facts, paired with the question's phrases.
+
+In order, each step claiming the question words it pairs (no word names two things):
+
+1. **values**: a text literal of ``=``, ``IN`` or ``LIKE`` is checked against the column
+   (:meth:`SchemaView.value_check`), then found in the question verbatim or as initials. A
+   value with an enum entry gets a synonym of that enum ("NC" → ``state_name = 'north
+   carolina'``); a value without one, a predicate named by the phrase ("houston" →
+   ``city.city_name = 'houston'``).
+2. **formulas**: arithmetic over columns becomes a metric named by the question's run of
+   words holding a word of its columns ("population density").
+3. **columns** read by the query (not join keys, not filtered by a value, not inside a
+   formula) get a synonym from the uncovered run that shares a word stem with their name.
+4. **tables** likewise, when a run names them.
+5. **joins** between two tables with no declared foreign key become join knowledge.
+6. What is left unpaired goes to the ``pairer`` (the LLM) when one is given.
+
+Already-known phrases (the string index's matches) are never learned again; an element the
+question names by a known phrase counts as *known*. Bad input never raises: an experience
+without SQL, with SQL that does not parse or naming a table the profile lacks is *skipped*
+with its reason; a fact naming an unknown column or value is *dropped* and counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from agents.learn.mine import entries
+from agents.learn.mine.align import Phrase, QuestionView, name_lemmas
+from agents.learn.mine.pairer import Pairer, PairItem
+from agents.learn.mine.schema_view import SchemaView
+from agents.learn.mine.sql_facts import (
+    ColumnRef,
+    FormulaFact,
+    PredicateFact,
+    SqlFacts,
+    SqlFactsError,
+    sql_facts,
+)
+from indices.normalize import Lemmatizer
+from indices.string import StringIndex
+from ukf import BaseUKF, ExperienceUKF
+
+VALUE_OPS = frozenset({"=", "IN", "LIKE"})
+
+
+@dataclass
+class ExperienceMining:
+    """What mining one experience gave: entries, or why it was skipped; drops by reason."""
+
+    experience_id: str
+    entries: list[BaseUKF] = field(default_factory=list)
+    dropped: Counter[str] = field(default_factory=Counter)
+    known: int = 0
+    unpaired: int = 0
+    unchecked_values: int = 0
+    skipped: str | None = None
+
+
+@dataclass
+class _Pending:
+    item: PairItem
+    target: BaseUKF
+    extra: list[BaseUKF] = field(default_factory=list)
+    condition: str = ""
+    value: str = ""
+
+
+class _ExperienceMiner:
+    def __init__(
+        self,
+        experience: ExperienceUKF,
+        facts: SqlFacts,
+        view: SchemaView,
+        question: QuestionView,
+        prov: entries.Provenance,
+    ) -> None:
+        self.experience, self.facts, self.view, self.q, self.prov = (
+            experience,
+            facts,
+            view,
+            question,
+            prov,
+        )
+        self.out = ExperienceMining(experience.id)
+        self.pending: list[_Pending] = []
+        self.known_ids = {uid for match in question.known for uid in match.ukf_ids}
+        self._unknown_columns: set[ColumnRef] = set()
+
+    # ------------------------------------------------------------------ helpers
+    def column(self, ref: ColumnRef) -> BaseUKF | None:
+        found = self.view.column(ref[0], ref[1], among=self.facts.tables)
+        if found is None and ref not in self._unknown_columns:
+            self._unknown_columns.add(ref)
+            self.out.dropped["unknown_column"] += 1
+        return found
+
+    def emit(self, entry: BaseUKF, phrase: Phrase | None = None) -> None:
+        if phrase is not None:
+            self.q.claim(phrase)
+        if all(e.id != entry.id for e in self.out.entries):
+            self.out.entries.append(entry)
+
+    def park(self, kind: str, label: str, target: BaseUKF, **extra: object) -> None:
+        key = f"i{len(self.pending) + 1}"
+        hint = str(target.description or "")[:120]
+        self.pending.append(_Pending(PairItem(key, kind, label, hint), target, **extra))  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------- steps
+    def values(self) -> None:
+        for pred in self.facts.predicates:
+            if not pred.is_text or pred.op not in VALUE_OPS:
+                continue
+            column = self.column((pred.table, pred.column))
+            if column is None:
+                continue
+            for value in map(str, pred.values):
+                self._value(pred, column, value)
+
+    def _value(self, pred: PredicateFact, column: BaseUKF, value: str) -> None:
+        r = column.content_resources
+        words = value.strip("%") if pred.op == "LIKE" else value
+        if pred.op != "LIKE":
+            check = self.view.value_check(column, value)
+            if check == "missing":
+                self.out.dropped["unknown_value"] += 1
+                return
+            self.out.unchecked_values += check == "unchecked"
+        op = "=" if pred.op == "IN" else pred.op
+        condition = PredicateFact(r["table"], r["column"], op, (value,), True).condition()
+        how, phrase = "verbatim", self.q.find_value(words)
+        if phrase is None:
+            how, phrase = "initials", self.q.find_initials(words)
+        if phrase is None:
+            self.park("value", condition, column, condition=condition, value=value)
+            return
+        self._value_entry(phrase, column, value, condition, how)
+
+    def _value_entry(
+        self, phrase: Phrase, column: BaseUKF, value: str, condition: str, how: str
+    ) -> None:
+        enum = self.view.enum(column, value) if "LIKE" not in condition else None
+        if self.q.is_covered(phrase) or (enum is not None and how == "verbatim"):
+            self.q.claim(phrase)  # an enum's own name is indexed: known
+            self.out.known += 1
+            return
+        if enum is not None:
+            self.emit(entries.synonym(phrase.text, enum, condition, self.prov, how), phrase)
+        else:
+            self.emit(entries.predicate(phrase.text, condition, column, self.prov, how), phrase)
+
+    def formulas(self) -> None:
+        for formula in self.facts.formulas:
+            columns = [self.column(ref) for ref in formula.columns]
+            found = [c for c in columns if c is not None]
+            if len(found) != len(columns):
+                continue
+            phrase = self.q.align(*(c.name for c in found), across_known=True)
+            if phrase is None:
+                self.park("formula", formula.sql, found[0], extra=found)
+                continue
+            self._metric(phrase, formula, found, "lexical")
+
+    def _metric(self, phrase: Phrase, formula: FormulaFact | str, columns: list[BaseUKF], how: str):
+        sql = formula.sql if isinstance(formula, FormulaFact) else formula
+        self.emit(entries.metric(phrase.text, sql, columns, self.prov, how), phrase)
+
+    def columns(self) -> None:
+        implied: set[str] = set()
+        for join in self.facts.joins:
+            implied.add(f"{join.left}.{join.left_column}".casefold())
+            implied.add(f"{join.right}.{join.right_column}".casefold())
+        for pred in self.facts.predicates:
+            if pred.is_text:
+                implied.add(f"{pred.table}.{pred.column}".casefold())
+        for formula in self.facts.formulas:
+            implied |= {f"{t}.{c}".casefold() for t, c in formula.columns}
+        seen: set[str] = set()
+        for ref in self.facts.columns:
+            column = self.column(ref)
+            if column is None or column.id in seen:
+                continue
+            seen.add(column.id)
+            if entries.qualified(column).casefold() in implied:
+                continue
+            self._named(column, "column")
+
+    def tables(self) -> None:
+        for name in self.facts.tables:
+            table = self.view.table(name)
+            if table is not None and table.id not in self.known_ids:
+                phrase = self.q.align(table.name)
+                if phrase is not None and not self._is_own_name(phrase, table.name):
+                    label = entries.qualified(table)
+                    self.emit(
+                        entries.synonym(phrase.text, table, label, self.prov, "lexical"), phrase
+                    )
+                elif phrase is not None:
+                    self.out.known += 1
+
+    def _named(self, element: BaseUKF, kind: str) -> None:
+        if element.id in self.known_ids:
+            self.out.known += 1
+            return
+        phrase = self.q.align(element.name)
+        if phrase is None:
+            self.park(kind, entries.qualified(element), element)
+        elif self._is_own_name(phrase, element.name):
+            self.q.claim(phrase)
+            self.out.known += 1
+        else:
+            label = entries.qualified(element)
+            self.emit(entries.synonym(phrase.text, element, label, self.prov, "lexical"), phrase)
+
+    def _is_own_name(self, phrase: Phrase, name: str) -> bool:
+        return phrase.lemmas == name_lemmas(name, self.q.lemmatizer)
+
+    def joins(self) -> None:
+        for join in self.facts.joins:
+            left, right = self.view.table(join.left), self.view.table(join.right)
+            lc = self.column((join.left, join.left_column))
+            rc = self.column((join.right, join.right_column))
+            if left is None or right is None or lc is None or rc is None:
+                continue
+            if self.view.declared_join(
+                (join.left, join.left_column), (join.right, join.right_column)
+            ):
+                self.out.known += 1
+                continue
+            self.emit(entries.join(left, lc.name, right, rc.name, self.prov))
+
+    def ask_pairer(self, pairer: Pairer | None) -> None:
+        if not self.pending:
+            return
+        options = {p.text: p for p in self.q.options()}
+        answer = (
+            pairer.pair(
+                self.experience.question,
+                self.facts.sql,
+                [p.item for p in self.pending],
+                list(options),
+            )
+            if pairer is not None and options
+            else {}
+        )
+        for pending in self.pending:
+            phrase = options.get(answer.get(pending.item.key, ""))
+            if phrase is None:
+                self.out.unpaired += 1
+                continue
+            target, kind = pending.target, pending.item.kind
+            if kind == "value":
+                self._value_entry(phrase, target, pending.value, pending.condition, "llm")
+            elif kind == "formula":
+                self._metric(phrase, pending.item.label, pending.extra, "llm")
+            elif self._is_own_name(phrase, target.name):
+                self.out.known += 1
+            else:
+                label = pending.item.label
+                self.emit(entries.synonym(phrase.text, target, label, self.prov, "llm"), phrase)
+
+
+def mine_experience(
+    experience: ExperienceUKF,
+    view: SchemaView,
+    *,
+    job_id: str,
+    miner: str = "labeled",
+    strings: StringIndex | None = None,
+    lemmatizer: Lemmatizer | None = None,
+    pairer: Pairer | None = None,
+    dialect: str = "sqlite",
+) -> ExperienceMining:
+    """Mine one experience (see the module docstring); never raises for bad input."""
+    sql = experience.sql
+    if not sql:
+        return ExperienceMining(experience.id, skipped="no SQL")
+    dialect = experience.content_resources.get("dialect") or dialect
+    try:
+        facts = sql_facts(sql, dialect)
+    except SqlFactsError as exc:
+        return ExperienceMining(experience.id, skipped=f"SQL does not parse: {exc}")
+    missing = [t for t in facts.tables if view.table(t) is None]
+    if missing:
+        return ExperienceMining(
+            experience.id, skipped=f"table(s) {missing} not in the profile of {view.database!r}"
+        )
+    question = QuestionView(experience.question, strings, lemmatizer)
+    prov = entries.Provenance(job_id, miner, experience, view.database)
+    miner_ = _ExperienceMiner(experience, facts, view, question, prov)
+    miner_.values()
+    miner_.formulas()
+    miner_.columns()
+    miner_.tables()
+    miner_.joins()
+    miner_.ask_pairer(pairer)
+    return miner_.out

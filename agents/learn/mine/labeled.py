@@ -1,0 +1,186 @@
+"""``mine_labeled``: labeled experiences → candidate knowledge, merged into the store.
+
+For each labeled (or verified) experience, :func:`agents.learn.mine.extract.mine_experience`
+reads its SQL and pairs the facts with the question's phrases, checked against the profiled
+schema of its database (:class:`SchemaView`, one per database). Every entry mined goes
+through :func:`kb.merge.merge_mined` as a candidate (inactive, see
+:mod:`agents.learn.mine.candidates`): re-mining the same experiences merges into the
+candidates already there and inserts nothing; mined facts that disagree in one scope are
+dropped, and facts of different scopes (workspace, user) are kept apart. The
+:class:`MiningReport` counts everything: entries by kind, drops by reason, skipped
+experiences with their reasons, merge decisions.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agents.learn.mine.extract import mine_experience
+from agents.learn.mine.pairer import Pairer
+from agents.learn.mine.schema_view import SchemaView
+from indices.normalize import Lemmatizer
+from indices.string import StringIndex
+from kb.merge import merge_mined
+from kb.store import KnowledgeStore
+from kb.target.database import Database
+from ukf import BaseUKF, ExperienceUKF
+
+MINER = "labeled"
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class MiningReport:
+    """What one mining run did (JSON-ready through :meth:`to_dict`)."""
+
+    job_id: str
+    miner: str = MINER
+    experiences: int = 0
+    mined_experiences: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    mined: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    known: int = 0
+    unpaired: int = 0
+    unchecked_values: int = 0
+    merge: dict[str, int] = field(default_factory=dict)
+    candidate_ids: list[str] = field(default_factory=list)
+    pairer_calls: int = 0
+    seconds: float = 0.0
+    store_version: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["mined"], data["dropped"] = dict(self.mined), dict(self.dropped)
+        return data
+
+
+def kind_of(entry: BaseUKF) -> str:
+    """``column_synonym``, ``table_synonym``, ``value_synonym``, ``predicate``, ``metric``
+    or ``join``."""
+    r = entry.content_resources
+    if entry.type == "synonym":
+        if r.get("value") is not None:
+            return "value_synonym"
+        return "column_synonym" if r.get("column") else "table_synonym"
+    if entry.type == "knowledge" and r.get("kind") == "join":
+        return "join"
+    return entry.type
+
+
+def labeled_experiences(
+    store: KnowledgeStore, *, since: int | None = None, database: str | None = None
+) -> list[ExperienceUKF]:
+    """Active labeled or verified experiences (written after store version ``since``)."""
+    tags = {"DATABASE": database} if database else None
+    found = [
+        e
+        for e in store.iterate(type="experience", tags=tags)
+        if isinstance(e, ExperienceUKF) and (e.labeled or e.verified) and e.sql
+    ]
+    if since is not None:
+        recent = set(store.changes_since(since))
+        found = [e for e in found if e.id in recent]
+    return found
+
+
+def mine_labeled(
+    store: KnowledgeStore,
+    experiences: Iterable[ExperienceUKF],
+    *,
+    job_id: str | None = None,
+    strings: StringIndex | None = None,
+    lemmatizer: Lemmatizer | None = None,
+    pairer: Pairer | None = None,
+    targets: Mapping[str, Database] | None = None,
+    apply: bool = True,
+    progress: Progress | None = None,
+) -> MiningReport:
+    """Mine ``experiences`` into ``store`` as candidates; report what happened.
+
+    Args:
+        store: the knowledge store holding the profiled schema; receives the candidates.
+        experiences: labeled experiences (others are skipped and reported).
+        job_id: recorded in every entry's provenance (default: a fresh id).
+        strings: the string index (known phrases are not learned again); built from the
+            store when None.
+        lemmatizer: the lemmatiser the string index uses.
+        pairer: pairs phrases the deterministic alignment leaves (None: they stay unpaired).
+        targets: database name → read-only target, to check values not profiled as enums.
+        apply: False for a dry run (the report without writing).
+        progress: called with (done, total) after each experience.
+    """
+    started = time.perf_counter()
+    report = MiningReport(job_id or uuid.uuid4().hex[:12])
+    todo = list(experiences)
+    strings = strings if strings is not None else StringIndex.from_store(store, lemmatizer)
+    views: dict[str, SchemaView] = {}
+    mined: list[BaseUKF] = []
+    calls_before = pairer.calls if pairer is not None else 0
+    for done, experience in enumerate(todo, 1):
+        report.experiences += 1
+        reason = _unminable(experience)
+        database = next(iter(experience.tag_values("DATABASE")), "")
+        if reason is None and database not in views:
+            views[database] = SchemaView(store, database, target=(targets or {}).get(database))
+            if not views[database].profiled:
+                reason = f"database {database!r} is not profiled"
+        if reason is None:
+            result = mine_experience(
+                experience,
+                views[database],
+                job_id=report.job_id,
+                miner=MINER,
+                strings=strings,
+                lemmatizer=lemmatizer,
+                pairer=pairer,
+            )
+            reason = result.skipped
+            report.dropped.update(result.dropped)
+            report.known += result.known
+            report.unpaired += result.unpaired
+            report.unchecked_values += result.unchecked_values
+            mined += result.entries
+        if reason is not None:
+            report.skipped.append({"experience_id": experience.id, "reason": reason})
+        else:
+            report.mined_experiences += 1
+        if progress is not None:
+            progress(done, len(todo))
+    report.mined = Counter(kind_of(e) for e in mined)
+    merged = merge_mined(store, _with_all_parents(mined), apply=apply, include_inactive=True)
+    report.merge = merged.counts()
+    report.candidate_ids = [d.ukf_id for d in merged.of("inserted")]
+    report.store_version = merged.version
+    report.pairer_calls = (pairer.calls if pairer is not None else 0) - calls_before
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _with_all_parents(mined: list[BaseUKF]) -> list[BaseUKF]:
+    """One entry per id, its parents the union over every experience that gave it."""
+    by_id: dict[str, BaseUKF] = {}
+    for entry in mined:
+        first = by_id.get(entry.id)
+        if first is None:
+            by_id[entry.id] = entry
+        elif first.content_hash == entry.content_hash:
+            by_id[entry.id] = first.clone(parents=[*first.parents, *entry.parents])
+        else:
+            by_id.setdefault(f"{entry.id}:{entry.content_hash}", entry)  # a conflict: merge decides
+    return list(by_id.values())
+
+
+def _unminable(experience: ExperienceUKF) -> str | None:
+    if not (experience.labeled or experience.verified):
+        return "not labeled"
+    if not experience.sql:
+        return "no SQL"
+    if not experience.tag_values("DATABASE"):
+        return "no [DATABASE:...] tag"
+    return None

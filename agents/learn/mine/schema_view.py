@@ -1,0 +1,108 @@
+"""The profiled schema and values a mined fact is checked against.
+
+``SchemaView`` loads the Table, Column and Enum entries of one database from the store (names
+compared case-insensitively, as SQL does) and answers what mining asks: does this table or
+column exist (and which entry is it), do these two columns join by a declared foreign key,
+and does a value occur in a column. A column whose values were profiled as enums (the
+profiler lists them all, or none) is checked against them; any other column, by a read-only
+query on the target when a :class:`kb.target.database.Database` is given; else the value is
+*unchecked* (kept, and counted as such in the mining report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from sqlglot import expressions as exp
+
+from kb.store import KnowledgeStore
+from kb.target.database import Database
+from ukf import BaseUKF
+
+ValueCheck = Literal["found", "missing", "unchecked"]
+
+
+class SchemaView:
+    """Tables, columns, foreign keys and enum values of ``database`` in ``store``."""
+
+    def __init__(
+        self, store: KnowledgeStore, database: str, *, target: Database | None = None
+    ) -> None:
+        self.database, self.target = database, target
+        self.tables: dict[str, BaseUKF] = {}
+        self.columns: dict[tuple[str, str], BaseUKF] = {}
+        self.enums: dict[tuple[str, str], dict[str, BaseUKF]] = {}
+        self.foreign_keys: set[frozenset[tuple[str, str]]] = set()
+        self._checked: dict[tuple[str, str, str], bool] = {}
+        where = {"DATABASE": database}
+        for entry in store.iterate(type="table", tags=where):
+            self.tables[_key(entry.content_resources.get("table") or entry.name)] = entry
+            self._add_foreign_keys(entry)
+        for entry in store.iterate(type="column", tags=where):
+            r = entry.content_resources
+            self.columns[(_key(r["table"]), _key(r["column"]))] = entry
+        for entry in store.iterate(type="enum", tags=where):
+            r = entry.content_resources
+            values = self.enums.setdefault((_key(r["table"]), _key(r["column"])), {})
+            values[str(r.get("value")).casefold()] = entry
+
+    def _add_foreign_keys(self, table: BaseUKF) -> None:
+        name = _key(table.content_resources.get("table") or table.name)
+        for fk in table.content_resources.get("foreign_keys") or []:
+            for column, ref in zip(fk["columns"], fk["ref_columns"], strict=False):
+                pair = frozenset({(name, _key(column)), (_key(fk["ref_table"]), _key(ref))})
+                self.foreign_keys.add(pair)
+
+    @property
+    def profiled(self) -> bool:
+        return bool(self.tables)
+
+    def table(self, name: str) -> BaseUKF | None:
+        return self.tables.get(_key(name))
+
+    def column(self, table: str | None, column: str, among: Iterable[str] = ()) -> BaseUKF | None:
+        """The column entry; a column without its table is looked up in the tables ``among``
+        (found in exactly one of them)."""
+        if table is not None:
+            return self.columns.get((_key(table), _key(column)))
+        owners = [self.columns.get((t, _key(column))) for t in map(_key, among)]
+        found = [o for o in owners if o is not None]
+        return found[0] if len(found) == 1 else None
+
+    def declared_join(self, left: tuple[str, str], right: tuple[str, str]) -> bool:
+        """Whether a declared foreign key joins the two ``(table, column)`` pairs."""
+        pair = frozenset({(_key(left[0]), _key(left[1])), (_key(right[0]), _key(right[1]))})
+        return pair in self.foreign_keys
+
+    def enum(self, column: BaseUKF, value: object) -> BaseUKF | None:
+        r = column.content_resources
+        return self.enums.get((_key(r["table"]), _key(r["column"])), {}).get(str(value).casefold())
+
+    def value_check(self, column: BaseUKF, value: str | float | int) -> ValueCheck:
+        """Whether ``value`` occurs in ``column`` (enums first, then the target)."""
+        r = column.content_resources
+        key = (_key(r["table"]), _key(r["column"]))
+        if key in self.enums:
+            return "found" if self.enum(column, value) is not None else "missing"
+        if self.target is None:
+            return "unchecked"
+        cache_key = (*key, repr(value))
+        if cache_key not in self._checked:
+            self._checked[cache_key] = self._occurs(r["table"], r["column"], value)
+        return "found" if self._checked[cache_key] else "missing"
+
+    def _occurs(self, table: str, column: str, value: str | float | int) -> bool:
+        assert self.target is not None
+        query = (
+            exp.select("1")
+            .from_(exp.to_table(table, quoted=True))
+            .where(exp.column(column, quoted=True).eq(exp.convert(value)))
+            .limit(1)
+        )
+        results = self.target.execute(query.sql(dialect=self.target.dialect), max_rows=1)
+        return results.error is None and results.row_count > 0
+
+
+def _key(name: str) -> str:
+    return name.casefold()
