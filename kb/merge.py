@@ -187,8 +187,10 @@ def merge_mined(
     """
     report = MergeReport()
     groups: dict[str, list[BaseUKF]] = defaultdict(list)
+    scoped: dict[tuple[str, str | None, str | None], list[BaseUKF]] = defaultdict(list)
     for cand in candidates:
         groups[logical_key(cand)].append(cand)
+        scoped[(logical_key(cand), cand.workspace, cand.owner)].append(cand)
     existing: dict[str, list[BaseUKF]] = defaultdict(list)
     active = None if include_inactive else True
     for entry in store.iterate(logical_key=list(groups), active=active):
@@ -198,7 +200,8 @@ def merge_mined(
     floor = store.min_priority(authoritative=True)
     priority_cap = min(0, floor if floor is not None else 0) - 1
     writes: dict[str, BaseUKF] = {}
-    for key, members in groups.items():
+    # candidates of different scopes (workspace, owner) never conflict with each other
+    for (key, _workspace, _owner), members in scoped.items():
         _Group(members, existing[key]).merge(report, writes, priority_cap)
     if apply and writes:
         report.version = store.upsert_many(writes.values())
