@@ -1,12 +1,13 @@
 """``almanac mine``: knowledge learned from the query log, as candidates.
 
-almanac mine --labeled [--since VERSION] [--db URL] [--name NAME] [--llm] [--dry-run]
-             [--json]
+almanac mine --labeled [--since VERSION] [--db URL] [--name NAME] [--llm] [--rerun]
+             [--dry-run] [--json]
     mine the labeled (and verified) experiences of the knowledge base (written after
     store version VERSION) into candidate synonyms, predicates, metrics and join paths;
     values are checked against the profile and, read-only, against the target database
     (``--db``, else the configured or last ``init`` target, when there is one); ``--llm``
-    pairs what alignment cannot with the describe (else default) LLM tier. Candidates
+    pairs what alignment cannot with the describe (else default) LLM tier; ``--rerun``
+    skips experiences whose SQL fails on the target (the schema changed). Candidates
     are not used by ``ask`` until activated. Prints the mining report.
 """
 
@@ -30,6 +31,9 @@ def add_mine_commands(commands: Any) -> None:
     mine.add_argument("--db", help="target database URL, to check mined values")
     mine.add_argument("--name", help="its [DATABASE:...] name")
     mine.add_argument("--llm", action="store_true", help="pair leftover phrases with the LLM")
+    mine.add_argument(
+        "--rerun", action="store_true", help="skip experiences whose SQL fails on the target"
+    )
     mine.add_argument("--dry-run", action="store_true", help="report without writing")
     mine.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -52,7 +56,7 @@ def run_mine_command(args: argparse.Namespace, settings: Settings) -> int:
                 pairer=_pairer(settings) if args.llm else None,
                 targets=targets,
                 apply=not args.dry_run,
-                progress=None,
+                rerun=args.rerun and bool(targets),
             )
         finally:
             for database in targets.values():

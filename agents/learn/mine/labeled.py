@@ -99,6 +99,7 @@ def mine_labeled(
     pairer: Pairer | None = None,
     targets: Mapping[str, Database] | None = None,
     apply: bool = True,
+    rerun: bool = False,
     progress: Progress | None = None,
 ) -> MiningReport:
     """Mine ``experiences`` into ``store`` as candidates; report what happened.
@@ -113,6 +114,8 @@ def mine_labeled(
         pairer: pairs phrases the deterministic alignment leaves (None: they stay unpaired).
         targets: database name → read-only target, to check values not profiled as enums.
         apply: False for a dry run (the report without writing).
+        rerun: run each experience's SQL read-only on its target first (one row); one that
+            fails there (the schema changed) is skipped with the database's error.
         progress: called with (done, total) after each experience.
     """
     started = time.perf_counter()
@@ -130,6 +133,8 @@ def mine_labeled(
             views[database] = SchemaView(store, database, target=(targets or {}).get(database))
             if not views[database].profiled:
                 reason = f"database {database!r} is not profiled"
+        if reason is None and rerun:
+            reason = _fails_on(views[database].target, experience)
         if reason is None:
             result = mine_experience(
                 experience,
@@ -174,6 +179,13 @@ def _with_all_parents(mined: list[BaseUKF]) -> list[BaseUKF]:
         else:
             by_id.setdefault(f"{entry.id}:{entry.content_hash}", entry)  # a conflict: merge decides
     return list(by_id.values())
+
+
+def _fails_on(target: Database | None, experience: ExperienceUKF) -> str | None:
+    if target is None or not experience.sql:
+        return None
+    results = target.execute(experience.sql, max_rows=1)
+    return None if results.error is None else f"SQL no longer runs: {results.error}"
 
 
 def _unminable(experience: ExperienceUKF) -> str | None:

@@ -194,3 +194,16 @@ def test_candidates_are_not_retrieved_until_activated(geo):
     assert candidate in evidence.ids()
     assert not is_candidate(store.get(candidate))
     assert store.get(candidate).metadata["mining"]["status"] == "active"
+
+
+def test_with_rerun_an_experience_whose_sql_fails_on_the_target_is_skipped(geo):
+    store, db = geo
+    stale = labeled(
+        "what is the nickname of texas", "SELECT nickname FROM state WHERE state_name = 'texas'"
+    )
+    report = mine_labeled(store, [stale], targets={"geoquery": db}, rerun=True)
+
+    (skipped,) = report.skipped
+    assert skipped["reason"].startswith("SQL no longer runs")
+    assert "nickname" in skipped["reason"]
+    assert report.mined_experiences == 0 and not report.dropped
