@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agents.llm.base import LLMError
 from agents.pipeline import Pipeline
 from agents.rag.agent import RagContext
 from agents.sql.generate import SqlGenerator, fence_options
+from agents.sql.tiers import ModelTier
 from indices.evidence import Evidence
 
 log = logging.getLogger(__name__)
@@ -45,10 +47,12 @@ def shared_schema(pipeline: Pipeline) -> str | None:
     return None
 
 
-def warm_pipeline(pipeline: Pipeline) -> WarmReport:
+def warm_pipeline(pipeline: Pipeline, tiers: Sequence[ModelTier] | None = None) -> WarmReport:
     """Prefill every tier's model with the shared prompt prefix (a no-op when there is none).
 
-    A model that fails is logged and reported, never raised: warming only saves time.
+    ``tiers``: the models to call, when not the pipeline's own (the server passes its tiers
+    wrapped to call with the warm-up's low priority). A model that fails is logged and
+    reported, never raised: warming only saves time.
     """
     report = WarmReport()
     started = time.perf_counter()
@@ -60,7 +64,7 @@ def warm_pipeline(pipeline: Pipeline) -> WarmReport:
     messages = SqlGenerator(pipeline.default_llm, pipeline.dialect).messages(bare)
     fenced = fence_options(pipeline.options.generate.fence_greedy)
     seen: set[int] = set()
-    for tier in pipeline.tiers:
+    for tier in pipeline.tiers if tiers is None else tiers:
         if id(tier.llm) in seen:
             continue
         seen.add(id(tier.llm))

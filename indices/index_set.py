@@ -96,6 +96,7 @@ class IndexSet:
         self._built: BuiltIndices | None = None
         self._error: str | None = None
         self._ready = threading.Event()
+        self._settled = threading.Event()  # built, failed, or stopped
         self._stopping = threading.Event()
         self._refresh_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -125,6 +126,8 @@ class IndexSet:
         if self._threads:
             return
         self._stopping.clear()
+        if self._built is None:
+            self._settled.clear()  # stopped before the first build: it starts again
         thread = threading.Thread(target=self._load_and_follow, name="almanac-indices", daemon=True)
         self._threads.append(thread)
         thread.start()
@@ -132,6 +135,7 @@ class IndexSet:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop following the store and release the current generation's timers."""
         self._stopping.set()
+        self._settled.set()  # nobody waits for a build that will not come
         for thread in self._threads:
             thread.join(timeout)
         self._threads = []
@@ -141,6 +145,11 @@ class IndexSet:
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
+
+    def wait_settled(self, timeout: float | None = None) -> bool:
+        """Wait until the first build is done or has failed (or the set stopped); whether
+        it is (then :meth:`current` answers or raises at once)."""
+        return self._settled.wait(timeout)
 
     def status(self) -> dict[str, Any]:
         built = self._built
@@ -159,6 +168,7 @@ class IndexSet:
             except Exception as exc:  # reported by status(); a rebuild can try again
                 log.exception("building the indices failed")
                 self._error = f"{type(exc).__name__}: {exc}"
+                self._settled.set()
         while not self._stopping.wait(self.refresh_s):
             try:
                 self.refresh()
@@ -190,6 +200,7 @@ class IndexSet:
                 replaced.close()
             self._error = None
         self._ready.set()
+        self._settled.set()
         summary = {
             "version": strings.version,
             "patterns": strings.pattern_count,

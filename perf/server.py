@@ -244,7 +244,7 @@ def _serve(
             raise SystemExit(f"almanac serve exited with {process.returncode}")
         try:
             health = httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1)
-            if health.status_code == 200 and health.json()["status"] == "ok":
+            if health.status_code == 200 and health.json()["status"] == "ready":
                 return process
         except httpx.TransportError:
             pass

@@ -64,7 +64,8 @@ def _serve(data_dir: Path, env_extra: dict[str, str], port: int) -> subprocess.P
         if process.poll() is not None:
             raise SystemExit(f"almanac serve exited with {process.returncode}")
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).json()["status"] == "ok":
+            health = httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).json()
+            if health["status"] == "ready":  # the models loaded and prefilled
                 return process
         except (httpx.TransportError, ValueError, KeyError):
             pass

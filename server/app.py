@@ -13,8 +13,9 @@ router takes its collaborators from the :class:`server.state.AppState` and the c
 Middleware, outermost first: metrics (every request is counted, refusals included), the body
 size limit (413), the request timeout (504), the last resort for unexpected errors (500 JSON,
 the connection kept), and the JSON guard (422 for bodies with lone surrogates, NaN, overflowing
-numbers or deep nesting). The lifespan starts the index loader and the
-job workers, and stops them and closes the store on shutdown.
+numbers or deep nesting). The lifespan starts the index loader, the job workers and the
+warm-up (:mod:`server.readiness`: the models loaded and prefilled with
+``ALMANAC_WARM_ON_START``), and stops them and closes the store on shutdown.
 """
 
 from __future__ import annotations
@@ -73,8 +74,7 @@ def create_app(
         # fewer handler threads than anyio's 40: less GIL hand-off, steadier latency
         to_thread.current_default_thread_limiter().total_tokens = state.settings.threads
         await run_in_threadpool(state.start)
-        if state.settings.warm_on_start and state.target is not None and state.llms is not None:
-            state.asks.warm_in_background()
+        state.asks.warm_up_in_background(models=state.settings.warm_on_start)
         log.info("almanac %s serving %r", almanac_version(), state.store)
         try:
             yield

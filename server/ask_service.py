@@ -3,8 +3,17 @@
 ``AskService.pipeline()`` wires ``agents.pipeline.Pipeline`` (on the first question) to the
 server's store, its current indices (asked per question, so a reindex job's swap is picked
 up), the target database and the LLM tiers (``cascade_tiers`` small to large, ending with the
-default tier). ``AskService.warm_in_background`` prefills the models with the target's shared
-prompt prefix after start (``ALMANAC_WARM_ON_START``, see ``agents.warm``).
+default tier).
+
+The warm-up (``AskService.warm_up_in_background``, started with the server) follows the first
+index build and, with ``ALMANAC_WARM_ON_START``, loads each ask tier's model and then prefills
+them with the target's shared prompt prefix (``agents.warm``), recording each step in
+:attr:`AskService.readiness` (:mod:`server.readiness`). A question that arrives meanwhile waits
+for it instead of being refused: for the indices and the models (no gate slot held), then for
+the model's slot, where a warm-up call yields to questions (it enters the gate only when none
+is in progress) and the time behind the one that runs is not counted against the gate's wait,
+all within the question's deadline (503 when the warm-up has not finished by then); the
+question is then answered within what is left of its deadline.
 
 How a question passes the LLM gate (:class:`server.limits.LLMGate`): ``ask`` and ``stream``
 admit it first (429 when ``concurrency + queue`` questions are in progress) and wait until the
@@ -25,9 +34,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from fastapi import HTTPException
@@ -46,13 +57,22 @@ from kb.target.database import Database
 from server.limits import Admission, GateTimeoutError, LLMGate
 from server.llm_factory import LLMTiers
 from server.metrics import Metrics
+from server.readiness import (
+    INDICES,
+    MODEL_PREFIX,
+    PREFILL,
+    Phase,
+    Readiness,
+    model_component,
+)
 from server.sql_pool import SqlPool
 from ukf import QueryContext
 
 Event = dict[str, Any]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-INDICES_WAIT_S = 600.0
+WARM_UP_WAIT_S = 600.0  # the longest a question without a deadline waits for the warm-up
+WARMING_RETRY_AFTER_S = "5"
 
 
 class AskService:
@@ -70,6 +90,7 @@ class AskService:
         sql_pool: where the corrected SQL of feedback runs (default: 4 running, 32 waiting,
             2 per key).
         options: the pipeline's options (feedback agreement, budgets, sampling).
+        readiness: where the warm-up records its progress (default: a new one).
     """
 
     def __init__(
@@ -85,8 +106,10 @@ class AskService:
         metrics: Metrics,
         sql_pool: SqlPool | None = None,
         options: PipelineOptions | None = None,
+        readiness: Readiness | None = None,
     ) -> None:
         self.store, self.indices, self.target = store, indices, target
+        self.readiness = readiness or Readiness()
         self.options = options or PipelineOptions()
         self.database_name, self.llms, self.tier_names = database_name, llms, tier_names
         self.gate, self.metrics = gate, metrics
@@ -126,52 +149,131 @@ class AskService:
                 )
             return self._pipeline
 
-    def warm(self) -> WarmReport | None:
-        """Prefill the ask tiers' models with the target's shared prompt prefix; each model
-        call takes its turn at the gate (a question asked meanwhile waits behind it)."""
+    def ask_tiers(self) -> list[str]:
+        """The tiers questions use: the cascade's, else the default one."""
+        assert self.llms is not None
+        return list(self.tier_names or [self.llms.default])
+
+    def warm_up_in_background(self, *, models: bool) -> list[threading.Thread]:
+        """Follow the first index build and, with ``models`` (and a target and LLM tiers),
+        load the ask tiers' models and prefill them (:meth:`warm_up`), in daemon threads;
+        each component is registered in :attr:`readiness` before this returns."""
+        self.readiness.add(INDICES)
+        self.readiness.mark(INDICES, Phase.WARMING)
+        threads = [threading.Thread(target=self._follow_indices, name="almanac-ready-indices")]
+        if models and self.target is not None and self.llms is not None:
+            for name in self.ask_tiers():
+                self.readiness.add(model_component(name))
+            self.readiness.add(PREFILL)
+            threads.append(threading.Thread(target=self._warm_up_logged, name="almanac-warm"))
+        for thread in threads:
+            thread.daemon = True
+            thread.start()
+        return threads
+
+    def _follow_indices(self) -> None:
+        self.indices.wait_settled()
+        status = self.indices.status()
+        if status["ready"]:
+            self.readiness.mark(INDICES, Phase.READY)
+        elif status["error"]:
+            self.readiness.mark(INDICES, Phase.FAILED, status["error"])
+
+    def _warm_up_logged(self) -> None:
+        try:
+            self.warm_up()
+        except Exception as exc:
+            log.exception("warming the models failed; the first question will be slower")
+            self.readiness.mark(PREFILL, Phase.FAILED, f"{type(exc).__name__}: {exc}")
+
+    def warm_up(self) -> WarmReport | None:
+        """Load each ask tier's model (a failure is marked and logged), then, once the indices
+        are built, prefill the models with the target's shared prompt prefix, each call
+        taking a warm-up turn at the gate (after every question in progress)."""
         if self.target is None or self.llms is None:
             return None
-        if not self.indices.wait_ready(INDICES_WAIT_S):
-            log.warning("not warmed: the indices were not ready in %.0f s", INDICES_WAIT_S)
+        for name in self.ask_tiers():
+            self._load(name)
+        self.indices.wait_settled()
+        if not self.indices.status()["ready"]:
+            self.readiness.mark(PREFILL, Phase.SKIPPED, "the indices are not built")
             return None
-        return warm_pipeline(self.pipeline())
+        self.readiness.mark(PREFILL, Phase.WARMING)
+        report = warm_pipeline(self.pipeline(), self._tiers(warm_up=True))
+        if report.error:
+            self.readiness.mark(PREFILL, Phase.FAILED, report.error)
+        elif not report.models:
+            reason = "no prompt prefix shared by every question (schema sliced or not profiled)"
+            self.readiness.mark(PREFILL, Phase.SKIPPED, reason)
+        else:
+            self.readiness.mark(PREFILL, Phase.READY)
+        return report
 
-    def warm_in_background(self) -> threading.Thread:
-        """:meth:`warm` in a daemon thread; a failure is logged (it only costs speed)."""
+    def _load(self, name: str) -> None:
+        assert self.llms is not None
+        component = model_component(name)
+        self.readiness.mark(component, Phase.WARMING)
+        try:
+            self.llms.get(name)
+        except Exception as exc:
+            log.exception("loading the model of LLM tier %s failed", name)
+            self.readiness.mark(component, Phase.FAILED, f"{type(exc).__name__}: {exc}")
+        else:
+            self.readiness.mark(component, Phase.READY)
 
-        def run() -> None:
-            try:
-                self.warm()
-            except Exception:
-                log.exception("warming the models failed; the first question will be slower")
+    def _ready_to_answer(
+        self, admission: Admission, options: AskOptions, began: float
+    ) -> AskOptions:
+        """Wait for the warm-up and a free model slot within the deadline of the question
+        asked at ``began`` (503 past it). A question asked during the warm-up is answered
+        within what its wait left of its deadline (to a tenth of a second); one asked once
+        the server is ready keeps all of it, as its wait at the gate is bounded apart."""
+        warm = self.indices.wait_settled(0) and self.readiness.overall() in ("ready", "degraded")
+        until = began + (options.deadline_s or WARM_UP_WAIT_S)
+        if not self.indices.wait_settled(until - began):
+            raise _warming(began, "the indices are still being built")
+        tiers = [model_component(name) for name in self.ask_tiers()]
+        if pending := self.readiness.wait_settled(tiers, until):
+            names = ", ".join(name.removeprefix(MODEL_PREFIX) for name in pending)
+            raise _warming(began, f"the model of LLM tier {names} is still loading")
+        admission.wait_for_model(until)
+        if warm or options.deadline_s is None:
+            return options
+        left = until - time.monotonic()
+        if left <= 0:
+            raise _warming(began, "the model is still busy with the warm-up")
+        return replace(options, deadline_s=round(max(left, 0.1), 1))
 
-        thread = threading.Thread(target=run, name="almanac-warm", daemon=True)
-        thread.start()
-        return thread
-
-    def _tiers(self) -> list[ModelTier]:
+    def _tiers(self, *, warm_up: bool = False) -> list[ModelTier]:
+        """The ask tiers, gated per call (``warm_up``: with the warm-up's low priority)."""
         llms = self.llms
         assert llms is not None
-        names = self.tier_names or [llms.default]
         return [
             ModelTier(
                 name,
-                _GatedLLM(_loader(llms, name), name, self.gate, llms.decoded_together(name)),
+                _GatedLLM(
+                    _loader(llms, name),
+                    name,
+                    self.gate,
+                    llms.decoded_together(name),
+                    warm_up=warm_up,
+                ),
             )
-            for name in names
+            for name in self.ask_tiers()
         ]
 
     async def ask(self, question: str, context: QueryContext, options: AskOptions) -> Answer:
         """Answer on an ask thread once admitted (see the module docstring: 409, 429 and 503
         come before any work); ``context.reader`` decides what knowledge is seen."""
         self._require_configured()
+        began = time.monotonic()
         admission = self.gate.admit()
 
         def work() -> Answer:
             with admission:
                 pipeline = self.pipeline()
-                admission.wait_for_model()
-                return self._answer(pipeline, question, context, options)
+                ready = self._ready_to_answer(admission, options, began)
+                return self._answer(pipeline, question, context, ready)
 
         return await asyncio.wrap_future(self._submit(admission, work))
 
@@ -184,6 +286,7 @@ class AskService:
         A missing target or model (409) and a saturated gate (429, or 503 when no model slot
         comes free) raise here, before the first event."""
         self._require_configured()
+        began = time.monotonic()
         admission = self.gate.admit()
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -197,13 +300,13 @@ class AskService:
             with admission:
                 try:
                     pipeline = self.pipeline()
-                    admission.wait_for_model()
+                    ready = self._ready_to_answer(admission, options, began)
                 except BaseException as exc:
                     started.set_exception(exc)
                     return
                 started.set_result(None)
                 try:
-                    self._answer(pipeline, question, context, options, on_event=put)
+                    self._answer(pipeline, question, context, ready, on_event=put)
                 except HTTPException as exc:
                     put({"stage": "error", "status": exc.status_code, "detail": exc.detail})
                 except LLMBusyError as exc:
@@ -250,6 +353,16 @@ class AskService:
         return answer
 
 
+def _warming(began: float, what: str) -> HTTPException:
+    waited = time.monotonic() - began
+    return HTTPException(
+        503,
+        f"Almanac is still warming up: {what} after the question waited {waited:.1f} s "
+        "(its deadline); try again shortly",
+        headers={"Retry-After": WARMING_RETRY_AFTER_S},
+    )
+
+
 async def _drain(events: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:
     while (event := await events.get()) is not None:
         yield event
@@ -263,10 +376,20 @@ def _loader(llms: LLMTiers, name: str) -> Callable[[], Any]:
 class _GatedLLM:
     """A tier whose every call takes its turn at the LLM gate (a slot for the call's
     duration; no free slot within the gate's wait is :class:`LLMBusyError`, 503), and which
-    loads its model on the first call (tier models cost seconds and memory)."""
+    loads its model on the first call (tier models cost seconds and memory). ``warm_up``: the
+    calls take the warm-up's turn (after every question in progress, never refused)."""
 
-    def __init__(self, load: Callable[[], Any], name: str, gate: LLMGate, together: int = 1):
+    def __init__(
+        self,
+        load: Callable[[], Any],
+        name: str,
+        gate: LLMGate,
+        together: int = 1,
+        *,
+        warm_up: bool = False,
+    ) -> None:
         self._load, self.name, self._gate = load, name, gate
+        self._turn = gate.warm_up_turn if warm_up else gate.turn
         # known from the settings, so a cascade can plan a tier without loading its model
         self.variants_together, self.parallel_sequences = together > 1, together
 
@@ -278,7 +401,7 @@ class _GatedLLM:
 
     def _in_turn(self, call: Callable[[], T]) -> T:
         try:
-            with self._gate.turn():  # the wrapped model itself never raises GateTimeoutError
+            with self._turn():  # the wrapped model itself never raises GateTimeoutError
                 return call()
         except GateTimeoutError as exc:
             raise LLMBusyError(f"{self.name}: {exc}") from None

@@ -5,15 +5,20 @@
     almanac keys list [--all]
     almanac keys revoke KEY_ID
 
-``keys create`` prints the secret once; only its hash is stored.
+``keys create`` prints the secret once; only its hash is stored. ``serve`` prints a line per
+warm-up component as it settles and one when the server is ready (:func:`announce_readiness`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from server.auth import Role
+from server.readiness import INDICES, MODEL_PREFIX, PREFILL, Component, Phase, Readiness, overall_of
 from server.settings import Settings
 
 SERVER_COMMANDS = frozenset({"serve", "keys"})
@@ -58,11 +63,11 @@ def serve_settings(settings: Settings) -> int:
     from server.app import create_app
     from server.state import build_state
 
-    app = create_app(build_state(settings))
-    print(
-        f"Almanac serving {settings.resolved_store_url} on http://{settings.host}:{settings.port}"
-    )
-    uvicorn.run(
+    state = build_state(settings)
+    app = create_app(state)
+    base = f"http://{settings.host}:{settings.port}"
+    print(f"Almanac serving {settings.resolved_store_url} on {base}", flush=True)
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
@@ -70,7 +75,98 @@ def serve_settings(settings: Settings) -> int:
         access_log=False,
         timeout_graceful_shutdown=15,
     )
-    return 0
+    listening = threading.Event()
+    server = _announcing_server(config, listening)
+    threading.Thread(
+        target=announce_readiness,
+        args=(state.readiness, base, listening),
+        name="almanac-announce",
+        daemon=True,
+    ).start()
+    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: a second Ctrl-C
+        server.run()
+    return 0 if server.started else 3
+
+
+def _announcing_server(config: Any, listening: threading.Event) -> Any:
+    """uvicorn's server, setting ``listening`` once its socket is bound."""
+    import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                listening.set()
+
+    return AnnouncingServer(config)
+
+
+def announce_readiness(
+    readiness: Readiness,
+    base: str,
+    listening: threading.Event,
+    out: Callable[[str], None] = lambda line: print(line, flush=True),
+) -> None:
+    """Say what the warm-up waits for, a line per component as it settles, and one when
+    every component has settled and the server listens (ready, or degraded). Driven by the
+    readiness's changes; returns after the last line."""
+    said: dict[str, Phase] = {}
+    version = readiness.wait_changed(0)
+    components = readiness.components()
+    if pending := [c for c in components if not c.phase.settled]:
+        names = ", ".join(_label(c.name) for c in pending)
+        out(f"Almanac is warming up: {names} (a question asked meanwhile waits for them)")
+    while True:
+        for component in components:
+            if component.phase.settled and said.get(component.name) is not component.phase:
+                said[component.name] = component.phase
+                out(f"Almanac: {_settled_line(component)}")
+        if components and all(c.phase.settled for c in components):
+            break
+        version = readiness.wait_changed(version)
+        components = readiness.components()
+    listening.wait()
+    out(_final_line(components, base))
+
+
+def _label(name: str) -> str:
+    if name == PREFILL:
+        return "prompt prefill"
+    if name.startswith(MODEL_PREFIX):
+        return f"model {name.removeprefix(MODEL_PREFIX)}"
+    return name
+
+
+def _settled_line(component: Component) -> str:
+    when = f"{component.after_s:.0f} s after start"
+    if component.phase is Phase.FAILED:
+        return f"{_label(component.name)} failed ({when}): {component.detail}"
+    if component.phase is Phase.SKIPPED:
+        return f"{_label(component.name)} skipped ({when}): {component.detail}"
+    done = {INDICES: "built", PREFILL: "done"}.get(component.name, "loaded")
+    return f"{_label(component.name)} {done} ({when})"
+
+
+def _final_line(components: Sequence[Component], base: str) -> str:
+    after = max(c.after_s for c in components)
+    if overall_of(components) == "degraded":
+        failed = [_label(c.name) for c in components if c.phase is Phase.FAILED]
+        return (
+            f"Almanac is up on {base} but degraded: {', '.join(failed)} failed "
+            f"({after:.0f} s after start; see /v1/health)"
+        )
+    return f"Almanac is ready on {base} ({_warm_summary(components)}, {after:.0f} s after start)"
+
+
+def _warm_summary(components: Sequence[Component]) -> str:
+    """What is warm: "indices, models and prompt prefill warm", "indices built", ..."""
+    phases = {c.name: c.phase for c in components}
+    models = any(name.startswith(MODEL_PREFIX) for name in phases)
+    if not models:
+        return "indices built"
+    if phases.get(PREFILL) is Phase.READY:
+        return "indices, models and prompt prefill warm"
+    return f"indices and models warm, prompt prefill {phases.get(PREFILL, Phase.SKIPPED).value}"
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:

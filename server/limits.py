@@ -12,6 +12,9 @@
   A question is admitted for its whole life (``gate.admit()``: at most ``concurrency + queue``
   questions at once, 429 above) but holds a slot only during each model call
   (``gate.turn()``), so a question whose SQL runs long does not keep the model from others.
+  The server's warm-up calls (``gate.warm_up_turn()``) come last: they enter only when no
+  question is in progress, and the time a question waits behind one is not counted against
+  ``wait_s`` (only against the question's own deadline).
 
 The SQL a user sends (feedback corrections) has its own bound: :mod:`server.sql_pool`.
 """
@@ -211,6 +214,11 @@ class LLMGate:
       (``with gate.turn(): ...``, waiting without the queue bound: its question was counted
       at admission). The SQL a question runs between its model calls holds no slot, so one
       slow query no longer keeps every other user's question waiting.
+    - a warm-up call (``with gate.warm_up_turn(): ...``): the lowest priority. It waits, without
+      limit, until a slot is free and no question is in progress, so a question is served
+      before the next warm-up call. A warm-up call cannot be interrupted; a question that
+      waits for one waits until the call ends or the question's ``until`` passes, and that
+      time is not counted against ``wait_s``.
 
     Args:
         concurrency: model calls at once.
@@ -224,6 +232,7 @@ class LLMGate:
             raise ValueError("LLMGate needs concurrency >= 1, queue >= 0 and wait_s > 0")
         self.concurrency, self.queue, self.wait_s = concurrency, queue, wait_s
         self.in_flight = self.waiting = self.questions = 0
+        self.warming = 0  # slots held by warm-up calls
         self.rejected_full = self.rejected_timeout = 0
         self._cond = threading.Condition()
 
@@ -241,22 +250,41 @@ class LLMGate:
         return Admission(self)
 
     @contextlib.contextmanager
-    def turn(self) -> Iterator[None]:
+    def turn(self, until: float | None = None) -> Iterator[None]:
         """Hold one slot for one model call of an admitted question (no queue bound: the
-        question was counted at admission); :class:`GateTimeoutError` after ``wait_s``."""
-        self._enter(bounded=False)
+        question was counted at admission); :class:`GateTimeoutError` after ``wait_s`` (time
+        behind a warm-up call not counted) or at ``until`` (``time.monotonic()``)."""
+        self._enter(bounded=False, until=until)
         try:
             yield
         finally:
             self._leave()
 
-    def wait_free(self) -> None:
-        """Wait until a slot is free, taking none; :class:`GateTimeoutError` after ``wait_s``."""
-        self._enter(bounded=False, take=False)
+    def wait_free(self, until: float | None = None) -> None:
+        """Wait until a slot is free, taking none; :class:`GateTimeoutError` as for
+        :meth:`turn`."""
+        self._enter(bounded=False, take=False, until=until)
+
+    @contextlib.contextmanager
+    def warm_up_turn(self) -> Iterator[None]:
+        """Hold one slot for one warm-up call, entering only when a slot is free and no
+        question is in progress or waiting (no time limit: warming only saves time)."""
+        with self._cond:
+            while self.in_flight >= self.concurrency or self.questions or self.waiting:
+                self._cond.wait()
+            self.in_flight += 1
+            self.warming += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.warming -= 1
+            self._leave()
 
     def _dismiss(self) -> None:
         with self._cond:
             self.questions -= 1
+            self._cond.notify_all()  # a warm-up call may wait for no question to be left
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
@@ -272,8 +300,9 @@ class LLMGate:
             self.in_flight -= 1
             self._cond.notify_all()  # waiters for a turn and for a free slot alike
 
-    def _enter(self, *, bounded: bool = True, take: bool = True) -> None:
-        deadline = time.monotonic() + self.wait_s
+    def _enter(
+        self, *, bounded: bool = True, take: bool = True, until: float | None = None
+    ) -> None:
         with self._cond:
             if self.in_flight < self.concurrency:
                 self.in_flight += take
@@ -285,15 +314,32 @@ class LLMGate:
                 )
             self.waiting += 1
             try:
-                while self.in_flight >= self.concurrency:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        self.rejected_timeout += 1
-                        raise GateTimeoutError(f"no LLM slot came free within {self.wait_s:g} s")
-                    self._cond.wait(remaining)
+                self._wait_for_slot(until)
                 self.in_flight += take
             finally:
                 self.waiting -= 1
+
+    def _wait_for_slot(self, until: float | None) -> None:
+        """Wait (holding the lock) until a slot is free. Only the time behind questions counts
+        against ``wait_s``: while a warm-up call holds a slot, the wait is bounded by ``until``
+        alone. No warm-up call enters while someone waits, so each wait's cause holds until
+        the next notification."""
+        charged = 0.0
+        while self.in_flight >= self.concurrency:
+            behind_warm_up = self.warming > 0
+            limits = [] if behind_warm_up else [self.wait_s - charged]
+            if until is not None:
+                limits.append(until - time.monotonic())
+            timeout = min(limits) if limits else None
+            if timeout is not None and timeout <= 0:
+                self.rejected_timeout += 1
+                if charged >= self.wait_s:
+                    raise GateTimeoutError(f"no LLM slot came free within {self.wait_s:g} s")
+                raise GateTimeoutError("no LLM slot came free before the question's deadline")
+            began = time.monotonic()
+            self._cond.wait(timeout)
+            if not behind_warm_up:
+                charged += time.monotonic() - began
 
 
 class Admission:
@@ -305,10 +351,11 @@ class Admission:
         self._held = True
         self._lock = threading.Lock()
 
-    def wait_for_model(self) -> None:
-        """Wait until the model has a free slot (:class:`GateTimeoutError` after ``wait_s``),
-        so a question that would only wait is refused before it starts answering."""
-        self._gate.wait_free()
+    def wait_for_model(self, until: float | None = None) -> None:
+        """Wait until the model has a free slot (:class:`GateTimeoutError` after ``wait_s``
+        behind other questions, or at ``until`` behind the warm-up), so a question that would
+        only wait is refused before it starts answering."""
+        self._gate.wait_free(until)
 
     def release(self) -> None:
         with self._lock:

@@ -1,9 +1,13 @@
 """``GET /v1/health`` (no key needed) and ``GET /v1/metrics`` (Prometheus text).
 
-Health without a key says only ``{"status": "ok" | "degraded" | "starting" | "unavailable"}``
-(what a load balancer needs); the details (store, job counts, indices, worker host:pid, LLM
-tiers with their endpoints and models, the target) go only to a key with the ``metrics``
-permission, or to anyone when ``ALMANAC_METRICS_PUBLIC`` is set, as for ``/v1/metrics``.
+Health without a key says only the overall status (what a load balancer needs):
+``{"status": "starting" | "warming" | "ready" | "degraded" | "unavailable"}``: starting while
+the indices build, warming while the ask tiers' models load or the prompt prefill runs, ready
+when a question is answered at once (:mod:`server.readiness`); degraded when the indices or a
+model failed, unavailable (503) when the store is unreachable. The details (each warm-up
+component's state, store, job counts, indices, worker host:pid, LLM tiers with their endpoints
+and models, the target) go only to a key with the ``metrics`` permission, or to anyone when
+``ALMANAC_METRICS_PUBLIC`` is set, as for ``/v1/metrics``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from server.auth import Permission
 from server.deps import authenticate, get_state, presented_key, require
+from server.readiness import INDICES, Readiness, overall_of
 from server.responses import FastJSONResponse
 from server.state import AppState
 
@@ -56,15 +61,35 @@ def _health(state: AppState) -> tuple[int, dict[str, Any]]:
     ]
     body["llm_tiers"] = state.llms.describe() if state.llms else []
     body["target"] = state.settings.resolved_target_name if state.target else None
-    body["status"] = _index_status(body["indices"])
+    body["components"] = _components(state.readiness, body["indices"])
+    body["status"] = _status(state.readiness, body["indices"])
     return 200, body
 
 
-def _index_status(indices: dict[str, Any]) -> str:
-    """ok; degraded when the indices failed to build or to follow the store; else starting."""
+def _indices_state(indices: dict[str, Any]) -> str:
+    if indices["error"]:
+        return "failed"
+    return "ready" if indices["ready"] else "warming"
+
+
+def _status(readiness: Readiness, indices: dict[str, Any]) -> str:
+    """degraded when the indices failed to build or to follow the store; starting while they
+    build; else as the rest of the warm-up says (warming, ready, degraded: a model failed)."""
     if indices["error"]:
         return "degraded"
-    return "ok" if indices["ready"] else "starting"
+    if not indices["ready"]:
+        return "starting"
+    return overall_of(c for c in readiness.components() if c.name != INDICES)
+
+
+def _components(readiness: Readiness, indices: dict[str, Any]) -> dict[str, Any]:
+    """The warm-up's components; the indices as they are now (a reindex may have mended
+    a failed first build)."""
+    components = readiness.describe()
+    now = _indices_state(indices)
+    if components.get(INDICES, {}).get("state", now) != now:
+        components[INDICES] = {"state": now}
+    return components
 
 
 async def _may_see_details(request: Request) -> bool:

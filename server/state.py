@@ -6,7 +6,8 @@ database, the limits and the metrics. Tests and embedders pass their own collabo
 (an embedder, a describer factory, LLM tiers) instead of the configured ones.
 
 ``state.start()`` starts the background threads (index loader and refresher, job workers) and
-``state.close()`` stops them and releases the connections; the app's lifespan calls both.
+``state.close()`` stops them and releases the connections; the app's lifespan calls both and
+starts the warm-up, whose progress ``state.readiness`` holds (:mod:`server.readiness`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from server.knowledge import KnowledgeService
 from server.limits import LLMGate, RateLimiter
 from server.llm_factory import LLMTiers
 from server.metrics import Metrics
+from server.readiness import Readiness
 from server.settings import Settings
 from server.sql_pool import SqlPool
 from server.worker import JobWorker
@@ -79,6 +81,7 @@ class AppState:
     asks: AskService
     target: Database | None
     describer_factory: DescriberFactory | None
+    readiness: Readiness = field(default_factory=Readiness)
     job_kinds: dict[str, JobKind] = field(default_factory=dict)
     workers: list[JobWorker] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
@@ -177,6 +180,7 @@ def build_state(
     """Wire every collaborator from ``settings`` (the keywords replace configured ones)."""
     from server.job_kinds import JOB_KINDS
 
+    readiness = Readiness()  # the server's start, for "ready after N s"
     store, engine, keys = open_keys(settings)
     metrics = Metrics()
     limits = settings.limits
@@ -214,6 +218,7 @@ def build_state(
         metrics=metrics,
         sql_pool=SqlPool(limits.sql_concurrency, limits.sql_queue, limits.sql_per_key),
         options=PipelineOptions(feedback_agreement=settings.feedback_agreement),
+        readiness=readiness,
     )
     state = AppState(
         settings=settings,
@@ -232,6 +237,7 @@ def build_state(
         asks=asks,
         target=target,
         describer_factory=describer_factory,
+        readiness=readiness,
         job_kinds=dict(JOB_KINDS),
     )
     _register_gauges(state)
@@ -257,7 +263,7 @@ def _register_gauges(state: AppState) -> None:
     )
     metrics.add_gauge(
         "almanac_llm_gate",
-        "LLM gate: requests running, waiting, and refused so far",
+        "LLM gate: requests running, waiting, refused so far, and warm-up calls running",
         ("kind",),
         lambda: {
             ("in_flight",): float(gate.in_flight),
@@ -265,6 +271,7 @@ def _register_gauges(state: AppState) -> None:
             ("rejected_full",): float(gate.rejected_full),
             ("rejected_timeout",): float(gate.rejected_timeout),
             ("questions",): float(gate.questions),
+            ("warming",): float(gate.warming),
         },
     )
     pool = state.asks.sql_pool

@@ -150,7 +150,7 @@ class Replica:
                 reply = httpx.get(f"{self.base}/v1/health", timeout=2)
             except httpx.TransportError as exc:
                 return False, repr(exc)
-            return reply.status_code == 200 and reply.json().get("status") == "ok", reply.text
+            return reply.status_code == 200 and reply.json().get("status") == "ready", reply.text
 
         wait_for(f"replica {self.name} healthy", healthy, timeout_s)
 

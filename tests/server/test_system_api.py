@@ -18,7 +18,7 @@ SAMPLE = re.compile(
 def test_health_without_a_key_says_only_the_status(server):
     for headers in ({}, server.headers("analyst"), server.headers("ml")):
         reply = server.client.get("/v1/health", headers=headers)
-        assert reply.status_code == 200 and reply.json() == {"status": "ok"}, headers
+        assert reply.status_code == 200 and reply.json() == {"status": "ready"}, headers
     bad = server.client.get("/v1/health", headers={"Authorization": "Bearer alm_nope_nope"})
     assert bad.status_code == 401
 
@@ -27,7 +27,7 @@ def test_health_reports_the_store_indices_jobs_and_workers(server):
     reply = server.request("GET", "/v1/health", "ops")  # details need the metrics permission
     assert reply.status_code == 200
     body = reply.json()
-    assert body["status"] == "ok" and body["store"]["ok"] is True
+    assert body["status"] == "ready" and body["store"]["ok"] is True
     assert (
         body["store"]["schema_version"] == LATEST_VERSION and body["store"]["backend"] == "sqlite"
     )

@@ -48,7 +48,7 @@ def _start(data_dir: Path, port: int, workers: int) -> subprocess.Popen:
             raise AssertionError(f"almanac serve exited: {process.stdout.read()}")
         try:
             health = httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1)
-            if health.status_code == 200 and health.json()["status"] == "ok":
+            if health.status_code == 200 and health.json()["status"] == "ready":
                 return process
         except httpx.TransportError:
             pass

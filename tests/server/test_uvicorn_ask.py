@@ -64,7 +64,7 @@ def test_ask_and_feedback_on_a_real_server_with_the_embedded_model(tmp_path):
             assert process.poll() is None, process.stdout.read()
             try:
                 health = httpx.get(f"{base}/v1/health", timeout=1).json()
-                if health.get("status") == "ok":
+                if health.get("status") == "ready":
                     break
             except httpx.TransportError:
                 pass
