@@ -20,11 +20,19 @@ from indices.string import StringIndex
 
 MAX_PHRASE_WORDS = 3
 MIN_PREFIX = 4
-_STOPWORD_TEXT = """a an the of in on at to for from by with and or not no is are was were be
-    been do does
-    did have has had what which who whom whose where when how why that this these those there
-    their its it they them he she his her me my we our you your i all any each every than then
-    as into about list show give tell find name names many much number count total s"""
+# function words and the words of SQL operations, as lemmas ("does" → "doe"): never a name
+_STOPWORD_TEXT = """
+    a an the of in on at to for from by with and or not no is are was were be been being
+    do doe does did have has had having what which who whom whose where when how why that this
+    these those there here their its it they them he she his her me my we our you your i us
+    all any each every some both either neither other same also only just than then as into
+    about after before below above over under between during within without per via
+    list show give tell find return display get name names many much number count total s
+    one ones different distinct unique maximum minimum max min average avg mean sum
+    more less most least greater fewer order ordered sort sorted ascending descending ascend
+    descend across numbers
+    alphabetical alphabetically respectively together please can could would should will
+    become became"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
@@ -95,6 +103,9 @@ class QuestionView:
         runs: list[list[int]] = []
         current: list[int] = []
         for i, token in enumerate(self.tokens):
+            if current and self._punctuated(current[-1], i):
+                runs.append(current)  # a comma or a bracket ends a phrase
+                current = []
             free = (
                 (across_known or i not in self.covered)
                 and i not in self.used
@@ -108,6 +119,10 @@ class QuestionView:
         if current:
             runs.append(current)
         return runs
+
+    def _punctuated(self, before: int, after: int) -> bool:
+        gap = self.question[self.tokens[before].end : self.tokens[after].start]
+        return bool(gap.strip())
 
     def options(self) -> list[Phrase]:
         """Every n-gram (up to :data:`MAX_PHRASE_WORDS`) of the runs: what a pairer may pick."""

@@ -38,6 +38,8 @@ _COMPARISONS: dict[type[exp.Expression], str] = {
 _Ref = Callable[[exp.Column], "ColumnRef | None"]
 _FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+# dialects where a double-quoted word compared with a column is a string ("JetBlue Airways")
+QUOTED_STRING_DIALECTS = frozenset({"sqlite", "mysql"})
 
 
 class SqlFactsError(ValueError):
@@ -184,6 +186,8 @@ def sql_facts(sql: str, dialect: str = "sqlite") -> SqlFacts:
         raise SqlFactsError(sql, str(exc).splitlines()[0]) from None
     if tree is None or not isinstance(tree, exp.Query):
         raise SqlFactsError(sql, "not a SELECT query")
+    if dialect in QUOTED_STRING_DIALECTS:
+        _quoted_values_as_strings(tree)
     scopes = _Scopes(tree)
     facts = SqlFacts(sql=sql, dialect=dialect)
     facts.tables = sorted({t for own in scopes.aliases.values() for t in own.values()})
@@ -206,6 +210,18 @@ def sql_facts(sql: str, dialect: str = "sqlite") -> SqlFacts:
     for order in tree.find_all(exp.Order):
         facts.order_by += refs(order)
     return facts
+
+
+def _quoted_values_as_strings(tree: exp.Expression) -> None:
+    """``col = "text"``: SQLite and MySQL read an unknown double-quoted name as a string, and
+    queries written so (Spider's) mean one; sqlglot parses it as a column."""
+    for node in tree.find_all(*_COMPARISONS, exp.In):
+        operands = node.expressions if isinstance(node, exp.In) else [node.expression]
+        if not isinstance(node.this, exp.Column):
+            continue
+        for operand in operands:
+            if isinstance(operand, exp.Column) and not operand.table and operand.this.quoted:
+                operand.replace(exp.Literal.string(operand.name))
 
 
 def _joins(tree: exp.Expression, ref: _Ref) -> list[JoinFact]:
