@@ -26,7 +26,7 @@ _STOPWORD_TEXT = """
     do doe does did have has had having what which who whom whose where when how why that this
     these those there here their its it they them he she his her me my we our you your i us
     all any each every some both either neither other same also only just than then as into
-    about after before below above over under between during within without per via
+    about after before below above over under between during within without via
     list show give tell find return display get name names many much number count total s
     one ones different distinct unique maximum minimum max min average avg mean sum
     more less most least greater fewer order ordered sort sorted ascending descending ascend
