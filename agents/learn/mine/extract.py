@@ -32,7 +32,6 @@ from agents.learn.mine.pairer import Pairer, PairItem
 from agents.learn.mine.schema_view import SchemaView
 from agents.learn.mine.sql_facts import (
     ColumnRef,
-    FormulaFact,
     PredicateFact,
     SqlFacts,
     SqlFactsError,
@@ -76,13 +75,8 @@ class _ExperienceMiner:
         question: QuestionView,
         prov: entries.Provenance,
     ) -> None:
-        self.experience, self.facts, self.view, self.q, self.prov = (
-            experience,
-            facts,
-            view,
-            question,
-            prov,
-        )
+        self.experience, self.facts, self.view = experience, facts, view
+        self.q, self.prov = question, prov
         self.out = ExperienceMining(experience.id)
         self.pending: list[_Pending] = []
         self.known_ids = {uid for match in question.known for uid in match.ukf_ids}
@@ -102,10 +96,19 @@ class _ExperienceMiner:
         if all(e.id != entry.id for e in self.out.entries):
             self.out.entries.append(entry)
 
-    def park(self, kind: str, label: str, target: BaseUKF, **extra: object) -> None:
-        key = f"i{len(self.pending) + 1}"
-        hint = str(target.description or "")[:120]
-        self.pending.append(_Pending(PairItem(key, kind, label, hint), target, **extra))  # type: ignore[arg-type]
+    def park(
+        self,
+        kind: str,
+        label: str,
+        target: BaseUKF,
+        *,
+        extra: list[BaseUKF] | None = None,
+        condition: str = "",
+        value: str = "",
+    ) -> None:
+        """Leave an element for the pairer (item keys ``i1``, ``i2``... in order)."""
+        item = PairItem(f"i{len(self.pending) + 1}", kind, label, target.description[:120])
+        self.pending.append(_Pending(item, target, list(extra or []), condition, value))
 
     # ------------------------------------------------------------------- steps
     def values(self) -> None:
@@ -160,11 +163,10 @@ class _ExperienceMiner:
             if phrase is None:
                 self.park("formula", formula.sql, found[0], extra=found)
                 continue
-            self._metric(phrase, formula, found, "lexical")
+            self._metric(phrase, formula.sql, found, "lexical")
 
-    def _metric(self, phrase: Phrase, formula: FormulaFact | str, columns: list[BaseUKF], how: str):
-        sql = formula.sql if isinstance(formula, FormulaFact) else formula
-        self.emit(entries.metric(phrase.text, sql, columns, self.prov, how), phrase)
+    def _metric(self, phrase: Phrase, formula: str, columns: list[BaseUKF], how: str) -> None:
+        self.emit(entries.metric(phrase.text, formula, columns, self.prov, how), phrase)
 
     def columns(self) -> None:
         implied: set[str] = set()
