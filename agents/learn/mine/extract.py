@@ -169,24 +169,22 @@ class _ExperienceMiner:
         self.emit(entries.metric(phrase.text, formula, columns, self.prov, how), phrase)
 
     def columns(self) -> None:
-        implied: set[str] = set()
-        for join in self.facts.joins:
-            implied.add(f"{join.left}.{join.left_column}".casefold())
-            implied.add(f"{join.right}.{join.right_column}".casefold())
-        for pred in self.facts.predicates:
-            if pred.is_text:
-                implied.add(f"{pred.table}.{pred.column}".casefold())
-        for formula in self.facts.formulas:
-            implied |= {f"{t}.{c}".casefold() for t, c in formula.columns}
-        seen: set[str] = set()
+        """Columns named for themselves: not join keys, not filtered by a text value (the
+        value names them), not inside a formula (the metric does)."""
+        implied: list[ColumnRef] = [(j.left, j.left_column) for j in self.facts.joins]
+        implied += [(j.right, j.right_column) for j in self.facts.joins]
+        implied += [(p.table, p.column) for p in self.facts.predicates if p.is_text]
+        implied += [ref for formula in self.facts.formulas for ref in formula.columns]
+        skip = {self._id_of(ref) for ref in implied}
         for ref in self.facts.columns:
             column = self.column(ref)
-            if column is None or column.id in seen:
-                continue
-            seen.add(column.id)
-            if entries.qualified(column).casefold() in implied:
-                continue
-            self._named(column, "column")
+            if column is not None and column.id not in skip:
+                skip.add(column.id)
+                self._named(column, "column")
+
+    def _id_of(self, ref: ColumnRef) -> str | None:
+        found = self.view.column(ref[0], ref[1], among=self.facts.tables)
+        return found.id if found is not None else None
 
     def tables(self) -> None:
         for name in self.facts.tables:
