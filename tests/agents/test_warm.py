@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agents.llm.base import LLMError
 from agents.rag.agent import RagOptions
+from agents.sql.tiers import ModelTier
 from agents.warm import shared_schema, warm_pipeline
 from tests.agents.scripted import ScriptedLLM, sql_reply
 from tests.agents.test_pipeline import FRANCE, QUESTION, make
@@ -34,3 +35,12 @@ def test_a_schema_sliced_per_question_is_not_warmed(concert):
 def test_a_model_that_fails_to_warm_is_reported_not_raised(concert):
     report = warm_pipeline(make(concert, ScriptedLLM([LLMError("model gone")])))
     assert report.models == [] and "model gone" in report.error
+
+
+def test_warming_calls_the_tiers_it_is_given_instead_of_the_pipelines(concert):
+    pipelines_own, given = ScriptedLLM(["x"]), ScriptedLLM(["x"], name="given")
+    pipeline = make(concert, pipelines_own)
+    report = warm_pipeline(pipeline, [ModelTier("default", given)])
+    assert report.models == ["given"] and pipelines_own.calls == []
+    ((messages, options),) = given.calls
+    assert options["max_tokens"] == 1 and "CREATE TABLE singer" in messages[1]["content"]
