@@ -41,6 +41,7 @@ from server.errors import UnhandledErrorMiddleware, install_error_handlers
 from server.json_guard import JSONGuardMiddleware
 from server.limits import BodyLimitMiddleware, TimeoutMiddleware
 from server.metrics import MetricsMiddleware
+from server.readiness import WarmUp
 from server.responses import FastJSONResponse
 from server.routes_system import almanac_version
 from server.state import AppState
@@ -74,7 +75,9 @@ def create_app(
         # fewer handler threads than anyio's 40: less GIL hand-off, steadier latency
         to_thread.current_default_thread_limiter().total_tokens = state.settings.threads
         await run_in_threadpool(state.start)
-        state.asks.warm_up_in_background(models=state.settings.warm_on_start)
+        WarmUp(state.readiness, state.indices, state.asks).start(
+            models=state.settings.warm_on_start
+        )
         log.info("almanac %s serving %r", almanac_version(), state.store)
         try:
             yield

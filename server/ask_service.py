@@ -5,15 +5,15 @@ server's store, its current indices (asked per question, so a reindex job's swap
 up), the target database and the LLM tiers (``cascade_tiers`` small to large, ending with the
 default tier).
 
-The warm-up (``AskService.warm_up_in_background``, started with the server) follows the first
+The warm-up (:class:`server.readiness.WarmUp`, started with the server) follows the first
 index build and, with ``ALMANAC_WARM_ON_START``, loads each ask tier's model and then prefills
-them with the target's shared prompt prefix (``agents.warm``), recording each step in
-:attr:`AskService.readiness` (:mod:`server.readiness`). A question that arrives meanwhile waits
-for it instead of being refused: for the indices and the models (no gate slot held), then for
-the model's slot, where a warm-up call yields to questions (it enters the gate only when none
-is in progress) and the time behind the one that runs is not counted against the gate's wait,
-all within the question's deadline (503 when the warm-up has not finished by then); the
-question is then answered within what is left of its deadline.
+them with the target's shared prompt prefix, recording each step in
+:attr:`AskService.readiness`. A question that arrives meanwhile waits for it instead of being
+refused: for the indices and the models (no gate slot held), then for the model's slot, where
+a warm-up call yields to questions (it enters the gate only when none is in progress) and the
+time behind the one that runs is not counted against the gate's wait, all within the
+question's deadline (503 when the warm-up has not finished by then); the question is then
+answered within what is left of its deadline.
 
 How a question passes the LLM gate (:class:`server.limits.LLMGate`): ``ask`` and ``stream``
 admit it first (429 when ``concurrency + queue`` questions are in progress) and wait until the
@@ -50,21 +50,13 @@ from agents.pipeline import AskOptions, Pipeline, QuestionError
 from agents.pipeline_options import PipelineOptions
 from agents.rag.schema_slice import NotProfiledError
 from agents.sql.tiers import ModelTier
-from agents.warm import WarmReport, warm_pipeline
 from indices.index_set import IndexSet
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from server.limits import Admission, GateTimeoutError, LLMGate
 from server.llm_factory import LLMTiers
 from server.metrics import Metrics
-from server.readiness import (
-    INDICES,
-    MODEL_PREFIX,
-    PREFILL,
-    Phase,
-    Readiness,
-    model_component,
-)
+from server.readiness import MODEL_PREFIX, Readiness, model_component
 from server.sql_pool import SqlPool
 from ukf import QueryContext
 
@@ -90,7 +82,7 @@ class AskService:
         sql_pool: where the corrected SQL of feedback runs (default: 4 running, 32 waiting,
             2 per key).
         options: the pipeline's options (feedback agreement, budgets, sampling).
-        readiness: where the warm-up records its progress (default: a new one).
+        readiness: the warm-up's progress, which questions wait for (default: a new one).
     """
 
     def __init__(
@@ -154,73 +146,6 @@ class AskService:
         assert self.llms is not None
         return list(self.tier_names or [self.llms.default])
 
-    def warm_up_in_background(self, *, models: bool) -> list[threading.Thread]:
-        """Follow the first index build and, with ``models`` (and a target and LLM tiers),
-        load the ask tiers' models and prefill them (:meth:`warm_up`), in daemon threads;
-        each component is registered in :attr:`readiness` before this returns."""
-        self.readiness.add(INDICES)
-        self.readiness.mark(INDICES, Phase.WARMING)
-        threads = [threading.Thread(target=self._follow_indices, name="almanac-ready-indices")]
-        if models and self.target is not None and self.llms is not None:
-            for name in self.ask_tiers():
-                self.readiness.add(model_component(name))
-            self.readiness.add(PREFILL)
-            threads.append(threading.Thread(target=self._warm_up_logged, name="almanac-warm"))
-        for thread in threads:
-            thread.daemon = True
-            thread.start()
-        return threads
-
-    def _follow_indices(self) -> None:
-        self.indices.wait_settled()
-        status = self.indices.status()
-        if status["ready"]:
-            self.readiness.mark(INDICES, Phase.READY)
-        elif status["error"]:
-            self.readiness.mark(INDICES, Phase.FAILED, status["error"])
-
-    def _warm_up_logged(self) -> None:
-        try:
-            self.warm_up()
-        except Exception as exc:
-            log.exception("warming the models failed; the first question will be slower")
-            self.readiness.mark(PREFILL, Phase.FAILED, f"{type(exc).__name__}: {exc}")
-
-    def warm_up(self) -> WarmReport | None:
-        """Load each ask tier's model (a failure is marked and logged), then, once the indices
-        are built, prefill the models with the target's shared prompt prefix, each call
-        taking a warm-up turn at the gate (after every question in progress)."""
-        if self.target is None or self.llms is None:
-            return None
-        for name in self.ask_tiers():
-            self._load(name)
-        self.indices.wait_settled()
-        if not self.indices.status()["ready"]:
-            self.readiness.mark(PREFILL, Phase.SKIPPED, "the indices are not built")
-            return None
-        self.readiness.mark(PREFILL, Phase.WARMING)
-        report = warm_pipeline(self.pipeline(), self._tiers(warm_up=True))
-        if report.error:
-            self.readiness.mark(PREFILL, Phase.FAILED, report.error)
-        elif not report.models:
-            reason = "no prompt prefix shared by every question (schema sliced or not profiled)"
-            self.readiness.mark(PREFILL, Phase.SKIPPED, reason)
-        else:
-            self.readiness.mark(PREFILL, Phase.READY)
-        return report
-
-    def _load(self, name: str) -> None:
-        assert self.llms is not None
-        component = model_component(name)
-        self.readiness.mark(component, Phase.WARMING)
-        try:
-            self.llms.get(name)
-        except Exception as exc:
-            log.exception("loading the model of LLM tier %s failed", name)
-            self.readiness.mark(component, Phase.FAILED, f"{type(exc).__name__}: {exc}")
-        else:
-            self.readiness.mark(component, Phase.READY)
-
     def _ready_to_answer(
         self, admission: Admission, options: AskOptions, began: float
     ) -> AskOptions:
@@ -243,6 +168,11 @@ class AskService:
         if left <= 0:
             raise _warming(began, "the model is still busy with the warm-up")
         return replace(options, deadline_s=round(max(left, 0.1), 1))
+
+    def warm_up_tiers(self) -> list[ModelTier]:
+        """The ask tiers, each call taking the warm-up's turn at the gate (after every
+        question in progress): what :class:`server.readiness.WarmUp` prefills."""
+        return self._tiers(warm_up=True)
 
     def _tiers(self, *, warm_up: bool = False) -> list[ModelTier]:
         """The ask tiers, gated per call (``warm_up``: with the warm-up's low priority)."""

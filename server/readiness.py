@@ -1,7 +1,7 @@
-"""What the server still warms up after start, per component: :class:`Readiness`.
+"""What the server still warms up after start, per component (:class:`Readiness`), and the
+warm-up itself (:class:`WarmUp`, started by the app's lifespan).
 
-Components, registered when the warm-up starts (:meth:`server.ask_service.AskService.
-warm_up_in_background`):
+Components, registered when the warm-up starts:
 
 - ``indices``: the first build of the index set;
 - ``model:<tier>``: each ask tier's model, loaded at start (``ALMANAC_WARM_ON_START``);
@@ -20,13 +20,21 @@ when the server is ready.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agents.warm import WarmReport, warm_pipeline
+from indices.index_set import IndexSet
+
+if TYPE_CHECKING:
+    from server.ask_service import AskService
+
+log = logging.getLogger(__name__)
 INDICES, PREFILL, MODEL_PREFIX = "indices", "prefill", "model:"
 
 
@@ -146,3 +154,76 @@ def overall_of(components: Iterable[Component]) -> str:
     if any(not c.phase.settled for c in found.values()):
         return "warming"
     return "ready"
+
+
+class WarmUp:
+    """The server's warm-up, each step recorded in ``readiness``: follow the first build of
+    ``indices``; with models, load each of the ask tiers' models (``asks.llms``), then, once
+    the indices are built, prefill them with the target's shared prompt prefix
+    (:func:`agents.warm.warm_pipeline`), each call taking the warm-up's turn at the LLM gate
+    (after every question in progress: a question asked meanwhile is served first)."""
+
+    def __init__(self, readiness: Readiness, indices: IndexSet, asks: AskService) -> None:
+        self.readiness, self.indices, self.asks = readiness, indices, asks
+
+    def start(self, *, models: bool) -> list[threading.Thread]:
+        """Register the components, then warm up in daemon threads; ``models``: load and
+        prefill the models too (when a target and LLM tiers are configured)."""
+        self.readiness.add(INDICES)
+        self.readiness.mark(INDICES, Phase.WARMING)
+        threads = [threading.Thread(target=self._follow_indices, name="almanac-ready-indices")]
+        if models and self.asks.target is not None and self.asks.llms is not None:
+            for name in self.asks.ask_tiers():
+                self.readiness.add(model_component(name))
+            self.readiness.add(PREFILL)
+            threads.append(threading.Thread(target=self._run_logged, name="almanac-warm"))
+        for thread in threads:
+            thread.daemon = True
+            thread.start()
+        return threads
+
+    def _follow_indices(self) -> None:
+        self.indices.wait_settled()
+        status = self.indices.status()
+        if status["ready"]:
+            self.readiness.mark(INDICES, Phase.READY)
+        elif status["error"]:
+            self.readiness.mark(INDICES, Phase.FAILED, status["error"])
+
+    def _run_logged(self) -> None:
+        try:
+            self.run()
+        except Exception as exc:
+            log.exception("warming the models failed; the first question will be slower")
+            self.readiness.mark(PREFILL, Phase.FAILED, f"{type(exc).__name__}: {exc}")
+
+    def run(self) -> WarmReport | None:
+        """Load the models (a failure is marked and logged), then prefill them."""
+        for name in self.asks.ask_tiers():
+            self._load(name)
+        self.indices.wait_settled()
+        if not self.indices.status()["ready"]:
+            self.readiness.mark(PREFILL, Phase.SKIPPED, "the indices are not built")
+            return None
+        self.readiness.mark(PREFILL, Phase.WARMING)
+        report = warm_pipeline(self.asks.pipeline(), self.asks.warm_up_tiers())
+        if report.error:
+            self.readiness.mark(PREFILL, Phase.FAILED, report.error)
+        elif not report.models:
+            reason = "no prompt prefix shared by every question (schema sliced or not profiled)"
+            self.readiness.mark(PREFILL, Phase.SKIPPED, reason)
+        else:
+            self.readiness.mark(PREFILL, Phase.READY)
+        return report
+
+    def _load(self, name: str) -> None:
+        assert self.asks.llms is not None
+        component = model_component(name)
+        self.readiness.mark(component, Phase.WARMING)
+        try:
+            self.asks.llms.get(name)
+        except Exception as exc:
+            log.exception("loading the model of LLM tier %s failed", name)
+            self.readiness.mark(component, Phase.FAILED, f"{type(exc).__name__}: {exc}")
+        else:
+            self.readiness.mark(component, Phase.READY)
