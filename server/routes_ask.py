@@ -11,7 +11,10 @@
 The handlers are coroutines: a question is answered on the ask service's threads and a
 feedback's SQL in its SQL pool (429 when full), so neither holds a request handler thread
 while SQL runs. A question's deadline is ``ALMANAC_LIMITS__ASK_DEADLINE_S`` (by default the
-request timeout less a margin): past it no SQL is drawn, run or repaired.
+request timeout less a margin): past it no SQL is drawn, run or repaired. A question asked
+while the server warms up (``/v1/health`` says ``starting`` or ``warming``) waits for the
+indices and the models within that deadline rather than being refused (503 only when the
+warm-up outlasts it; see :mod:`server.ask_service`).
 """
 
 from __future__ import annotations
