@@ -118,7 +118,10 @@ class _GuardedStore:
 
 class _ReportingDescriber:
     """Wraps a describer: counts its calls and checks for cancellation before each one
-    (progress lines come from ``profile_database``'s callback)."""
+    (progress lines come from ``profile_database``'s callback). A call under way is stopped by
+    the job's :attr:`JobContext.cancellation`, current in the worker's thread: the describer's
+    :class:`~kb.profile.model.StopProfiling` becomes the job's cancellation in
+    :meth:`JobContext.run`."""
 
     def __init__(self, inner: Describer, context: JobContext) -> None:
         self.inner, self.context, self.calls = inner, context, 0

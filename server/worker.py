@@ -6,6 +6,11 @@ it learns whether to stop: the job was cancelled (→ ``cancelled``), the worker
 down (→ the job goes back to the queue), or the job was taken from this worker after a missed
 heartbeat (→ nothing more is written). An exception fails the job with its message.
 
+The job's :attr:`JobContext.cancellation` is current (``agents.llm.base.cancellation_scope``)
+while its runner runs, and is cancelled together with the job (or when the job is lost or the
+worker stops): an LLM call the runner makes stops within about a second, even mid-prefill or
+while waiting for a model another caller holds, and the job ends ``cancelled`` as at a check.
+
 A second thread sends heartbeats for the running job every third of the lease and picks up
 cancellations requested through other processes. Library log records emitted by the job's
 thread (``kb``, ``indices``, ``agents``, ...) are copied into the job's log.
@@ -23,6 +28,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agents.llm.base import Cancellation, LLMCancelledError, cancellation_scope
 from kb.profile.model import StopProfiling
 from server.jobs import CANCELLED, FAILED, SUCCEEDED, Job, JobQueue
 from server.metrics import Metrics
@@ -39,7 +45,12 @@ class JobInterruptedError(StopProfiling):
 
 
 class JobContext:
-    """What a runner sees of its job."""
+    """What a runner sees of its job.
+
+    Attributes:
+        cancellation: cancelled when the job must stop (cancelled, lost, or the worker
+            stopping); current for the LLM calls of the runner's thread.
+    """
 
     def __init__(
         self,
@@ -54,6 +65,7 @@ class JobContext:
         self._stopping = stopping
         self._cancel = threading.Event()
         self._lost = threading.Event()
+        self.cancellation = Cancellation()
         self._report_every_s = report_every_s
         self._last_report = 0.0
 
@@ -71,9 +83,27 @@ class JobContext:
 
     def request_cancel(self) -> None:
         self._cancel.set()
+        self.cancellation.cancel(f"job {self.job_id} was cancelled")
 
     def mark_lost(self) -> None:
         self._lost.set()
+        self.cancellation.cancel(f"job {self.job_id} is no longer this worker's")
+
+    def interrupt(self) -> None:
+        """The worker is stopping: end the runner's LLM call under way (the next check raises)."""
+        self.cancellation.cancel("the worker is shutting down")
+
+    def run(self, runner: JobRunner) -> dict[str, Any] | None:
+        """``runner(self)`` with :attr:`cancellation` current; a stopped LLM call or
+        profiling run becomes the :meth:`check` error that says why."""
+        with cancellation_scope(self.cancellation):
+            try:
+                return runner(self)
+            except (JobCancelledError, JobInterruptedError):
+                raise
+            except (LLMCancelledError, StopProfiling):
+                self.check()  # raises when the stop came from this job's cancellation
+                raise
 
     @property
     def lost(self) -> bool:
@@ -166,6 +196,9 @@ class JobWorker:
         """Stop claiming; a running job is interrupted at its next check and requeued."""
         self._stopping.set()
         self._wake.set()
+        current = self._current
+        if current is not None:
+            current.interrupt()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -250,7 +283,7 @@ class JobWorker:
         job, queue, wid = context.job, self.queue, self.worker_id
         try:
             context.check()
-            result = self.runners[job.kind](context) or {}
+            result = context.run(self.runners[job.kind]) or {}
         except JobCancelledError:
             queue.finish(job.id, wid, CANCELLED, message="cancelled while running")
             return CANCELLED

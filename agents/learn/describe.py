@@ -19,7 +19,9 @@ then validated and cleaned: whitespace folded, descriptions trimmed on a word bo
 synonyms deduplicated case-insensitively, synonyms equal to the name (in any spelling:
 ``cust_nm``, ``cust nm``, ``Cust-Nm``) dropped, overlong ones dropped, the count capped.
 Anything unusable raises :class:`DescriberError` with the raw output; the profiler logs it and
-goes on (``kb.profile.entries``).
+goes on (``kb.profile.entries``). A call stopped by the current
+:class:`~agents.llm.base.Cancellation` raises :class:`DescribingCancelled` instead, which stops
+the whole profiling run (a :class:`~kb.profile.model.StopProfiling`).
 
 Prompts: ``agents/learn/prompts/describe_system.j2``, ``describe_table.j2``, ``describe_columns.j2``
 and ``describe_enums.j2``.
@@ -35,9 +37,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agents.llm.base import LLM, LLMOutputError, Message
+from agents.llm.base import LLM, LLMCancelledError, LLMOutputError, Message
 from agents.templates import render
-from kb.profile.model import ColumnProfile, Description, TableProfile
+from kb.profile.model import ColumnProfile, Description, StopProfiling, TableProfile
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,14 @@ class DescriberError(ValueError):
     def __init__(self, subject: str, problem: str, raw: str) -> None:
         super().__init__(f"describing {subject}: {problem}; model output: {raw[:300]!r}")
         self.subject, self.raw = subject, raw
+
+
+class DescribingCancelled(StopProfiling):
+    """The model call describing ``subject`` was cancelled: profiling stops, writing nothing."""
+
+    def __init__(self, subject: str, reason: str) -> None:
+        super().__init__(f"describing {subject}: {reason}")
+        self.subject = subject
 
 
 # ------------------------------------------------------------------ answer models
@@ -353,6 +363,8 @@ class LLMDescriber:
             )
         except LLMOutputError as exc:
             raise DescriberError(subject, "the answer is not JSON", exc.raw) from exc
+        except LLMCancelledError as exc:
+            raise DescribingCancelled(subject, str(exc)) from exc
         return result.text
 
     def _description(

@@ -20,15 +20,22 @@ the started reply itself; an OpenAI-compatible server does when it is marked ``p
 answers freely and :func:`continue_reply` keeps the reply from the prefix on, cut at the first
 stop after it. The SQL-gen agent starts replies with an open ```sql fence and stops at the
 closing one, so a small model cannot wander into long explanations before or after the query.
+
+A call is stopped from outside by a :class:`Cancellation` made current with
+:func:`cancellation_scope`: the backends and wrappers here end it within about a second with
+:class:`LLMCancelledError`, whether it waits for the model, prefills, generates or sleeps
+before a retry.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -55,6 +62,106 @@ class LLMOutputError(LLMError):
 
 class LLMBusyError(LLMError):
     """Every slot stayed taken for the whole wait: the caller should answer 429/503."""
+
+
+class LLMCancelledError(LLMError):
+    """The call was stopped by its :class:`Cancellation`; never retried, never cached."""
+
+
+class Cancellation:
+    """A flag set from another thread to stop the LLM calls made on its owner's behalf.
+
+    The owner (a job runner, a request) makes it current with :func:`cancellation_scope` and
+    calls :meth:`cancel` when the work must stop; backends look at :func:`current_cancellation`
+    while waiting for the model, between prefill chunks and between generated tokens.
+
+    Why a context-local token and not a ``chat`` parameter: the calls to stop are made deep
+    inside code that knows nothing of jobs (a describer built by a factory, the profiler, the
+    wrappers of :mod:`agents.llm`), and every ``LLM`` implementation and caller would have to
+    thread one more argument through. A context variable reaches the backend through all of
+    them, and stays out of calls made by other threads (a question answered meanwhile). Work
+    handed to another thread carries it only when run in a copied context
+    (``contextvars.copy_context().run``).
+    """
+
+    CHECK_EVERY_S = 0.1
+    """How often a wait (for the model, for a slot, before a retry) looks at the flag."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._reason = ""
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the calls under this token (the first reason is kept)."""
+        if not self._event.is_set():
+            self._reason = reason
+            self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    @property
+    def reason(self) -> str:
+        return self._reason
+
+    def raise_if_cancelled(self, what: str) -> None:
+        """:class:`LLMCancelledError` naming ``what`` when the token is cancelled."""
+        if self._event.is_set():
+            raise LLMCancelledError(f"{what}: {self._reason}")
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, waking early when cancelled; whether it was cancelled."""
+        return self._event.wait(seconds)
+
+
+_CURRENT: contextvars.ContextVar[Cancellation | None] = contextvars.ContextVar(
+    "llm_cancellation", default=None
+)
+
+
+def current_cancellation() -> Cancellation | None:
+    """The token of the work this thread does now, if its owner set one."""
+    return _CURRENT.get()
+
+
+def raise_if_cancelled(what: str) -> None:
+    """:class:`LLMCancelledError` when the current token (if any) is cancelled."""
+    token = _CURRENT.get()
+    if token is not None:
+        token.raise_if_cancelled(what)
+
+
+@contextlib.contextmanager
+def cancellation_scope(token: Cancellation | None) -> Iterator[Cancellation | None]:
+    """Make ``token`` current for the LLM calls made inside the block (None: no token)."""
+    reset = _CURRENT.set(token)
+    try:
+        yield token
+    finally:
+        _CURRENT.reset(reset)
+
+
+def acquire_cancellable(lock: Any, what: str, timeout: float | None = None) -> bool:
+    """Acquire ``lock`` (a lock or semaphore), looking at the current token every
+    :attr:`Cancellation.CHECK_EVERY_S`: :class:`LLMCancelledError` once it is cancelled, False
+    after ``timeout`` seconds (None: wait as long as it takes)."""
+    token = _CURRENT.get()
+    if token is None:
+        return bool(lock.acquire() if timeout is None else lock.acquire(timeout=timeout))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        token.raise_if_cancelled(what)
+        step = Cancellation.CHECK_EVERY_S
+        if deadline is not None:
+            step = min(step, deadline - time.monotonic())
+            if step <= 0:
+                return False
+        if lock.acquire(timeout=step):
+            if token.cancelled:  # cancelled while acquiring: do not start the work
+                lock.release()
+                token.raise_if_cancelled(what)
+            return True
 
 
 @dataclass(frozen=True)
@@ -141,6 +248,9 @@ class LLMWrapper:
 class ResilientLLM(LLMWrapper):
     """Retries, backoff and a concurrency limit around any :class:`LLM`.
 
+    A cancelled call (:class:`LLMCancelledError`) is not retried; the waits for a slot and
+    between attempts end as soon as the current :class:`Cancellation` is cancelled.
+
     Args:
         inner: The backend.
         retries: Extra attempts after a failure (timeouts and malformed JSON included).
@@ -175,12 +285,14 @@ class ResilientLLM(LLMWrapper):
 
     def _guarded(self, call: Callable[[], _T]) -> _T:
         """``call`` in a slot, retried with backoff on :class:`LLMError`."""
-        if not self._slots.acquire(timeout=self.max_wait_s):
+        if not acquire_cancellable(self._slots, self.name, self.max_wait_s):
             raise LLMBusyError(f"{self.name}: all slots busy for {self.max_wait_s:g} s")
         try:
             for attempt in range(self.retries + 1):
                 try:
                     return call()
+                except LLMCancelledError:
+                    raise
                 except LLMError as exc:
                     if attempt == self.retries:
                         raise
@@ -188,7 +300,11 @@ class ResilientLLM(LLMWrapper):
                     log.warning(
                         "%s failed (%s); retry %d in %.1f s", self.name, exc, attempt + 1, wait
                     )
-                    time.sleep(wait)
+                    token = current_cancellation()
+                    if token is None:
+                        time.sleep(wait)
+                    elif token.wait(wait):
+                        token.raise_if_cancelled(self.name)
             raise AssertionError("unreachable")
         finally:
             self._slots.release()

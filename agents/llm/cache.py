@@ -13,7 +13,9 @@ too: that is the point for a benchmark that must be repeatable.
 
 The file is SQLite in WAL mode with a busy timeout, so several threads (one connection
 behind a lock) and several processes (each with its own connection) share it safely. Errors
-are never stored: a failed call fails again on the next try instead of being replayed.
+are never stored: a failed call fails again on the next try instead of being replayed, and a
+cancelled one (the current :class:`~agents.llm.base.Cancellation` reaches ``inner`` as it is)
+is asked again in full.
 Two callers asking the same new key at once may both reach the model; the later answer
 wins the row and both answers are equally valid.
 """

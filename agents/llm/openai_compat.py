@@ -2,15 +2,22 @@
 
 It speaks the chat-completions protocol through the ``openai`` client; see
 :mod:`agents.llm.base` for the interface and the reply-prefix rules.
+
+Replies are not streamed (not every server streams ``n`` > 1 or JSON-schema answers). Under a
+:class:`~agents.llm.base.Cancellation` the request runs in a thread of its own and the call
+stops waiting for it as soon as the token is cancelled; the abandoned request ends when the
+server answers or at its timeout, and its reply is dropped.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agents.llm.base import (
+    Cancellation,
     ChatResult,
     Completion,
     LLMError,
@@ -19,6 +26,7 @@ from agents.llm.base import (
     Message,
     check_json,
     continue_reply,
+    current_cancellation,
 )
 
 
@@ -80,16 +88,18 @@ class OpenAICompatibleLLM:
             # vLLM continues the last message only when asked; other servers ignore the keys
             extra["extra_body"] = {"continue_final_message": True, "add_generation_prompt": False}
         try:
-            reply = self._client.chat.completions.create(
-                model=self.model,
-                messages=sent,  # type: ignore[arg-type]
-                n=n,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                stop=list(stop) if stop and (prefill or not reply_prefix) else None,
-                timeout=timeout,
-                seed=seed,
-                **extra,
+            reply = self._cancellable(
+                lambda: self._client.chat.completions.create(
+                    model=self.model,
+                    messages=sent,  # type: ignore[arg-type]
+                    n=n,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    stop=list(stop) if stop and (prefill or not reply_prefix) else None,
+                    timeout=timeout,
+                    seed=seed,
+                    **extra,
+                )
             )
         except openai.APITimeoutError as exc:
             raise LLMTimeoutError(f"{self.name}: {exc}") from exc
@@ -115,6 +125,31 @@ class OpenAICompatibleLLM:
             latency_s=time.perf_counter() - started,
         )
         return check_json(result) if json_schema else result
+
+    def _cancellable(self, request: Callable[[], Any]) -> Any:
+        """``request()``, here when no cancellation is current; otherwise in a thread of its
+        own, waited for until it ends or the token is cancelled (:class:`LLMCancelledError`)."""
+        token = current_cancellation()
+        if token is None:
+            return request()
+        token.raise_if_cancelled(self.name)
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome["reply"] = request()
+            except BaseException as exc:  # handed to the waiting caller
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="almanac-llm-request", daemon=True).start()
+        while not done.wait(Cancellation.CHECK_EVERY_S):
+            token.raise_if_cancelled(f"{self.name}: waiting for the reply")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["reply"]
 
 
 def _after_prefix(prefix: str, continuation: str) -> str:

@@ -9,7 +9,8 @@ prefix it starts with) and is sampled with its own temperature and seed until it
 The context must have been created with ``n_seq_max`` ≥ the number of replies and a unified
 KV cache (:func:`multi_sequence_context`). Afterwards the context holds the prompt alone in
 sequence 0, as after a one-sequence call, so llama-cpp-python's prefix reuse and the prompt
-state cache go on working.
+state cache go on working; so does a call stopped by the current
+:class:`~agents.llm.base.Cancellation` (looked at before each decoding step).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.llm.base import LLMError, LLMTimeoutError
+from agents.llm.base import LLMError, LLMTimeoutError, raise_if_cancelled
 
 # the sampler llama-cpp-python's completions use by default (see agents.llm.llamacpp)
 TOP_K, TOP_P, MIN_P = 40, 0.95, 0.05
@@ -92,6 +93,7 @@ def decode_parallel(
 
     Raises:
         LLMError: too many requests, or the prompt and replies do not fit the context.
+        LLMCancelledError: the current cancellation token was cancelled.
     """
     if not prompt:
         raise LLMError("parallel decoding needs a prompt")
@@ -176,6 +178,7 @@ class _ParallelDecoder:
                     f"llama.cpp: {len(active)} of {len(self.replies)} replies unfinished "
                     "at the timeout"
                 )
+            raise_if_cancelled(f"llama.cpp: decoding {len(active)} replies")
             outputs = self._decode([(seq, self.replies[seq].tokens[-1]) for seq in active])
             for seq in active:
                 self._accept(seq, outputs[seq])

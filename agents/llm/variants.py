@@ -8,7 +8,8 @@ from what they wrap. Any other :class:`~agents.llm.base.LLM` is asked one ``chat
 
 :func:`chat_variants` is the caller's entry point: a failure becomes that variant's reply
 (an :class:`~agents.llm.base.LLMError`), so one bad sample does not lose the others, while
-:class:`~agents.llm.base.LLMBusyError` propagates (the caller answers 429/503).
+:class:`~agents.llm.base.LLMBusyError` propagates (the caller answers 429/503), and so does
+:class:`~agents.llm.base.LLMCancelledError` (the work was stopped, not the sample).
 :func:`variants_of` raises instead; wrappers (retries, metrics, caches) build on it.
 """
 
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.llm.base import LLM, ChatResult, LLMBusyError, LLMError, Message
+from agents.llm.base import LLM, ChatResult, LLMBusyError, LLMCancelledError, LLMError, Message
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def chat_variants(
     if together is not None and len(variants) > 1:
         try:
             return list(together(messages, variants, **options))
-        except LLMBusyError:
+        except (LLMBusyError, LLMCancelledError):
             raise
         except LLMError as exc:
             return [exc] * len(variants)
@@ -80,7 +81,7 @@ def chat_variants(
     for variant in variants:
         try:
             replies.append(llm.chat(messages, **options, **variant.chat_options()))
-        except LLMBusyError:
+        except (LLMBusyError, LLMCancelledError):
             raise
         except LLMError as exc:
             replies.append(exc)
