@@ -45,6 +45,7 @@ EXPANSION_RELATIONS = (
     "has_level",
 )
 BUSINESS_TYPES = ("metric", "predicate", "taxonomy", "knowledge")
+SCHEMA_TYPES = ("table", "column", "enum")
 TYPE_ORDER = {
     t: i
     for i, t in enumerate(
@@ -266,10 +267,14 @@ def _cap_span_fanout(items: list[EvidenceItem], cap: int) -> list[EvidenceItem]:
 
     A value such as "Revenue" can sit in a column of every wide table; the entries kept are
     those whose table is also named by another span of the question ("Nova" → income_nova),
-    then the best scored. Entries left with no reason to be here are dropped.
+    then the best scored. Entries left with no reason to be here are dropped. Only schema
+    entries count against the cap: the metric or rule a span names ("revenue", "caliber")
+    is what the span means, and never crowded out by the columns holding the same word.
     """
     by_span: dict[tuple[int, int], list[EvidenceItem]] = {}
     for item in items:
+        if item.entry.type not in SCHEMA_TYPES:
+            continue
         for span in item.spans:
             by_span.setdefault(span, []).append(item)
     tables_of = {id(i): set(i.entry.tag_values("TABLE")) for i in items}

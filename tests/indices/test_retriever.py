@@ -180,3 +180,19 @@ def test_experiences_keep_their_share_of_a_tight_budget(store, kb):
     assert kb["past"].id not in starved.retrieve(question, context).ids()
     kept = _retriever(store, budget_tokens=budget).retrieve(question, context)
     assert kb["past"].id in kept.ids("experience") and kept.tokens <= budget and kept.dropped
+
+
+def test_a_metric_named_by_the_question_is_not_crowded_out_by_the_columns_holding_its_word(store):
+    # "Revenue" is a report-item value of every brand's wide table: more entries than a span
+    # keeps (per_span); the metric the word names must keep its span all the same
+    tables = [TableUKF.create("autofin", f"income_{brand}") for brand in "abcdefgh"]
+    columns = [ColumnUKF.create(table, "report_item_level1") for table in tables]
+    values = [EnumUKF.create(column, "Revenue") for column in columns]
+    revenue = MetricUKF.create(
+        "Revenue", "SUM(amount) WHERE report_item_level1 = 'Revenue'", database="autofin"
+    )
+    store.upsert_many([*tables, *columns, *values, revenue])
+    evidence = _retriever(store, per_span=3).retrieve("Nova revenue in June", AUTOFIN)
+    metric = next(item for item in evidence.items if item.entry.id == revenue.id)
+    assert "span" in metric.reasons and metric.spans == [(5, 12)]
+    assert len([i for i in evidence.items if i.entry.type == "enum" and i.spans]) == 3
