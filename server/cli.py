@@ -226,22 +226,7 @@ def run_demo(settings: Settings, *, serve: bool = True) -> int:
         engine.dispose()
         store.close()
     base = f"http://{settings.host}:{settings.port}"
-    print(
-        f"""
-Demo keys (shown once): analyst {secret}
-                        ops     {ops_secret}
-Try, once the server says it is up:
-
-  curl -s {base}/v1/ask -H 'Authorization: Bearer {secret}' \\
-       -H 'Content-Type: application/json' \\
-       -d '{{"question": "What was Nova revenue in June 2024 in USD, caliber B?"}}'
-
-  curl -s {base}/v1/jobs -H 'Authorization: Bearer {ops_secret}'
-  curl -s {base}/v1/health
-
-or, without the server: almanac ask "What was Nova revenue in June 2024 in USD, caliber B?"
-"""
-    )
+    print(demo_examples(base, secret, ops_secret))
     if describe_id:
         print(
             "The describe job shares the model with questions; to answer questions first, "
@@ -253,6 +238,41 @@ or, without the server: almanac ask "What was Nova revenue in June 2024 in USD, 
     from server.cli_server import serve_settings
 
     return serve_settings(settings)
+
+
+def demo_examples(base: str, secret: str, ops_secret: str) -> str:
+    """What the demo prints before serving: its keys, a curl for the first example question,
+    every example question with the AutoFin trait it shows (and the context it is asked in),
+    and the ``almanac ask`` variant. The questions are ``bench.autofin.demo_questions``, which
+    a test asks with the real models."""
+    from shlex import quote
+
+    from bench.autofin.demo_questions import DEMO_QUESTIONS
+
+    first = DEMO_QUESTIONS[0]
+    listed = "\n".join(
+        f"  {n}. [{q.trait}] {q.shows}\n     -d {quote(q.ask_body())}"
+        for n, q in enumerate(DEMO_QUESTIONS, 1)
+    )
+    return f"""
+Demo keys (shown once): analyst {secret}
+                        ops     {ops_secret}
+Try, once the server says it is up:
+
+  curl -s {base}/v1/ask -H 'Authorization: Bearer {secret}' \\
+       -H 'Content-Type: application/json' \\
+       -d {quote(first.ask_body())}
+
+  curl -s {base}/v1/jobs -H 'Authorization: Bearer {ops_secret}'
+  curl -s {base}/v1/health
+
+Example questions, one per AutoFin trait (the same curl with each body; the query time and
+user profile are the context the question is asked in):
+
+{listed}
+
+or, without the server: almanac ask {quote(first.question)}
+"""
 
 
 # Loggers whose INFO lines read like failures: faiss's loader tries its AVX512 and AVX2 builds
