@@ -12,6 +12,10 @@ lives in ``metadata``, outside the identity and the content hash: activating a c
 keeps its id. Activation clears the mark and sets ``status`` to ``active``; an entry the
 merge deactivated for a conflict keeps ``status`` as it was, so a conflict is never mistaken
 for a candidate waiting for its gate.
+
+:func:`rollback` undoes a job: every entry it activated goes back to inactive with status
+``rolled_back`` (kept, with its provenance, so re-mining still finds it and adds nothing; a
+reviewer may activate it again one by one).
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from ukf import BaseUKF
 
 MINING = "mining"
 CANDIDATE, ACTIVE, REJECTED = "candidate", "active", "rejected"
+ROLLED_BACK = "rolled_back"
+# statuses a mined entry may be activated (or rejected) from
+UNDECIDED = frozenset({CANDIDATE, ROLLED_BACK})
 
 
 def mining_note(entry: BaseUKF) -> dict[str, Any]:
@@ -45,10 +52,21 @@ def candidates(store: KnowledgeStore, *, job_id: str | None = None) -> list[Base
     return found
 
 
+def is_undecided(entry: BaseUKF) -> bool:
+    """A candidate, or an entry a rollback put back: inactive, awaiting a decision."""
+    return entry.inactive_mark and mining_note(entry).get("status") in UNDECIDED
+
+
 def _set_status(
     store: KnowledgeStore, ids: Iterable[str], status: str, *, active: bool, by: str
 ) -> list[str]:
-    entries = [e for e in store.get_many(ids).values() if is_candidate(e)]
+    entries = [e for e in store.get_many(ids).values() if is_undecided(e)]
+    return _write_status(store, entries, status, active=active, by=by)
+
+
+def _write_status(
+    store: KnowledgeStore, entries: list[BaseUKF], status: str, *, active: bool, by: str
+) -> list[str]:
     at = datetime.now(UTC).isoformat()
     changed = [
         e.clone(
@@ -66,7 +84,8 @@ def _set_status(
 
 
 def activate(store: KnowledgeStore, ids: Iterable[str], *, by: str = "system") -> list[str]:
-    """Make the candidates ``ids`` visible to retrieval; returns the ids activated."""
+    """Make the candidates ``ids`` (or rolled-back entries) visible to retrieval; returns
+    the ids activated."""
     return _set_status(store, ids, ACTIVE, active=True, by=by)
 
 
@@ -74,3 +93,28 @@ def reject(store: KnowledgeStore, ids: Iterable[str], *, by: str = "system") -> 
     """Keep the candidates ``ids`` inactive for good (re-mining merges into them, so a
     rejected fact does not come back as a new candidate)."""
     return _set_status(store, ids, REJECTED, active=False, by=by)
+
+
+def activated_by(
+    store: KnowledgeStore, job_id: str, *, workspace: str | None = None
+) -> list[BaseUKF]:
+    """The entries of mining job ``job_id`` that are active now (of ``workspace`` only when
+    given)."""
+    criteria: dict[str, Any] = {"source": "auto"}
+    if workspace is not None:
+        criteria["workspace"] = workspace
+    return [
+        e
+        for e in store.iterate(**criteria)
+        if mining_note(e).get("job_id") == job_id and mining_note(e).get("status") == ACTIVE
+    ]
+
+
+def rollback(
+    store: KnowledgeStore, job_id: str, *, by: str = "system", workspace: str | None = None
+) -> list[str]:
+    """Deactivate everything mining job ``job_id`` activated (status ``rolled_back``), in
+    one store write; returns the ids (of ``workspace`` only when given)."""
+    return _write_status(
+        store, activated_by(store, job_id, workspace=workspace), ROLLED_BACK, active=False, by=by
+    )
