@@ -12,6 +12,13 @@ and knows which SQL it is about.
   stored), then stored as a labeled, verified Experience;
 - ``wrong`` without a correction: the log entry records the verdict (it stays unlabeled).
 
+A correction (``wrong`` with a corrected SQL that differs from the answer's) also teaches the
+facts that differ between the two statements (:mod:`agents.learn.mine.correction`): they are
+listed in :attr:`FeedbackOutcome.learned`, scoped like the correction.
+
+Every verdict counts on the knowledge the answer used (:mod:`agents.learn.credit`): credit for
+``correct``, blame for ``wrong``; one answer counts once, and a changed verdict moves its count.
+
 A labeled experience is the asker's own at first (:mod:`agents.experience_review`): their next
 similar questions retrieve it as an example at once; it reaches everyone in their workspace
 (global when they have none) when enough users agree on it or a reviewer approves it.
@@ -23,11 +30,13 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from agents.experience_review import FINGERPRINT, PENDING, REVIEW, ExperienceReview
+from agents.experience_review import FINGERPRINT, PENDING, REVIEW, ExperienceReview, StringSource
+from agents.learn.credit import BlameThreshold, CreditOutcome, apply_verdict, count_for
+from agents.learn.mine.correction import LearnedFact, learn_from_correction
 from agents.sql.vote import fingerprint, is_ordered
 from kb.errors import KnowledgeNotFoundError
 from kb.store import KnowledgeStore
@@ -56,7 +65,9 @@ class FeedbackError(ValueError):
 @dataclass
 class FeedbackOutcome:
     """What feedback did: the experience it labeled (if any), and who sees it now (``scope``:
-    ``user``, ``workspace`` or ``global``; ``shared_id``: the shared copy)."""
+    ``user``, ``workspace`` or ``global``; ``shared_id``: the shared copy); the facts a
+    correction taught (``learned``), and the credit or blame counted on the knowledge the
+    answer used (``credit``)."""
 
     answer_id: str
     verdict: str
@@ -65,10 +76,19 @@ class FeedbackOutcome:
     row_count: int | None = None
     scope: str = "user"
     shared_id: str | None = None
+    learned: list[LearnedFact] = field(default_factory=list)
+    credit: CreditOutcome = field(default_factory=CreditOutcome)
 
 
 class ExperienceLog:
-    """Logs questions of one database and applies feedback on them."""
+    """Logs questions of one database and applies feedback on them.
+
+    Args:
+        agreement: see :class:`agents.experience_review.ExperienceReview`.
+        blame: when blame sends a used entry to review (:mod:`agents.learn.credit`).
+        strings: returns the current string index (phrases it knows are not learned again
+            from a correction); None: corrections are aligned without it.
+    """
 
     def __init__(
         self,
@@ -78,10 +98,14 @@ class ExperienceLog:
         dialect: str,
         *,
         agreement: int = 2,
+        blame: BlameThreshold | None = None,
+        strings: StringSource | None = None,
     ) -> None:
         self.store, self.database = store, database
         self.database_name, self.dialect = database_name, dialect
-        self.review = ExperienceReview(store, agreement=agreement)
+        self.blame = blame or BlameThreshold()
+        self.strings = strings
+        self.review = ExperienceReview(store, agreement=agreement, strings=strings)
         self._lock = threading.Lock()
 
     def record(
@@ -93,8 +117,11 @@ class ExperienceLog:
         reasoning: str = "",
         columns: list[str] | None = None,
         extra: Mapping[str, Any] | None = None,
+        knowledge: list[str] | None = None,
     ) -> tuple[str, str]:
-        """Store the question as an unlabeled Experience; return (answer id, experience id)."""
+        """Store the question as an unlabeled Experience; return (answer id, experience id).
+
+        ``knowledge``: ids of the entries the answer used (feedback credits or blames them)."""
         context = context or QueryContext()
         with self._lock:
             entry = ExperienceUKF.create(
@@ -114,7 +141,11 @@ class ExperienceLog:
             previous = _get(self.store, entry.id)
             answers = dict(previous.content_resources.get("answers", {})) if previous else {}
             answer_id = f"{entry.id}-{secrets.token_hex(6)}"
-            answers[answer_id] = {"sql": sql, "at": datetime.now(UTC).isoformat()}
+            answers[answer_id] = {
+                "sql": sql,
+                "at": datetime.now(UTC).isoformat(),
+                "knowledge": list(dict.fromkeys(knowledge or [])),
+            }
             answers = dict(list(answers.items())[-MAX_ANSWERS_KEPT:])
             resources = {**entry.content_resources, "answers": answers, **(extra or {})}
             resources["asked"] = (
@@ -144,8 +175,8 @@ class ExperienceLog:
         elif corrected_sql is not None:
             sql = corrected_sql
         else:
-            self._note_verdict(logged, answer_id, verdict, comment, reviewer)
-            return FeedbackOutcome(answer_id, verdict, logged.id, labeled=False)
+            credit = self._note_verdict(logged, answer_id, verdict, comment, reviewer)
+            return FeedbackOutcome(answer_id, verdict, logged.id, labeled=False, credit=credit)
         if not sql:
             raise FeedbackError(f"answer {answer_id} has no SQL to confirm; send corrected_sql")
         results = self.database.execute(sql, max_rows=1000)
@@ -174,14 +205,16 @@ class ExperienceLog:
                     "comment": comment,
                     "reviewer": reviewer,
                     "corrected": corrected_sql is not None,
+                    "answered_sql": answered,
                     "at": datetime.now(UTC).isoformat(),
                 },
             },
         )
         self.store.upsert(labeled)
         assert isinstance(labeled, ExperienceUKF)
+        learned = self._learn(labeled, answered, verdict)
         sharing = self.review.after_feedback(labeled)
-        self._note_verdict(logged, answer_id, verdict, comment, reviewer)
+        credit = self._note_verdict(logged, answer_id, verdict, comment, reviewer)
         return FeedbackOutcome(
             answer_id,
             verdict,
@@ -190,7 +223,22 @@ class ExperienceLog:
             results.row_count,
             scope=sharing.scope,
             shared_id=sharing.shared_id,
+            learned=[*learned, *sharing.learned],
+            credit=credit,
         )
+
+    def _learn(
+        self, labeled: ExperienceUKF, answered: str | None, verdict: str
+    ) -> list[LearnedFact]:
+        """The facts a correction teaches in its own scope (a shared copy teaches its layer's
+        when :class:`ExperienceReview` shares it)."""
+        if verdict != "wrong" or labeled.sql == answered:
+            return []
+        if labeled.owner is None:
+            return []  # shared at once: after_feedback learns from it as the shared copy
+        strings = self.strings() if self.strings is not None else None
+        learning = learn_from_correction(self.store, labeled, wrong_sql=answered, strings=strings)
+        return learning.facts
 
     def _logged(self, answer_id: str, reader: Reader | None) -> ExperienceUKF:
         experience_id = answer_id[:ID_LENGTH]
@@ -206,19 +254,32 @@ class ExperienceLog:
         verdict: str,
         comment: str,
         reviewer: str | None,
-    ) -> None:
+    ) -> CreditOutcome:
+        """Record the verdict on the answer and count it on the knowledge the answer used
+        (once per answer: a changed verdict moves the count)."""
         with self._lock:
             current = _get(self.store, logged.id) or logged
             answers = dict(current.content_resources.get("answers", {}))
+            record = dict(answers.get(answer_id, {}))
+            count = count_for(verdict)
+            previous = record.get("counted")
             if answer_id in answers:
                 answers[answer_id] = {
-                    **answers[answer_id],
+                    **record,
                     "verdict": verdict,
                     "comment": comment,
                     "reviewer": reviewer,
+                    "counted": count,
                 }
             resources = {**current.content_resources, "answers": answers}
-            self.store.upsert(current.clone(content_resources=resources))
+            return apply_verdict(
+                self.store,
+                [uid for uid in record.get("knowledge") or [] if uid != current.id],
+                count,
+                previous=previous if previous in ("credit", "blame") else None,
+                threshold=self.blame,
+                also=[current.clone(content_resources=resources)],
+            )
 
 
 def _get(store: KnowledgeStore, ukf_id: str, reader: Reader | None = None) -> ExperienceUKF | None:

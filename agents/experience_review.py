@@ -14,6 +14,12 @@ Feedback given with system access (no asker: the CLI, benchmarks, offline jobs) 
 shared at once. The shared copy names the private copies it came from in ``parents`` and how
 it was shared in ``content_resources["review"]``.
 
+A shared correction also teaches its facts to the shared layer: the SQL facts that differ
+between the answered and the corrected SQL (:mod:`agents.learn.mine.correction`), mined from
+the shared copy, so they take its workspace (or the global layer) and no owner. A private
+correction's facts are its asker's alone (:class:`agents.experience_log.ExperienceLog` mines
+them when the feedback arrives); a rejected correction's facts stay private with it.
+
 Reviewers see and decide only what their scope covers: a reviewer working in a workspace, the
 corrections made in it; a reviewer without a workspace, every correction (and only such a
 reviewer may share into the global layer). An entry out of a reviewer's scope is unknown to
@@ -22,10 +28,13 @@ them (404), like an entry that does not exist.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agents.learn.mine.correction import LearnedFact, learn_from_correction
+from indices.string import StringIndex
 from kb.errors import KnowledgeNotFoundError
 from kb.store import KnowledgeStore
 from ukf import ExperienceUKF
@@ -36,6 +45,8 @@ PENDING, SHARED, APPROVED, REJECTED = "pending", "shared", "approved", "rejected
 # who gave the feedback a shared copy keeps as its creator (an identity field: the shared copy
 # of a question has one id whoever corrected it, so a later sharing replaces it)
 FEEDBACK_CREATOR = "feedback"
+# the current string index (indices are swapped while the server runs)
+StringSource = Callable[[], StringIndex | None]
 
 
 class ReviewError(LookupError):
@@ -49,10 +60,12 @@ class ReviewError(LookupError):
 @dataclass(frozen=True)
 class Sharing:
     """Where a correction is visible now: ``user`` (its asker only), ``workspace`` or
-    ``global``; ``shared_id`` is the shared copy's id (None while private)."""
+    ``global``; ``shared_id`` is the shared copy's id (None while private); ``learned``: the
+    facts the shared copy taught its layer."""
 
     scope: str
     shared_id: str | None = None
+    learned: list[LearnedFact] = field(default_factory=list)
 
 
 class ExperienceReview:
@@ -62,24 +75,27 @@ class ExperienceReview:
         store: the knowledge store.
         agreement: distinct users whose corrections of one question must agree before it is
             shared without a review (1: every correction is shared at once).
+        strings: the current string index, for learning facts from a shared correction.
     """
 
-    def __init__(self, store: KnowledgeStore, *, agreement: int = 2) -> None:
+    def __init__(
+        self, store: KnowledgeStore, *, agreement: int = 2, strings: StringSource | None = None
+    ) -> None:
         if agreement < 1:
             raise ValueError(f"agreement must be at least 1, got {agreement}")
-        self.store, self.agreement = store, agreement
+        self.store, self.agreement, self.strings = store, agreement, strings
 
     # ------------------------------------------------------------------ after feedback
     def after_feedback(self, entry: ExperienceUKF) -> Sharing:
         """Share ``entry`` (a correction just stored) if it is trusted or now agreed on."""
         if entry.owner is None:
-            return Sharing(layer_of(entry.workspace), entry.id)
+            return Sharing(layer_of(entry.workspace), entry.id, self._learn(entry))
         peers = self._agreeing(entry)
         owners = sorted({peer.owner for peer in peers if peer.owner is not None})
         if len(owners) < self.agreement:
             return Sharing("user")
         shared = self._share(entry, peers, {"how": "agreement", "users": owners})
-        return Sharing(layer_of(entry.workspace), shared.id)
+        return Sharing(layer_of(entry.workspace), shared.id, self._learn(shared))
 
     def _agreeing(self, entry: ExperienceUKF) -> list[ExperienceUKF]:
         """Private corrections of the same question in the same workspace with the same
@@ -120,7 +136,7 @@ class ExperienceReview:
         entry = self._reviewable(experience_id, workspace)
         note = {"how": "review", "reviewer": reviewer}
         shared = self._share(entry, [entry], note)
-        return Sharing(layer_of(entry.workspace), shared.id)
+        return Sharing(layer_of(entry.workspace), shared.id, self._learn(shared))
 
     def reject(
         self, experience_id: str, reviewer: str, *, workspace: str | None, reason: str = ""
@@ -142,6 +158,21 @@ class ExperienceReview:
         if _status(entry) != PENDING:
             raise ReviewError(f"correction {experience_id} is {_status(entry)} already", 409)
         return entry
+
+    # ------------------------------------------------------------------ learning
+    def _learn(self, shared: ExperienceUKF) -> list[LearnedFact]:
+        """The facts a shared correction teaches its layer (none for a confirmation)."""
+        note = shared.content_resources.get("feedback")
+        if (
+            not isinstance(note, dict)
+            or not note.get("corrected")
+            or note.get("verdict") != "wrong"
+        ):
+            return []
+        if note.get("answered_sql") == shared.sql:
+            return []
+        strings = self.strings() if self.strings is not None else None
+        return learn_from_correction(self.store, shared, strings=strings).facts
 
     # ------------------------------------------------------------------ writing
     def _share(

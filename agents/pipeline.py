@@ -29,6 +29,7 @@ from typing import Any
 
 from agents.answer import Answer, Candidate, StageReport
 from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
+from agents.learn.credit import BlameThreshold
 from agents.llm.base import LLM
 from agents.pipeline_options import PipelineOptions
 from agents.rag.agent import RagAgent, RagContext
@@ -39,7 +40,9 @@ from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
 from agents.sql.refine import DEADLINE_NOTE
 from agents.sql.tiers import ModelTier, build_cascade
+from indices.index_set import IndexNotReadyError
 from indices.retriever import Retriever
+from indices.string import StringIndex
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from kb.visibility import Reader
@@ -125,7 +128,16 @@ class Pipeline:
             database_name,
             self.dialect,
             agreement=self.options.feedback_agreement,
+            blame=BlameThreshold(self.options.blame_threshold),
+            strings=self._strings,
         )
+
+    def _strings(self) -> StringIndex | None:
+        """The current string index (None while the indices are not ready)."""
+        try:
+            return self.rag.retriever.strings
+        except IndexNotReadyError:  # learning from a correction goes on without it
+            return None
 
     @property
     def default_llm(self) -> LLM:
@@ -184,7 +196,9 @@ class Pipeline:
         reader: Reader | None = None,
     ) -> FeedbackOutcome:
         """Apply feedback on an earlier answer (see ``agents.experience_log``); ``reader`` is
-        who gives it: answers they cannot see are unknown to them."""
+        who gives it: answers they cannot see are unknown to them. The outcome lists the facts
+        a correction taught (``learned``) and the credit or blame counted on the knowledge
+        the answer used (``credit``)."""
         return self.experiences.feedback(
             answer_id,
             verdict,
@@ -313,6 +327,7 @@ class Pipeline:
             reasoning=answer.reasoning,
             columns=answer.columns,
             extra={"confidence": answer.confidence, "tier": answer.tier, "error": answer.error},
+            knowledge=[k.id for k in answer.knowledge],
         )
         answer.stages.append(StageReport(stage="log", seconds=time.perf_counter() - started))
 

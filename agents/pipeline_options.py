@@ -33,3 +33,6 @@ class PipelineOptions:
     # distinct users whose corrections of a question must agree before it is shared
     # beyond its askers (agents.experience_review; 1: shared at once)
     feedback_agreement: int = 2
+    # blame that sends a used entry to review when it also exceeds twice its credit
+    # (agents.learn.credit.BlameThreshold)
+    blame_threshold: int = 3

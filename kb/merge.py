@@ -56,8 +56,11 @@ class MergeReport:
         return [d for d in self.decisions if d.action == action]
 
 
-def _in_scope(existing: BaseUKF, candidate: BaseUKF) -> bool:
-    """Whether ``existing`` applies where ``candidate`` would (same or broader layer)."""
+def _in_scope(existing: BaseUKF, candidate: BaseUKF, own_scope: bool = False) -> bool:
+    """Whether ``existing`` applies where ``candidate`` would (same or broader layer; the
+    same layer only with ``own_scope``)."""
+    if own_scope:
+        return existing.workspace == candidate.workspace and existing.owner == candidate.owner
     return existing.workspace in (None, candidate.workspace) and existing.owner in (
         None,
         candidate.owner,
@@ -97,9 +100,12 @@ class _Row:
 class _Group:
     """Candidates and existing entries sharing one logical key."""
 
-    def __init__(self, candidates: list[BaseUKF], existing: list[BaseUKF]) -> None:
+    def __init__(
+        self, candidates: list[BaseUKF], existing: list[BaseUKF], own_scope: bool = False
+    ) -> None:
         self.candidates = candidates
         self.existing = existing
+        self.own_scope = own_scope
 
     def merge(self, report: MergeReport, writes: dict[str, BaseUKF], priority_cap: int) -> None:
         rows = self._classify()
@@ -112,7 +118,8 @@ class _Group:
         mined_old = [
             e
             for e in self.existing
-            if not e.is_authoritative and any(_in_scope(e, r.candidate) for r in mined_rows)
+            if not e.is_authoritative
+            and any(_in_scope(e, r.candidate, self.own_scope) for r in mined_rows)
         ]
         contents = {r.candidate.content_hash for r in mined_rows}
         contents |= {e.content_hash for e in mined_old}
@@ -149,7 +156,7 @@ class _Group:
         rows: list[_Row] = []
         pending: list[BaseUKF] = []
         for cand in self.candidates:
-            scope = [e for e in self.existing if _in_scope(e, cand)]
+            scope = [e for e in self.existing if _in_scope(e, cand, self.own_scope)]
             same = self._same_content(cand, [*scope, *pending])
             authority = [e for e in scope if e.is_authoritative]
             if same is not None:
@@ -177,6 +184,7 @@ def merge_mined(
     *,
     apply: bool = True,
     include_inactive: bool = False,
+    own_scope: bool = False,
 ) -> MergeReport:
     """Merge mined ``candidates`` into ``store`` (one transaction); report every decision.
 
@@ -184,6 +192,9 @@ def merge_mined(
     ``include_inactive``: inactive *mined* entries (candidates waiting for activation,
     rejected or conflicting ones) count as existing, so mining the same facts again merges
     into them instead of inserting them anew (inactive authoritative entries still do not).
+    ``own_scope``: only entries of each candidate's own layer (same workspace and owner) count
+    as existing; a user's correction then overlays broader knowledge (the user layer wins for
+    that user) instead of conflicting with it and deactivating it for everyone.
     """
     report = MergeReport()
     groups: dict[str, list[BaseUKF]] = defaultdict(list)
@@ -202,7 +213,7 @@ def merge_mined(
     writes: dict[str, BaseUKF] = {}
     # candidates of different scopes (workspace, owner) never conflict with each other
     for (key, _workspace, _owner), members in scoped.items():
-        _Group(members, existing[key]).merge(report, writes, priority_cap)
+        _Group(members, existing[key], own_scope).merge(report, writes, priority_cap)
     if apply and writes:
         report.version = store.upsert_many(writes.values())
     log.info("merged mined knowledge: %s", report.counts())

@@ -6,7 +6,9 @@
   ``error``. The LLM gate is taken before the stream starts, so a saturated server answers 429
   or 503 with a status code rather than inside the stream.
 - ``POST /v1/answers/{id}/feedback``: a verdict, optionally a corrected SQL (executed read-only
-  and checked before it becomes a labeled experience), and a comment. Audited.
+  and checked before it becomes a labeled experience), and a comment. Audited. The reply says
+  what the correction taught (``learned``: each fact's id, kind, phrase, description, status
+  and scope) and what the verdict counted on the knowledge the answer used (``credit``).
 
 The handlers are coroutines: a question is answered on the ask service's threads and a
 feedback's SQL in its SQL pool (429 when full), so neither holds a request handler thread
@@ -140,6 +142,8 @@ async def feedback(
             "row_count": outcome.row_count,
             "scope": outcome.scope,
             "shared_id": outcome.shared_id,
+            "learned": [fact.to_dict() for fact in outcome.learned],
+            "credit": outcome.credit.to_dict(),
         }
     )
 

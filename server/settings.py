@@ -221,6 +221,14 @@ class Settings(BaseSettings):
         "must agree on its result before it is shared in their workspace without a review "
         "(1: every correction is shared at once)",
     )
+    blame_threshold: int = Field(
+        default=3,
+        ge=1,
+        le=10_000,
+        description="ALMANAC_BLAME_THRESHOLD: answers judged wrong that send a knowledge entry "
+        "they used to the review queue, once its blame also exceeds twice its credit (mined "
+        "entries are deactivated; schema, hand-written and verified ones only flagged)",
+    )
     limits: LimitSettings = Field(default_factory=LimitSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
 

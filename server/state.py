@@ -217,7 +217,10 @@ def build_state(
         gate=llm_gate,
         metrics=metrics,
         sql_pool=SqlPool(limits.sql_concurrency, limits.sql_queue, limits.sql_per_key),
-        options=PipelineOptions(feedback_agreement=settings.feedback_agreement),
+        options=PipelineOptions(
+            feedback_agreement=settings.feedback_agreement,
+            blame_threshold=settings.blame_threshold,
+        ),
         readiness=readiness,
     )
     state = AppState(

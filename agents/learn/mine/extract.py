@@ -39,6 +39,7 @@ from agents.learn.mine.sql_facts import (
 )
 from indices.normalize import Lemmatizer
 from indices.string import StringIndex
+from kb.target.sql_guard import sqlglot_dialect
 from ukf import BaseUKF, ExperienceUKF
 
 VALUE_OPS = frozenset({"=", "IN", "LIKE"})
@@ -276,7 +277,7 @@ def mine_experience(
     sql = experience.sql
     if not sql:
         return ExperienceMining(experience.id, skipped="no SQL")
-    dialect = experience.content_resources.get("dialect") or dialect
+    dialect = sqlglot_dialect(experience.content_resources.get("dialect") or dialect)
     try:
         facts = sql_facts(sql, dialect)
     except SqlFactsError as exc:
