@@ -34,6 +34,7 @@ from server import (
     routes_ask,
     routes_jobs,
     routes_knowledge,
+    routes_knowledge_review,
     routes_review,
     routes_system,
 )
@@ -49,6 +50,7 @@ from server.state import AppState
 log = logging.getLogger(__name__)
 ROUTERS: tuple[APIRouter, ...] = (
     routes_system.router,
+    routes_knowledge_review.router,  # before /v1/knowledge/{id}, which would take "review"
     routes_knowledge.router,
     routes_jobs.router,
     routes_admin.router,
