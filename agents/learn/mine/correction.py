@@ -99,7 +99,14 @@ class FactDiff:
 
 
 def _column_keys(facts: SqlFacts, view: SchemaView) -> set[tuple[str, str]]:
-    found = (view.column(t, c, among=facts.tables) for t, c in facts.columns)
+    """Columns read for themselves: not join keys, not filtered by a text value, not inside
+    a formula (those facts name them; as :func:`mine_experience` pairs them)."""
+    implied = [(j.left, j.left_column) for j in facts.joins]
+    implied += [(j.right, j.right_column) for j in facts.joins]
+    implied += [(p.table, p.column) for p in facts.predicates if p.is_text]
+    implied += [ref for formula in facts.formulas for ref in formula.columns]
+    refs = [ref for ref in facts.columns if ref not in implied]
+    found = (view.column(t, c, among=facts.tables) for t, c in refs)
     return {_ref(col) for col in found if col is not None}
 
 
@@ -245,7 +252,7 @@ class _Correction:
         """Pair the one differing value or column nothing named with the one run of question
         words nothing explains (see the module docstring)."""
         done = {fact_key(e) for e in learned}
-        question = QuestionView(self.experience.question, self.strings, self.lemmatizer)
+        question = self._question()
         open_conditions = [
             c
             for c in diff.conditions
@@ -280,6 +287,20 @@ class _Correction:
                 return [entries.synonym(phrase, enum, condition, prov, "leftover")]
             return [entries.predicate(phrase, condition, column, prov, "leftover")]
         return []
+
+    def _question(self) -> QuestionView:
+        """The question with only schema or people's phrases as known: a word that mined
+        knowledge covers may be the very word the wrong answer misread."""
+        question = QuestionView(self.experience.question, self.strings, self.lemmatizer)
+        ids = {uid for match in question.known for uid in match.ukf_ids}
+        trusted = {uid for uid, e in self.store.get_many(ids).items() if e.is_authoritative}
+        question.known = [m for m in question.known if trusted.intersection(m.ukf_ids)]
+        question.covered = {
+            i
+            for i, token in enumerate(question.tokens)
+            if any(m.start <= token.start and token.end <= m.end for m in question.known)
+        }
+        return question
 
     def _named_lemmas(self, learned: list[BaseUKF], right: SqlFacts) -> set[str]:
         """Lemmas of what the corrected SQL names by itself (tables, columns, values) and of
