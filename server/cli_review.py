@@ -73,7 +73,7 @@ def run_review_command(args: argparse.Namespace, settings: Settings) -> int:
         try:
             if args.step == "list":
                 flt = QueueFilter(args.type, args.job, args.reason, args.database)
-                items, total = queue.list(
+                items, total = queue.waiting(
                     workspace=None, flt=flt, limit=args.limit, offset=args.offset
                 )
                 rows = [item.to_dict() for item in items]

@@ -86,7 +86,7 @@ def list_waiting(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> Response:
     flt = QueueFilter(types=type, job_id=job_id, reason=reason, database=database)
-    items, total = _queue(request).list(
+    items, total = _queue(request).waiting(
         workspace=identity.workspace, flt=flt, limit=limit, offset=offset
     )
     return FastJSONResponse(

@@ -147,7 +147,7 @@ class ReviewQueue:
         self.store = store
 
     # ------------------------------------------------------------------------ reads
-    def list(
+    def waiting(
         self,
         *,
         workspace: str | None,

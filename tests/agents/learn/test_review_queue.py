@@ -52,7 +52,7 @@ def test_the_queue_lists_candidates_with_their_source_experiences(geo):
     (_, spot, _), report = mine(store, db, NC, SPOT, HOUSTON)
     queue = ReviewQueue(store)
 
-    items, total = queue.list(workspace=None)
+    items, total = queue.waiting(workspace=None)
     assert total == 3 and {i.entry.id for i in items} == set(report.candidate_ids)
     assert all(i.reasons == ["candidate"] for i in items)
 
@@ -64,12 +64,12 @@ def test_the_queue_lists_candidates_with_their_source_experiences(geo):
     assert detail["trust"] == "labeled" and detail["how"] == "lexical"
     assert detail["database"] == "geoquery" and detail["reasons"] == ["candidate"]
 
-    synonyms, _ = queue.list(workspace=None, flt=QueueFilter(types=["synonym"]))
+    synonyms, _ = queue.waiting(workspace=None, flt=QueueFilter(types=["synonym"]))
     assert {i.entry.name for i in synonyms} == {"NC", "lowest spot"}
-    assert queue.list(workspace=None, flt=QueueFilter(job_id="other"))[1] == 0
-    assert queue.list(workspace=None, flt=QueueFilter(database="world_1"))[1] == 0
-    assert queue.list(workspace=None, flt=QueueFilter(reason="blamed"))[1] == 0
-    page, total = queue.list(workspace=None, limit=2, offset=2)
+    assert queue.waiting(workspace=None, flt=QueueFilter(job_id="other"))[1] == 0
+    assert queue.waiting(workspace=None, flt=QueueFilter(database="world_1"))[1] == 0
+    assert queue.waiting(workspace=None, flt=QueueFilter(reason="blamed"))[1] == 0
+    page, total = queue.waiting(workspace=None, limit=2, offset=2)
     assert len(page) == 1 and total == 3
 
 
@@ -80,7 +80,7 @@ def test_a_workspace_reviewer_sees_and_decides_only_their_workspace(geo):
     queue = ReviewQueue(store)
     nc, spot = by_name(store, "NC"), by_name(store, "lowest spot")
 
-    assert [i.entry.id for i in queue.list(workspace="sales")[0]] == [nc.id]
+    assert [i.entry.id for i in queue.waiting(workspace="sales")[0]] == [nc.id]
     with pytest.raises(ReviewQueueError) as refused:
         queue.approve(spot.id, "rita", workspace="sales")
     assert refused.value.status == 404
@@ -101,7 +101,7 @@ def test_approving_makes_a_candidate_retrievable_and_takes_it_out_of_the_queue(g
     assert not approved.inactive_mark and approved.metadata["mining"]["status"] == "active"
     assert approved.metadata["mining"]["by"] == "rita"
     assert nc.id in retrieved(store, NC[0]).ids()
-    assert queue.list(workspace=None)[1] == 0
+    assert queue.waiting(workspace=None)[1] == 0
     with pytest.raises(ReviewQueueError) as again:
         queue.approve(nc.id, "rita", workspace=None)
     assert again.value.status == 409
@@ -123,7 +123,7 @@ def test_a_rejected_candidate_stays_rejected_when_the_log_is_mined_again(geo):
     assert houston.id not in again.candidate_ids
     assert store.count(active=None) == count
     assert store.get(houston.id).metadata["mining"]["status"] == "rejected"
-    assert queue.list(workspace=None)[1] == 0
+    assert queue.waiting(workspace=None)[1] == 0
     assert houston.id not in retrieved(store, HOUSTON[0]).ids()
 
 
@@ -168,7 +168,7 @@ def test_rollback_takes_back_everything_a_job_activated_and_restores_the_answers
     assert store.get(nc.id).metadata["mining"]["status"] == "rolled_back"
     assert not store.get(houston.id).inactive_mark  # another job's entry stays
     assert {
-        i.entry.id for i in queue.list(workspace=None, flt=QueueFilter(reason="rolled_back"))[0]
+        i.entry.id for i in queue.waiting(workspace=None, flt=QueueFilter(reason="rolled_back"))[0]
     } == {nc.id, spot.id}
     assert queue.rollback("job-1", "olga", workspace=None) == []  # nothing left to take back
 
@@ -189,13 +189,13 @@ def test_a_blamed_entry_is_listed_and_approving_it_keeps_its_counters(geo):
     )
     store.upsert(blamed)
 
-    (item,) = queue.list(workspace=None, flt=QueueFilter(reason="blamed"))[0]
+    (item,) = queue.waiting(workspace=None, flt=QueueFilter(reason="blamed"))[0]
     assert item.reasons == ["blamed"] and item.to_dict()["review"]["blame"] == 4
     approved = queue.approve(nc.id, "rita", workspace=None)
     assert not approved.inactive_mark and approved.metadata["credit"] == counters
     assert approved.metadata["review"]["status"] == "approved"
     assert approved.metadata["mining"]["status"] == "active"
-    assert queue.list(workspace=None)[1] == 0
+    assert queue.waiting(workspace=None)[1] == 0
 
     store.upsert(blamed)
     rejected = queue.reject(nc.id, "rita", workspace=None, reason="wrong state")
