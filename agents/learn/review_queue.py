@@ -1,24 +1,27 @@
 """The review queue of learned knowledge: what waits for a person before ``ask`` uses it.
 
-An entry is in the queue while it is inactive for one of these *reasons* (an entry lists
-every reason that applies; the queue reads them from ``metadata`` only, so other writers can
-add entries to it without this module knowing them):
+An entry is in the queue for one or more *reasons* (the queue reads them from ``metadata``
+only, so other writers can send entries to it without this module knowing them):
 
-- ``candidate``: mined, waiting for the gate or a reviewer (``metadata["mining"]["status"]``,
-  see :mod:`agents.learn.mine.candidates`);
+- ``candidate``: mined, inactive, waiting for the gate or a reviewer
+  (``metadata["mining"]["status"]``, see :mod:`agents.learn.mine.candidates`);
 - ``rolled_back``: mined, activated, then taken back by a rollback of its mining job;
-- ``blamed``: deactivated because its blame passed the threshold
-  (``metadata["review"] = {"reason": "blamed", ...}`` with no ``status``, or ``"pending"``).
+- ``blamed``: its blame passed the threshold (``metadata["review"] = {"reason": "blamed",
+  "status": "pending" | "flagged", ...}``, see :mod:`agents.learn.credit`): ``pending``
+  entries were deactivated; ``flagged`` ones (human-verified or schema) are still active.
 
 Decisions:
 
 - **approve** activates the entry. A mined entry gets status ``active``; a blamed one gets
-  ``metadata["review"]["status"] = "approved"``. Its credit and blame counters are *kept*
-  as they are: they are the record of how it did, and the approval (who, when) is stored next
-  to them.
-- **reject** keeps it inactive for good: status ``rejected`` (mined) or review status
-  ``rejected`` (blamed). The entry stays in the store, so re-mining merges into it and adds
-  nothing (the merge counts inactive mined entries as existing).
+  ``metadata["review"]["status"] = "approved"``. Its credit and blame counters
+  (``metadata["feedback"]``) are *kept* as they are: they are the record of how it did, and
+  the approval (who, when) is stored next to them; since the entry now has a review note,
+  further blame does not send it back to the queue (:func:`agents.learn.credit.apply_verdict`
+  sends an entry once).
+- **reject** makes it inactive for good: status ``rejected`` (mined) or review status
+  ``rejected`` (blamed; a flagged entry is deactivated). The entry stays in the store, so
+  re-mining merges into it and adds nothing (the merge counts inactive mined entries as
+  existing).
 - **edit** changes what a waiting entry says before it is approved: only the fields in
   :data:`EDITABLE` (never identity fields: those make the id), validated by the entry's type;
   each edit is recorded in ``metadata["edits"]`` (who, when, which fields, old values).
@@ -58,7 +61,8 @@ REVIEW = "review"
 EDITS = "edits"
 BLAMED = "blamed"
 REASONS = (CANDIDATE, ROLLED_BACK, BLAMED)
-PENDING, APPROVED = "pending", "approved"
+FEEDBACK = "feedback"
+PENDING, FLAGGED, APPROVED = "pending", "flagged", "approved"
 EDITABLE = frozenset({"content", "content_resources", "synonyms", "description", "priority"})
 
 
@@ -77,14 +81,12 @@ def review_note(entry: BaseUKF) -> dict[str, Any]:
 
 def reasons(entry: BaseUKF) -> list[str]:
     """Why ``entry`` waits in the queue (empty: it does not)."""
-    if not entry.inactive_mark:
-        return []
     found = []
     status = mining_note(entry).get("status")
-    if status in UNDECIDED:
+    if entry.inactive_mark and status in UNDECIDED:
         found.append(str(status))
     note = review_note(entry)
-    if note.get("reason") == BLAMED and note.get("status", PENDING) == PENDING:
+    if note.get("reason") == BLAMED and note.get("status", PENDING) in (PENDING, FLAGGED):
         found.append(BLAMED)
     return found
 
@@ -131,7 +133,9 @@ class ReviewItem:
             "trust": note.get("trust"),
             "how": note.get("how"),
             "status": note.get("status"),
+            "active": not e.inactive_mark,
             "review": review_note(e) or None,
+            "feedback": e.metadata.get(FEEDBACK),
             "sources": self.sources if detail else [s["id"] for s in self.sources],
             "timestamp": e.timestamp.isoformat(),
         }
@@ -158,7 +162,8 @@ class ReviewQueue:
         """One page of the waiting entries in scope ``workspace`` (None: all), newest first,
         and how many match in all."""
         flt = flt or QueueFilter()
-        criteria: dict[str, Any] = {"active": False}
+        # active too: flagged entries wait while still in use
+        criteria: dict[str, Any] = {"active": None}
         if workspace is not None:
             criteria["workspace"] = workspace
         if flt.types:

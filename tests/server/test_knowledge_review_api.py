@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agents.learn.credit import BlameThreshold, apply_verdict
 from agents.learn.mine import mine_labeled
 from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
@@ -241,3 +242,16 @@ def test_rollback_takes_back_what_a_job_activated(geo_server: Server) -> None:
     assert set(rolled) == {ids["NC"], ids["lowest spot"]}
     (record,) = audited(geo_server, "review.rollback")
     assert record.detail == {"job_id": "job-1"} and len(record.ukf_ids) == 2
+
+
+def test_blamed_knowledge_waits_in_the_same_queue(geo_server: Server) -> None:
+    spot, store = geo_server.ids["lowest spot"], geo_server.state.store
+    assert geo_server.request("POST", f"{REVIEW}/{spot}/approve", "ops").status_code == 200
+    apply_verdict(store, [spot], "blame", threshold=BlameThreshold(min_blame=1))
+
+    (item,) = geo_server.request("GET", REVIEW, "ops", params={"reason": "blamed"}).json()["items"]
+    assert item["id"] == spot and item["reasons"] == ["blamed"] and not item["active"]
+    assert item["feedback"]["blame"] == 1 and item["review"]["status"] == "pending"
+    reply = geo_server.request("POST", f"{REVIEW}/{spot}/approve", "ops")
+    assert reply.status_code == 200 and reply.json()["review"]["status"] == "approved"
+    assert spot in searchable(geo_server, SPOT[0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from agents.learn.credit import BlameThreshold, apply_verdict
 from agents.learn.mine import mine_labeled
 from agents.learn.review_queue import QueueFilter, ReviewQueue, ReviewQueueError, reasons
 from indices.index_set import IndexSet
@@ -182,23 +183,41 @@ def test_a_blamed_entry_is_listed_and_approving_it_keeps_its_counters(geo):
     mine(store, db, NC)
     queue = ReviewQueue(store)
     nc = queue.approve(by_name(store, "NC").id, "rita", workspace=None)
-    counters = {"credit": 1, "blame": 4}
-    blamed = nc.clone(
-        inactive_mark=True,
-        metadata={**nc.metadata, "credit": counters, "review": {"reason": "blamed", "blame": 4}},
-    )
-    store.upsert(blamed)
+    threshold = BlameThreshold(min_blame=2)
+    for _ in range(2):
+        apply_verdict(store, [nc.id], "blame", threshold=threshold)
+    assert store.get(nc.id).inactive_mark  # blame took it out of use
 
     (item,) = queue.waiting(workspace=None, flt=QueueFilter(reason="blamed"))[0]
-    assert item.reasons == ["blamed"] and item.to_dict()["review"]["blame"] == 4
+    listed = item.to_dict()
+    assert item.reasons == ["blamed"] and listed["review"]["blame"] == 2
+    assert listed["feedback"]["blame"] == 2 and not listed["active"]
     approved = queue.approve(nc.id, "rita", workspace=None)
-    assert not approved.inactive_mark and approved.metadata["credit"] == counters
+    assert not approved.inactive_mark and approved.metadata["feedback"]["blame"] == 2
     assert approved.metadata["review"]["status"] == "approved"
     assert approved.metadata["mining"]["status"] == "active"
     assert queue.waiting(workspace=None)[1] == 0
+    assert nc.id in retrieved(store, NC[0]).ids()
+    apply_verdict(store, [nc.id], "blame", threshold=threshold)  # approved: it stays in use
+    assert not store.get(nc.id).inactive_mark and queue.waiting(workspace=None)[1] == 0
 
-    store.upsert(blamed)
-    rejected = queue.reject(nc.id, "rita", workspace=None, reason="wrong state")
+
+def test_a_flagged_schema_entry_waits_while_in_use_and_a_rejection_retires_it(geo):
+    store, _db = geo
+    (column,) = [
+        e for e in store.iterate(type="column") if e.content_resources.get("table") == "highlow"
+    ][:1]
+    outcome = apply_verdict(store, [column.id], "blame", threshold=BlameThreshold(min_blame=1))
+    assert outcome.flagged == [column.id]
+    queue = ReviewQueue(store)
+
+    (item,) = queue.waiting(workspace=None)[0]
+    assert item.entry.id == column.id and item.reasons == ["blamed"]
+    assert item.to_dict()["active"]
+    rejected = queue.reject(column.id, "rita", workspace=None, reason="wrong column")
     assert rejected.inactive_mark and rejected.metadata["review"]["status"] == "rejected"
-    assert rejected.metadata["review"]["comment"] == "wrong state"
-    assert nc.id not in retrieved(store, NC[0]).ids()
+    assert rejected.metadata["review"]["comment"] == "wrong column"
+    assert queue.waiting(workspace=None)[1] == 0
+    with pytest.raises(ReviewQueueError) as again:
+        queue.approve(column.id, "rita", workspace=None)
+    assert again.value.status == 409
