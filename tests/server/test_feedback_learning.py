@@ -10,6 +10,7 @@ from tests.server.test_ask_api import (  # noqa: F401  (ask_server is a fixture)
     QUESTION,
     ask_server,
 )
+from ukf import SynonymUKF
 
 SETTLED = "Which customers have settled orders?"
 OPEN = (
@@ -75,3 +76,55 @@ def test_credit_and_blame_show_on_the_entry_and_count_once_per_answer(ask_server
     assert counts() == (0, 1)
     entry = ask_server.request("GET", f"/v1/knowledge/{north}", analyst).json()
     assert entry["id"] == north and not entry["inactive_mark"]
+
+
+def test_agreeing_corrections_teach_their_workspace(ask_server):  # noqa: F811
+    ana = ask_server.key("analyst", user="ana", workspace="north")
+    bo = ask_server.key("analyst", user="bo", workspace="north")
+    cy = ask_server.key("analyst", user="cy", workspace="north")
+    dan = ask_server.key("analyst", user="dan", workspace="south")
+    first = ask(ask_server, ana, SETTLED, OPEN)
+    assert feedback(ask_server, ana, first["id"], verdict="wrong", corrected_sql=PAID)["learned"]
+    second = ask(ask_server, bo, SETTLED, OPEN)
+    reply = feedback(ask_server, bo, second["id"], verdict="wrong", corrected_sql=PAID)
+    assert reply["scope"] == "workspace"
+    shared = [f for f in reply["learned"] if f["scope"] == "workspace"]
+    assert [f["phrase"] for f in shared] == ["settled"] and shared[0]["status"] == "active"
+
+    ask_server.state.indices.refresh(wait=True)
+    used = ask(ask_server, cy, "List the customers with settled orders", PAID)["knowledge"]
+    assert shared[0]["id"] in {k["id"] for k in used}
+    outside = ask(ask_server, dan, "List the customers with settled orders", PAID)["knowledge"]
+    assert shared[0]["id"] not in {k["id"] for k in outside}
+
+
+def test_blamed_mined_knowledge_leaves_use_for_the_review_queue(ask_server):  # noqa: F811
+    store = ask_server.state.store
+    paid = next(
+        e
+        for e in store.iterate(type="enum", tags={"DATABASE": "shop"})
+        if e.content_resources.get("value") == "paid"
+    )
+    mined = SynonymUKF.create(
+        "settled",
+        paid,
+        target_name="orders.status = 'paid'",
+        database="shop",
+        collection="semantics",
+        source="auto",
+        priority=-1,
+    )
+    store.upsert(mined)
+    analyst = ask_server.keys["analyst"]
+    for _ in range(3):  # ALMANAC_BLAME_THRESHOLD is 3 by default
+        ask_server.state.indices.refresh(wait=True)
+        answer = ask(ask_server, analyst, SETTLED, PAID)
+        assert mined.id in {k["id"] for k in answer["knowledge"]}
+        reply = feedback(ask_server, analyst, answer["id"], verdict="wrong")
+    assert reply["credit"]["deactivated"] == [mined.id]
+    entry = ask_server.request("GET", f"/v1/knowledge/{mined.id}", "admin").json()
+    assert entry["inactive_mark"] and entry["metadata"]["feedback"]["blame"] == 3
+    assert entry["metadata"]["review"]["reason"] == "blamed"
+    ask_server.state.indices.refresh(wait=True)
+    answer = ask(ask_server, analyst, SETTLED, PAID)
+    assert mined.id not in {k["id"] for k in answer["knowledge"]}

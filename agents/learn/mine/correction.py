@@ -40,7 +40,13 @@ from agents.learn.mine.extract import mine_experience
 from agents.learn.mine.labeled import kind_of
 from agents.learn.mine.pairer import Pairer
 from agents.learn.mine.schema_view import SchemaView
-from agents.learn.mine.sql_facts import PredicateFact, SqlFacts, SqlFactsError, sql_facts
+from agents.learn.mine.sql_facts import (
+    ColumnRef,
+    PredicateFact,
+    SqlFacts,
+    SqlFactsError,
+    sql_facts,
+)
 from indices.normalize import Lemmatizer
 from indices.string import StringIndex
 from kb.merge import merge_mined
@@ -93,15 +99,20 @@ class FactDiff:
     joins: set[tuple[str, str, str, str]] = field(default_factory=set)
 
     def __len__(self) -> int:
-        return sum(
-            map(len, (self.columns, self.tables, self.conditions, self.formulas, self.joins))
+        parts: tuple[set[Any], ...] = (
+            self.columns,
+            self.tables,
+            self.conditions,
+            self.formulas,
+            self.joins,
         )
+        return sum(len(part) for part in parts)
 
 
 def _column_keys(facts: SqlFacts, view: SchemaView) -> set[tuple[str, str]]:
     """Columns read for themselves: not join keys, not filtered by a text value, not inside
     a formula (those facts name them; as :func:`mine_experience` pairs them)."""
-    implied = [(j.left, j.left_column) for j in facts.joins]
+    implied: list[ColumnRef] = [(j.left, j.left_column) for j in facts.joins]
     implied += [(j.right, j.right_column) for j in facts.joins]
     implied += [(p.table, p.column) for p in facts.predicates if p.is_text]
     implied += [ref for formula in facts.formulas for ref in formula.columns]
