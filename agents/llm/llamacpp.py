@@ -15,11 +15,12 @@ for little more than the time of one (:mod:`agents.llm.parallel_decode`).
 
 A call stops within about a second once the current :class:`~agents.llm.base.Cancellation`
 is cancelled: while it waits for the model (another caller may hold it for a minute), while
-it prefills (under a token the prompt is evaluated ``prefill_chunk`` tokens at a time, the
-token looked at in between; llama.cpp's abort callback would be finer but calls into Python,
-taking the GIL, at every graph node) and while it generates. Only whole chunks enter the
-context, and llama-cpp-python records them as its evaluated tokens, so the next call reuses
-that prefix as usual and answers exactly as if nothing had been cancelled.
+it generates (the token is looked at before each new token), and while it prefills: under a
+token, a prompt is evaluated with llama.cpp's abort callback installed, which llama.cpp calls
+after each node of the compute graph (a few hundred per batch; each call takes the GIL, so the
+callback is installed only for a cancellable prefill). llama.cpp drops the aborted batch
+from the KV cache and llama-cpp-python records only the batches it finished, so the next call
+reuses that prefix as usual and answers exactly as if nothing had been cancelled.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.llm.base import (
+    Cancellation,
     ChatResult,
     Completion,
     LLMError,
@@ -66,8 +68,6 @@ class LlamaCppLLM:
         seed: Sampling seed; sample ``i`` of a call uses ``seed + i``.
         prompt_cache: Context states kept across calls and processes (default: none).
         parallel_sequences: Replies ``chat_variants`` decodes together (1: one at a time).
-        prefill_chunk: Prompt tokens evaluated between two looks at the cancellation token
-            (~0.1 s for the 0.5B model and ~0.9 s for the 1.5B on 2 cores at 64).
     """
 
     def __init__(
@@ -79,12 +79,9 @@ class LlamaCppLLM:
         seed: int = 0,
         prompt_cache: PromptStateCache | None = None,
         parallel_sequences: int = 1,
-        prefill_chunk: int = 64,
     ) -> None:
         from llama_cpp import Llama
 
-        if prefill_chunk < 1:
-            raise ValueError(f"prefill_chunk must be at least 1, got {prefill_chunk}")
         self.name = f"llama.cpp:{model_path.rsplit('/', 1)[-1]}"
         self.seed = seed
         self._llama = Llama(
@@ -92,9 +89,8 @@ class LlamaCppLLM:
         )
         if parallel_sequences > 1:
             multi_sequence_context(self._llama, parallel_sequences)
-        self.prefill_chunk = prefill_chunk
         self._eval_whole = self._llama.eval
-        self._llama.eval = self._eval_in_chunks  # llama-cpp-python's generate calls self.eval
+        self._llama.eval = self._eval_cancellable  # llama-cpp-python's generate calls self.eval
         self._template = _chat_template(self._llama)
         self._lock = threading.Lock()
         self.prompt_cache = prompt_cache
@@ -221,19 +217,25 @@ class LlamaCppLLM:
         finally:
             self._lock.release()
 
-    def _eval_in_chunks(self, tokens: Sequence[int]) -> None:
-        """``Llama.eval``, ``prefill_chunk`` tokens at a time under a cancellation token, with
-        a look at it before each chunk (without one, in llama.cpp's own batches: smaller ones
-        cost prefill speed on a CPU). llama-cpp-python updates ``n_tokens`` and ``input_ids``
-        after each chunk it decodes, so a cancelled prefill leaves a consistent prefix."""
+    def _eval_cancellable(self, tokens: Sequence[int]) -> None:
+        """``Llama.eval``, aborted inside llama.cpp when the current token is cancelled while
+        it evaluates a prompt (:class:`LLMCancelledError`). llama-cpp-python updates
+        ``n_tokens`` and ``input_ids`` only after a batch it finished, and llama.cpp removes an
+        aborted batch from the KV cache, so the context stays consistent."""
         token = current_cancellation()
-        if token is None or len(tokens) <= self.prefill_chunk:
-            raise_if_cancelled(f"{self.name}: evaluating")
+        if token is None:
             self._eval_whole(tokens)
             return
-        for start in range(0, len(tokens), self.prefill_chunk):
-            token.raise_if_cancelled(f"{self.name}: prefill at token {start} of {len(tokens)}")
-            self._eval_whole(tokens[start : start + self.prefill_chunk])
+        token.raise_if_cancelled(f"{self.name}: evaluating")
+        if len(tokens) < 2:  # a generated token: looked at between tokens is soon enough
+            self._eval_whole(tokens)
+            return
+        with _aborted_by(self._llama, token):
+            try:
+                self._eval_whole(tokens)
+            except RuntimeError:  # "llama_decode returned 2": aborted
+                token.raise_if_cancelled(f"{self.name}: prefill of {len(tokens)} tokens")
+                raise
 
     def _suffix(self, reply_prefix: str | None) -> list[int]:
         if not reply_prefix:
@@ -341,7 +343,9 @@ class LlamaCppLLM:
                     raise LLMTimeoutError(f"{self.name}: no answer within the timeout")
                 raise_if_cancelled(f"{self.name}: generating")
         finally:
-            stream.close()  # a stream left early ends now, not when collected
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # a stream left early ends now, not when collected
         return "".join(parts), len(parts), finish
 
 
@@ -351,6 +355,20 @@ class _Sampling:
     max_tokens: int
     seed: int
     deadline: float | None
+
+
+@contextlib.contextmanager
+def _aborted_by(llama: Any, token: Cancellation) -> Iterator[None]:
+    """llama.cpp's abort callback on ``llama``'s context, true once ``token`` is cancelled."""
+    import llama_cpp
+
+    context = llama._ctx.ctx
+    callback = llama_cpp.ggml_abort_callback(lambda _data: token.cancelled)
+    llama_cpp.llama_set_abort_callback(context, callback, None)
+    try:
+        yield
+    finally:
+        llama_cpp.llama_set_abort_callback(context, llama_cpp.ggml_abort_callback(), None)
 
 
 def _chat_template(llama: Any) -> Any:
