@@ -6,10 +6,13 @@ corrected SQL that the wrong SQL lacks are learned: a column it should have read
 filter it should have applied, a join or a computation it should have used. Each is paired
 with the question's phrase the way labeled mining pairs them
 (:func:`agents.learn.mine.extract.mine_experience`: verbatim values, initials, shared word
-stems, the optional LLM pairer), and, when exactly one differing fact is left unpaired and
-exactly one uncovered run of question words is left unexplained, the two are paired with each
-other (``how="leftover"``: the word the system did not understand is the one the correction
-fixed).
+stems, the optional LLM pairer), and, when exactly one differing value or column is left
+unpaired (the question does not name it by itself) and exactly one run of question words is
+left that nothing in the corrected SQL names (its tables, columns and values split the runs;
+the filtered column's own words may stay in the phrase: "old continent" → ``continent =
+'Europe'``), the two are paired with each other (``how="leftover"``: the words the system did
+not understand are the ones the correction fixed). Only schema or people's phrases count as
+known here: a word that mined knowledge covers may be the very word the wrong answer misread.
 
 **Scope and visibility follow the correction** (:mod:`agents.experience_review`): facts take
 the correction experience's workspace and owner. A private correction (owned by its asker,
@@ -278,9 +281,13 @@ class _Correction:
             self.out.unpaired = len(open_conditions) + len(open_columns)
             return []
         named = self._named_lemmas(learned, right)
+        for column, _ in _values_of(open_conditions[0], right, view) if open_conditions else []:
+            # "old continent" → continent = 'Europe': the filtered column's own words may
+            # belong to the phrase that names its value
+            named -= set(name_lemmas(column.name, self.lemmatizer))
         runs = [
             part
-            for run in question.runs()
+            for run in question.runs(across_known=True)
             for part in _split(run, [question.tokens[i].lemma in named for i in run])
         ]
         if len(runs) != 1 or len(runs[0]) > MAX_PHRASE_WORDS:

@@ -136,3 +136,22 @@ def test_a_private_correction_overlays_broader_mined_knowledge_without_removing_
     assert outcome.learned[0].id in used_ids(pipeline, "How many singers are French?", ANA)
     bo_sees = used_ids(pipeline, "How many singers are French?", BO)
     assert misleading.id in bo_sees and outcome.learned[0].id not in bo_sees
+
+
+def test_a_value_named_with_its_columns_word_keeps_the_whole_phrase(world):
+    store, _ = world
+    experience = ExperienceUKF.create(
+        "Which countries are in the old continent?",
+        "SELECT name FROM country WHERE continent = 'Europe'",
+        database="world_1",
+        dialect="sqlite",
+        labeled=True,
+        verified=True,
+        owner="ana",
+        creator="feedback",
+        source="user",
+    )
+    learning = learn_from_correction(store, experience, wrong_sql="SELECT name FROM country")
+    assert [(f.phrase, f.description) for f in learning.facts] == [
+        ("old continent", "\"old continent\" → country.Continent = 'Europe'")
+    ]
