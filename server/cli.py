@@ -216,13 +216,14 @@ def run_demo(settings: Settings, *, serve: bool = True) -> int:
     store, engine, keys = open_keys(settings)
     try:
         _, secret = keys.create(role="analyst", user="demo", label="make demo")
-        _, ops_secret = keys.create(role="ops", user="demo-ops", label="make demo")
+        ops_key, ops_secret = keys.create(role="ops", user="demo-ops", label="make demo")
+        from server.auth import Identity
         from server.jobs import JobQueue
 
         queue = JobQueue(engine, max_attempts=settings.jobs.max_attempts)
         pending = queue.list(state="queued", kind="describe", limit=1)
         if not pending and settings.resolved_target_name:
-            pending = [queue.submit("describe", {}, {"user": "demo-ops", "role": "ops"})]
+            pending = [queue.submit("describe", {}, Identity.of(ops_key).to_dict())]
             print("Queued a describe job: the LLM fills missing descriptions in the background.")
         describe_id = pending[0].id if pending else None
     finally:

@@ -3,10 +3,13 @@
 import json
 
 import pytest
+from sqlalchemy import create_engine
 
 from agents.llm.models import TEST_MODEL
 from kb.store import KnowledgeStore
+from server.auth import Identity, Role
 from server.cli import main
+from server.jobs import JobQueue
 from tests.support.samples import every_template
 
 
@@ -18,6 +21,11 @@ def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, ca
     assert "http://127.0.0.1:8421/v1/ask" in out  # the server's default port
     assert "curl -s -X DELETE http://127.0.0.1:8421/v1/jobs/" in out  # how to cancel it
     assert (tmp_path / "autofin" / "autofin.sqlite").exists()
+    engine = create_engine(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    (job,) = JobQueue(engine).list(state="queued", kind="describe")
+    engine.dispose()
+    submitter = Identity.from_dict(job.submitter)  # what the job runner reads: it must parse
+    assert submitter.role is Role.OPS and submitter.user == "demo-ops"
     target = json.loads((tmp_path / "target.json").read_text())  # what `almanac ask` asks
     assert target["name"] == "autofin" and target["url"].endswith("autofin/autofin.sqlite")
     assert (
