@@ -12,9 +12,10 @@
   A question is admitted for its whole life (``gate.admit()``: at most ``concurrency + queue``
   questions at once, 429 above) but holds a slot only during each model call
   (``gate.turn()``), so a question whose SQL runs long does not keep the model from others.
-  The server's warm-up calls (``gate.warm_up_turn()``) come last: they enter only when no
-  question is in progress, and the time a question waits behind one is not counted against
-  ``wait_s`` (only against the question's own deadline).
+  Background calls (``gate.background_turn()``: the server's warm-up, the LLM calls of jobs
+  such as ``describe``) come last: they enter only when no question is in progress, the time
+  a question waits behind one is not counted against ``wait_s`` (only against the question's
+  own deadline), and their own wait ends when their job is cancelled.
 
 The SQL a user sends (feedback corrections) has its own bound: :mod:`server.sql_pool`.
 """
@@ -32,6 +33,8 @@ from typing import Any
 
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agents.llm.base import Cancellation, current_cancellation
 
 log = logging.getLogger(__name__)
 
@@ -214,11 +217,14 @@ class LLMGate:
       (``with gate.turn(): ...``, waiting without the queue bound: its question was counted
       at admission). The SQL a question runs between its model calls holds no slot, so one
       slow query no longer keeps every other user's question waiting.
-    - a warm-up call (``with gate.warm_up_turn(): ...``): the lowest priority. It waits, without
-      limit, until a slot is free and no question is in progress, so a question is served
-      before the next warm-up call. A warm-up call cannot be interrupted; a question that
-      waits for one waits until the call ends or the question's ``until`` passes, and that
-      time is not counted against ``wait_s``.
+    - a background call (``with gate.background_turn(): ...``; the warm-up's are
+      ``gate.warm_up_turn()``): the lowest priority. It waits, without limit, until a slot is
+      free and no question is in progress or waiting, so a question is served before the next
+      background call; the wait ends with :class:`~agents.llm.base.LLMCancelledError` once the
+      call's :class:`~agents.llm.base.Cancellation` is cancelled (a job's, current in its
+      worker's thread). A question that waits for a background call under way waits until
+      the call ends or the question's ``until`` passes, and that time is not counted against
+      ``wait_s``.
 
     Args:
         concurrency: model calls at once.
@@ -232,7 +238,9 @@ class LLMGate:
             raise ValueError("LLMGate needs concurrency >= 1, queue >= 0 and wait_s > 0")
         self.concurrency, self.queue, self.wait_s = concurrency, queue, wait_s
         self.in_flight = self.waiting = self.questions = 0
-        self.warming = 0  # slots held by warm-up calls
+        self.background = 0  # slots held by background calls (warm-up and jobs)
+        self.background_waiting = 0  # background calls waiting for their turn
+        self.warming = 0  # of the background calls, the warm-up's
         self.rejected_full = self.rejected_timeout = 0
         self._cond = threading.Condition()
 
@@ -253,7 +261,7 @@ class LLMGate:
     def turn(self, until: float | None = None) -> Iterator[None]:
         """Hold one slot for one model call of an admitted question (no queue bound: the
         question was counted at admission); :class:`GateTimeoutError` after ``wait_s`` (time
-        behind a warm-up call not counted) or at ``until`` (``time.monotonic()``)."""
+        behind a background call not counted) or at ``until`` (``time.monotonic()``)."""
         self._enter(bounded=False, until=until)
         try:
             yield
@@ -266,25 +274,48 @@ class LLMGate:
         self._enter(bounded=False, take=False, until=until)
 
     @contextlib.contextmanager
-    def warm_up_turn(self) -> Iterator[None]:
-        """Hold one slot for one warm-up call, entering only when a slot is free and no
-        question is in progress or waiting (no time limit: warming only saves time)."""
+    def background_turn(
+        self, cancellation: Cancellation | None = None, *, warm_up: bool = False
+    ) -> Iterator[None]:
+        """Hold one slot for one background call, entering only when a slot is free and no
+        question is in progress or waiting (no time limit: background work can wait).
+
+        The wait looks at ``cancellation`` (default: the current token,
+        :func:`agents.llm.base.current_cancellation`) every
+        :attr:`~agents.llm.base.Cancellation.CHECK_EVERY_S` and ends with
+        :class:`~agents.llm.base.LLMCancelledError` once it is cancelled. ``warm_up``: the
+        call is the server's warm-up (counted in :attr:`warming` too)."""
+        token = cancellation if cancellation is not None else current_cancellation()
         with self._cond:
-            while self.in_flight >= self.concurrency or self.questions or self.waiting:
-                self._cond.wait()
+            self.background_waiting += 1
+            try:
+                while True:
+                    if token is not None:
+                        token.raise_if_cancelled("waiting for the model behind questions")
+                    if self.in_flight < self.concurrency and not (self.questions or self.waiting):
+                        break
+                    self._cond.wait(None if token is None else Cancellation.CHECK_EVERY_S)
+            finally:
+                self.background_waiting -= 1
             self.in_flight += 1
-            self.warming += 1
+            self.background += 1
+            self.warming += warm_up
         try:
             yield
         finally:
             with self._cond:
-                self.warming -= 1
+                self.background -= 1
+                self.warming -= warm_up
             self._leave()
+
+    def warm_up_turn(self) -> contextlib.AbstractContextManager[None]:
+        """The warm-up's background turn (see :meth:`background_turn`)."""
+        return self.background_turn(warm_up=True)
 
     def _dismiss(self) -> None:
         with self._cond:
             self.questions -= 1
-            self._cond.notify_all()  # a warm-up call may wait for no question to be left
+            self._cond.notify_all()  # a background call may wait for no question to be left
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
@@ -321,13 +352,13 @@ class LLMGate:
 
     def _wait_for_slot(self, until: float | None) -> None:
         """Wait (holding the lock) until a slot is free. Only the time behind questions counts
-        against ``wait_s``: while a warm-up call holds a slot, the wait is bounded by ``until``
-        alone. No warm-up call enters while someone waits, so each wait's cause holds until
-        the next notification."""
+        against ``wait_s``: while a background call holds a slot, the wait is bounded by
+        ``until`` alone. No background call enters while someone waits, so each wait's cause
+        holds until the next notification."""
         charged = 0.0
         while self.in_flight >= self.concurrency:
-            behind_warm_up = self.warming > 0
-            limits = [] if behind_warm_up else [self.wait_s - charged]
+            behind_background = self.background > 0
+            limits = [] if behind_background else [self.wait_s - charged]
             if until is not None:
                 limits.append(until - time.monotonic())
             timeout = min(limits) if limits else None
@@ -338,7 +369,7 @@ class LLMGate:
                 raise GateTimeoutError("no LLM slot came free before the question's deadline")
             began = time.monotonic()
             self._cond.wait(timeout)
-            if not behind_warm_up:
+            if not behind_background:
                 charged += time.monotonic() - began
 
 
@@ -353,7 +384,7 @@ class Admission:
 
     def wait_for_model(self, until: float | None = None) -> None:
         """Wait until the model has a free slot (:class:`GateTimeoutError` after ``wait_s``
-        behind other questions, or at ``until`` behind the warm-up), so a question that would
+        behind other questions, or at ``until`` behind background calls), so a question that would
         only wait is refused before it starts answering."""
         self._gate.wait_free(until)
 

@@ -9,8 +9,12 @@ Each tier (:class:`server.settings.LLMTierSettings`) is one of
 
 wrapped in :class:`agents.llm.base.ResilientLLM` (retries, a concurrency limit, a bounded wait
 that raises ``LLMBusyError``) and in :class:`MeteredLLM` (tokens, calls and latency per tier
-in the metrics). Tiers are built lazily: loading a model costs seconds and memory, and a
-server that only serves knowledge never needs one.
+in the metrics; a call's outcome is ``ok``, ``busy``, ``cancelled`` or ``error``). A job's
+model calls (the ``describe`` job's) go through :class:`BackgroundLLM`: each takes a
+background turn at the server's LLM gate, after every question.
+
+Tiers are built lazily: loading a model costs seconds and memory, and a server that only
+serves knowledge never needs one.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from agents.llm.base import (
     LLM,
     ChatResult,
     LLMBusyError,
+    LLMCancelledError,
     LLMError,
     LLMWrapper,
     Message,
@@ -35,6 +40,7 @@ from agents.llm.llamacpp import LlamaCppLLM
 from agents.llm.openai_compat import OpenAICompatibleLLM
 from agents.llm.prompt_cache import PromptStateCache, cache_folder
 from agents.llm.variants import Variant, variants_of
+from server.limits import LLMGate
 from server.metrics import Metrics
 from server.settings import LLMTierSettings
 
@@ -43,7 +49,9 @@ PROMPT_CACHE_DIR = "prompt-cache"
 
 
 class MeteredLLM(LLMWrapper):
-    """Counts tokens, calls and latency of ``inner`` under the tier's name."""
+    """Counts tokens, calls and latency of ``inner`` under the tier's name; each call by its
+    outcome: ``ok``, ``busy`` (no slot within the wait), ``cancelled`` (stopped by its
+    :class:`~agents.llm.base.Cancellation`: a cancelled job's) or ``error``."""
 
     def __init__(self, inner: LLM, tier: str, metrics: Metrics) -> None:
         self.inner, self.tier, self.metrics = inner, tier, metrics
@@ -65,6 +73,9 @@ class MeteredLLM(LLMWrapper):
         except LLMBusyError:
             self.metrics.record_llm(self.tier, time.perf_counter() - started, outcome="busy")
             raise
+        except LLMCancelledError:
+            self.metrics.record_llm(self.tier, time.perf_counter() - started, outcome="cancelled")
+            raise
         except LLMError:
             self.metrics.record_llm(self.tier, time.perf_counter() - started, outcome="error")
             raise
@@ -75,6 +86,30 @@ class MeteredLLM(LLMWrapper):
             completion_tokens=sum(r.completion_tokens for r in results),
         )
         return results
+
+
+class BackgroundLLM(LLMWrapper):
+    """``inner`` (a loaded tier, shared with questions) whose every call first takes a
+    background turn at ``gate``: it waits, without the gate's limit and without a slot of the
+    queue, until no question is in progress or waiting, so a question asked meanwhile is
+    served before the next call; the wait ends with
+    :class:`~agents.llm.base.LLMCancelledError` when the current
+    :class:`~agents.llm.base.Cancellation` (the job's) is cancelled."""
+
+    def __init__(self, inner: LLM, gate: LLMGate) -> None:
+        self.inner, self.gate = inner, gate
+        self.name = inner.name
+
+    def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
+        with self.gate.background_turn():
+            return self.inner.chat(messages, **options)
+
+    def chat_variants(
+        self, messages: Sequence[Message], variants: Sequence[Variant], **options: Any
+    ) -> list[ChatResult]:
+        """See :mod:`agents.llm.variants`: one turn for every variant."""
+        with self.gate.background_turn():
+            return variants_of(self.inner, messages, variants, **options)
 
 
 def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:

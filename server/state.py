@@ -37,7 +37,7 @@ from server.jobs import JobQueue
 from server.keys import KeyStore
 from server.knowledge import KnowledgeService
 from server.limits import LLMGate, RateLimiter
-from server.llm_factory import LLMTiers
+from server.llm_factory import BackgroundLLM, LLMTiers
 from server.metrics import Metrics
 from server.readiness import Readiness
 from server.settings import Settings
@@ -184,10 +184,11 @@ def build_state(
     store, engine, keys = open_keys(settings)
     metrics = Metrics()
     limits = settings.limits
+    llm_gate = LLMGate(limits.llm_concurrency, limits.llm_queue, limits.llm_queue_wait_s)
     if llms is FROM_SETTINGS:
         llms = LLMTiers(settings.llm_tiers, settings.data_dir, metrics)
     if describer_factory is FROM_SETTINGS:
-        describer_factory = _llm_describer_factory(llms, settings) if llms else None
+        describer_factory = _llm_describer_factory(llms, settings, llm_gate) if llms else None
     if embedder is FROM_SETTINGS:
         embedder = configured_embedder(settings)
     indices = IndexSet(
@@ -206,7 +207,6 @@ def build_state(
         if settings.target_url
         else None
     )
-    llm_gate = LLMGate(limits.llm_concurrency, limits.llm_queue, limits.llm_queue_wait_s)
     asks = AskService(
         store,
         indices,
@@ -247,11 +247,14 @@ def build_state(
     return state
 
 
-def _llm_describer_factory(tiers: LLMTiers, settings: Settings) -> DescriberFactory:
+def _llm_describer_factory(tiers: LLMTiers, settings: Settings, gate: LLMGate) -> DescriberFactory:
+    """Describers over the describe tier's model (the one questions share), each call taking
+    a background turn at ``gate``: a question asked while a describe job runs goes first."""
+
     def make() -> Describer:
         from agents.learn.describe import LLMDescriber
 
-        return LLMDescriber(tiers.get(settings.describe_tier))
+        return LLMDescriber(BackgroundLLM(tiers.get(settings.describe_tier), gate))
 
     return make
 
@@ -266,7 +269,8 @@ def _register_gauges(state: AppState) -> None:
     )
     metrics.add_gauge(
         "almanac_llm_gate",
-        "LLM gate: requests running, waiting, refused so far, and warm-up calls running",
+        "LLM gate: model calls running, questions waiting, refused so far, questions in "
+        "progress, background calls (jobs, warm-up) running and waiting, warm-up calls running",
         ("kind",),
         lambda: {
             ("in_flight",): float(gate.in_flight),
@@ -274,6 +278,8 @@ def _register_gauges(state: AppState) -> None:
             ("rejected_full",): float(gate.rejected_full),
             ("rejected_timeout",): float(gate.rejected_timeout),
             ("questions",): float(gate.questions),
+            ("background",): float(gate.background),
+            ("background_waiting",): float(gate.background_waiting),
             ("warming",): float(gate.warming),
         },
     )
