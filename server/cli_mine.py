@@ -39,9 +39,9 @@ def add_mine_commands(commands: Any) -> None:
 
 
 def run_mine_command(args: argparse.Namespace, settings: Settings) -> int:
-    from agents.learn.mine import labeled_experiences, mine_labeled
     from kb.store import KnowledgeStore
     from kb.target.database import Database
+    from server.job_mine import run_mining, select_experiences
 
     targets: dict[str, Database] = {}
     url_and_name = _target(args, settings)
@@ -49,14 +49,14 @@ def run_mine_command(args: argparse.Namespace, settings: Settings) -> int:
         if url_and_name is not None:
             targets[url_and_name[1]] = Database(url_and_name[0])
         try:
-            experiences = labeled_experiences(store, since=args.since)
-            report = mine_labeled(
+            experiences, _ = select_experiences(store, since_version=args.since)
+            report = run_mining(
                 store,
                 experiences,
-                pairer=_pairer(settings) if args.llm else None,
                 targets=targets,
+                pairer=_pairer(settings) if args.llm else None,
+                rerun=args.rerun,
                 apply=not args.dry_run,
-                rerun=args.rerun and bool(targets),
             )
         finally:
             for database in targets.values():
@@ -86,9 +86,8 @@ def _target(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | N
 
 
 def _pairer(settings: Settings) -> Any:
-    from agents.learn.mine import LLMPairer
+    from server.job_mine import tier_pairer
     from server.llm_factory import LLMTiers
     from server.metrics import Metrics
 
-    tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
-    return LLMPairer(tiers.get(settings.describe_tier or tiers.default))
+    return tier_pairer(LLMTiers(settings.llm_tiers, settings.data_dir, Metrics()), settings)

@@ -4,9 +4,10 @@
 - ``describe``: the same, with an LLM describer filling missing descriptions and synonyms
   (any :class:`kb.profile.model.Describer`, made by the app state's describer factory);
 - ``reindex``: rebuild the string, graph and vector indices from the store and swap them in;
-- ``import``: import a JSONL file from the import folder, or JSONL sent inline.
+- ``import``: import a JSONL file from the import folder, or JSONL sent inline;
+- ``mine``: mine labeled experiences into candidate knowledge (:mod:`server.job_mine`).
 
-Later kinds (``mine``, ``augment``, ``distill``) register here with their own permission, and
+Later kinds (``augment``, ``distill``) register here with their own permission, and
 with :attr:`JobKind.authorize` when the permission alone is not enough: ``profile`` and
 ``describe`` write global knowledge, so a key scoped to a workspace may not submit them
 (:func:`server.access.check_global_writer`); ``import`` checks every line and every entry it
@@ -31,6 +32,7 @@ from kb.profile.model import ColumnProfile, Describer, Description, TableProfile
 from kb.profile.profiler import ProfileOptions, profile_database
 from server.access import check_global_writer
 from server.auth import Identity, Permission
+from server.job_mine import MineParams, run_mine
 from server.worker import JobContext, JobRunner
 
 logger = logging.getLogger(__name__)
@@ -288,6 +290,13 @@ JOB_KINDS: dict[str, JobKind] = {
             ImportParams,
             Permission.JOBS_WRITE,
             run_import,
+        ),
+        JobKind(
+            "mine",
+            "mine labeled experiences into candidate knowledge (a workspace key: its own)",
+            MineParams,
+            Permission.JOBS_WRITE,
+            run_mine,
         ),
     )
 }

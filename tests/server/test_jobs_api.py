@@ -92,7 +92,7 @@ def test_reindex_and_import_jobs(server, tmp_path):
 
 def test_submitting_checks_kind_params_permissions_and_availability(server):
     cases = [
-        ({"kind": "mine"}, "ops", 422, "unknown job kind"),
+        ({"kind": "augment"}, "ops", 422, "unknown job kind"),
         ({"kind": "import", "params": {}}, "ops", 422, "exactly one"),
         ({"kind": "import", "params": {"path": "x", "extra": 1}}, "ops", 422, "extra"),
         ({"kind": "reindex"}, "ml", 403, "lacks the 'jobs:write' permission"),

@@ -1,0 +1,233 @@
+"""The ``mine`` job kind: labeled experiences → candidate knowledge, as a job.
+
+Parameters (:class:`MineParams`): ``mode`` (only ``labeled`` exists; ``unlabeled`` and
+``both`` are refused with 422 until mining by vote is built), ``since_version`` (experiences
+written after that store version), ``since``/``until`` (a window on the experiences'
+timestamps), ``database_name`` (default the configured target's name; without a target,
+every database), ``llm_pairer`` (pair what alignment leaves with the describe tier's LLM),
+``rerun`` (skip experiences whose SQL fails on the target now) and ``dry_run``.
+
+Who: ``jobs:write`` (ops, admin), like the other knowledge-writing jobs. A mined entry takes
+the scope of the experience it came from (global, a workspace, a user) and enters as an
+inactive candidate (:mod:`agents.learn.mine.candidates`), unused by ``ask`` until activated.
+Admin keys and keys without a workspace mine every experience; a key scoped to a workspace
+mines only the experiences of its workspace (the others are left out and counted in the
+report's ``scope``), so its candidates stay in its workspace.
+
+Progress is reported per experience, and cancellation is checked there (and inside the
+pairer's LLM call through the job's current cancellation token). The merge writes every
+candidate in one transaction at the end: a job stopped before it has written nothing, and a
+job run again after its worker died (the lease requeues it) merges into what an earlier
+attempt wrote, inserting nothing twice (:func:`kb.merge.merge_mined`). The job's result is the
+:class:`~agents.learn.mine.labeled.MiningReport` as JSON, its long lists truncated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
+
+from agents.learn.mine import labeled_experiences, mine_labeled
+from agents.learn.mine.labeled import MiningReport
+from agents.learn.mine.pairer import LLMPairer, Pairer
+from kb.store import KnowledgeStore
+from kb.target.database import Database
+from server.auth import Identity, Role
+from server.worker import JobContext
+from ukf import ExperienceUKF
+
+if TYPE_CHECKING:
+    from server.llm_factory import LLMTiers
+    from server.settings import Settings
+    from server.state import AppState
+
+LIST_LIMIT = 100
+"""Longest list kept in a job result (``skipped``, ``candidate_ids``); the rest is counted."""
+_MINING_START, _MINING_END = 0.05, 0.9
+NOT_BUILT = (
+    "mode {mode!r} is not built yet: mining unlabeled experiences (answered by the vote) "
+    "does not exist; use mode 'labeled'"
+)
+
+
+class MineParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["labeled", "unlabeled", "both"] = Field(
+        default="labeled", description="only 'labeled' is built"
+    )
+    since_version: int | None = Field(
+        default=None, ge=0, description="only experiences written after this store version"
+    )
+    since: datetime | None = Field(default=None, description="experiences at or after (UTC)")
+    until: datetime | None = Field(default=None, description="experiences before (UTC)")
+    database_name: str | None = Field(
+        default=None, description="[DATABASE:...] to mine; default the configured target's"
+    )
+    llm_pairer: bool = Field(default=False, description="pair leftovers with the describe LLM")
+    rerun: bool = Field(default=False, description="skip experiences whose SQL fails now")
+    dry_run: bool = Field(default=False, description="report without writing")
+
+    @model_validator(mode="after")
+    def _check(self) -> MineParams:
+        if self.mode != "labeled":
+            raise ValueError(NOT_BUILT.format(mode=self.mode))
+        self.since, self.until = _utc(self.since), _utc(self.until)
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError(f"since ({self.since}) must be before until ({self.until})")
+        return self
+
+    @field_serializer("since", "until")
+    def _iso(self, value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None  # job params are JSON
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# ------------------------------------------------------------ shared with `almanac mine`
+def tier_pairer(tiers: LLMTiers, settings: Settings) -> LLMPairer:
+    """The LLM pairer on the describe tier (else the default tier), as describe jobs use."""
+    return LLMPairer(tiers.get(settings.describe_tier))
+
+
+def select_experiences(
+    store: KnowledgeStore,
+    *,
+    since_version: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    database: str | None = None,
+    workspace: str | None = None,
+) -> tuple[list[ExperienceUKF], int]:
+    """Labeled experiences to mine, and how many others the ``workspace`` filter left out.
+
+    ``since``/``until`` bound the experiences' timestamps (``until`` excluded); ``workspace``
+    (a workspace key's) keeps only that workspace's experiences; None keeps every one."""
+    found = labeled_experiences(store, since=since_version, database=database)
+    found = [
+        e
+        for e in found
+        if (since is None or e.timestamp >= since) and (until is None or e.timestamp < until)
+    ]
+    if workspace is None:
+        return found, 0
+    kept = [e for e in found if e.workspace == workspace]
+    return kept, len(found) - len(kept)
+
+
+def run_mining(
+    store: KnowledgeStore,
+    experiences: list[ExperienceUKF],
+    *,
+    targets: Mapping[str, Database],
+    pairer: Pairer | None,
+    rerun: bool,
+    apply: bool,
+    job_id: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> MiningReport:
+    """:func:`mine_labeled` as the CLI and the job call it (``rerun`` needs a target)."""
+    return mine_labeled(
+        store,
+        experiences,
+        job_id=job_id,
+        pairer=pairer,
+        targets=targets,
+        apply=apply,
+        rerun=rerun and bool(targets),
+        progress=progress,
+    )
+
+
+# ------------------------------------------------------------------------------ the job
+def mining_workspace(identity: Identity) -> str | None:
+    """The workspace whose experiences ``identity`` may mine; None: every experience."""
+    return None if identity.role is Role.ADMIN else identity.workspace
+
+
+def run_mine(state: AppState, context: JobContext, params: MineParams) -> dict[str, Any]:
+    submitter = Identity.from_dict(context.submitter)
+    workspace = mining_workspace(submitter)
+    target_name = state.settings.resolved_target_name
+    database = params.database_name or target_name
+    targets: dict[str, Database] = {}
+    if state.target is not None and target_name is not None:
+        targets[target_name] = state.target
+    pairer = _job_pairer(state) if params.llm_pairer else None
+    experiences, out_of_scope = select_experiences(
+        state.store,
+        since_version=params.since_version,
+        since=params.since,
+        until=params.until,
+        database=database,
+        workspace=workspace,
+    )
+    total = len(experiences)
+    where = f"database {database!r}" if database else "every database"
+    scope = f" of workspace {workspace!r}" if workspace else ""
+    context.progress(_MINING_START, f"mining {total} labeled experience(s){scope} of {where}")
+
+    def step(done: int, count: int) -> None:  # checks for cancellation per experience
+        fraction = _MINING_START + (_MINING_END - _MINING_START) * done / max(count, 1)
+        context.progress(fraction, f"mined {done}/{count} experiences")
+
+    report = run_mining(
+        state.store,
+        experiences,
+        targets=targets,
+        pairer=pairer,
+        rerun=params.rerun,
+        apply=not params.dry_run,
+        job_id=context.job_id,
+        progress=step,
+    )
+    # written: no cancellation from here on (the job succeeded)
+    result = job_result(report, database=database, workspace=workspace, left_out=out_of_scope)
+    result["dry_run"] = params.dry_run
+    context.log(
+        f"mined {report.mined_experiences}/{report.experiences} experiences: "
+        f"{dict(report.mined) or 'nothing'}; merge {report.merge or 'nothing'}"
+    )
+    written = _written_by_mining(state.store, report.store_version)
+    if written and report.store_version is not None:
+        detail = {k: result[k] for k in ("mined", "merge", "dropped", "database", "scope")}
+        state.knowledge.record_job_writes(
+            "mine", submitter, written, report.store_version, detail, context.job_id
+        )
+    return result
+
+
+def job_result(
+    report: MiningReport, *, database: str | None, workspace: str | None, left_out: int
+) -> dict[str, Any]:
+    """The report as a job result: lists cut to :data:`LIST_LIMIT`, with their full counts."""
+    result = report.to_dict()
+    for name in ("skipped", "candidate_ids"):
+        items = result[name]
+        result[f"{name}_count"] = len(items)
+        if len(items) > LIST_LIMIT:
+            result[name] = items[:LIST_LIMIT]
+            result.setdefault("truncated", {})[name] = len(items) - LIST_LIMIT
+    result["database"] = database
+    result["scope"] = {"workspace": workspace, "left_out": left_out}
+    return result
+
+
+def _job_pairer(state: AppState) -> LLMPairer:
+    if state.llms is None:
+        raise RuntimeError("llm_pairer: no LLM is configured on this server")
+    return tier_pairer(state.llms, state.settings)
+
+
+def _written_by_mining(store: KnowledgeStore, version: int | None) -> list[str]:
+    """Ids of the entries the merge's transaction wrote (each row records its version)."""
+    if version is None:
+        return []
+    return [uid for seq, uid, _type in store.written_since(version - 1) if seq == version]

@@ -1,0 +1,314 @@
+"""The ``mine`` job over HTTP on GeoQuery (real SQLite store and target): candidates with the
+job id, the report as the job's result, progress and cancellation (inside the pairer's LLM
+call), parameters and roles refused, a workspace key's scope, and a job whose worker died
+resumed without duplicates (compared with one uninterrupted run)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from agents.learn.mine import is_candidate
+from agents.learn.mine.labeled import MiningReport
+from agents.llm.base import LLMCancelledError, current_cancellation
+from bench.datasets import load_dataset
+from bench.mine_throughput import experiences_of
+from indices.embeddings import HashingEmbedder
+from kb.profile.profiler import ProfileOptions, profile_database
+from server.job_kinds import runners_for
+from server.job_mine import LIST_LIMIT, job_result
+from server.state import build_state
+from server.worker import JobContext, JobWorker
+from tests.agents.learn.conftest import GEOQUERY, labeled
+from tests.agents.scripted import ScriptedLLM
+from tests.server.conftest import Server, make_settings, running_server
+from ukf import BaseUKF, ExperienceUKF
+
+DATABASE = "geography"
+COUNT = 40
+
+
+@pytest.fixture()
+def store_url(tmp_path) -> str:
+    """SQLite alone: what is tested here does not depend on the store's backend."""
+    return f"sqlite:///{tmp_path / 'knowledge.db'}"
+
+
+@pytest.fixture(scope="module")
+def experiences() -> list[ExperienceUKF]:
+    if not GEOQUERY.is_file():
+        pytest.skip(f"benchmark database {GEOQUERY} not found (set ALMANAC_BENCH_DATA)")
+    examples = [e for e in load_dataset("geoquery").examples if e.split == "train"][:COUNT]
+    return experiences_of(examples)
+
+
+@pytest.fixture()
+def geo(make_server, experiences) -> Server:
+    """A server whose target is GeoQuery, profiled by a job, with labeled experiences."""
+    server = make_server(target_url=f"sqlite:///{GEOQUERY}", target_name=DATABASE)
+    profiled = server.wait_job(_submit(server, {}, kind="profile"))
+    assert profiled["state"] == "succeeded", profiled
+    server.state.store.upsert_many(experiences)
+    return server
+
+
+def _submit(server: Server, params: dict[str, Any], as_: str = "ops", kind: str = "mine") -> str:
+    reply = server.request("POST", "/v1/jobs", as_, json={"kind": kind, "params": params})
+    assert reply.status_code == 202, reply.text
+    return reply.json()["id"]
+
+
+def _mined(store: Any) -> list[BaseUKF]:
+    return [e for e in store.iterate(active=None) if "mining" in e.metadata]
+
+
+def test_a_mine_job_writes_candidates_with_its_id_and_reports_them(geo):
+    job = geo.wait_job(_submit(geo, {}))
+    assert job["state"] == "succeeded", job
+    assert job["progress"] == 1.0 and job["message"] == "succeeded"
+    report = job["result"]
+    assert report["experiences"] == COUNT and report["database"] == DATABASE
+    assert report["mined_experiences"] + len(report["skipped"]) == COUNT
+    assert sum(report["mined"].values()) > 0 and report["merge"]["inserted"] > 0
+    assert report["scope"] == {"workspace": None, "left_out": 0}
+    mined = _mined(geo.state.store)
+    assert sorted(report["candidate_ids"]) == sorted(e.id for e in mined)
+    assert report["candidate_ids_count"] == len(mined) == report["merge"]["inserted"]
+    for entry in mined:
+        assert is_candidate(entry) and entry.inactive_mark
+        assert entry.metadata["mining"]["job_id"] == job["id"]
+    assert any(line["line"].startswith("mined ") for line in job["log"])
+    audit = geo.request("GET", "/v1/audit", "admin", params={"action": "mine"}).json()
+    (record,) = audit["items"]
+    assert record["job_id"] == job["id"] and record["entry_count"] == len(mined)
+
+    again = geo.wait_job(_submit(geo, {}))  # re-mining the same log inserts nothing
+    assert again["state"] == "succeeded", again
+    assert "inserted" not in again["result"]["merge"] and again["result"]["candidate_ids"] == []
+    assert len(_mined(geo.state.store)) == len(mined)
+    shown = geo.request("GET", f"/v1/jobs/{again['id']}", "ml").json()
+    assert shown["result"] == again["result"]
+
+
+def test_selection_dry_run_and_rerun(geo):
+    store = geo.state.store
+    broken = labeled(
+        "what is the nickname of texas",
+        "SELECT state_nickname FROM state WHERE state_name = 'texas'",
+        database=DATABASE,
+    )
+    version = store.version
+    store.upsert_many([broken])
+    later = geo.wait_job(_submit(geo, {"since_version": version, "rerun": True}))
+    assert later["result"]["experiences"] == 1, later
+    (skipped,) = later["result"]["skipped"]
+    assert skipped["experience_id"] == broken.id
+    assert skipped["reason"].startswith("SQL no longer runs")
+
+    before = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    window = geo.wait_job(_submit(geo, {"until": before}))
+    assert window["result"]["experiences"] == 0, window
+    other = geo.wait_job(_submit(geo, {"database_name": "world_1"}))
+    assert other["result"]["experiences"] == 0 and other["result"]["database"] == "world_1"
+
+    dry = geo.wait_job(_submit(geo, {"dry_run": True, "since": before}))
+    assert dry["result"]["dry_run"] is True and dry["result"]["merge"]["inserted"] > 0
+    assert dry["result"]["experiences"] == COUNT + 1
+    assert _mined(store) == [] and dry["result"]["store_version"] is None
+    audit = geo.request("GET", "/v1/audit", "admin", params={"action": "mine"}).json()
+    assert audit["items"] == []
+
+
+def test_a_workspace_key_mines_its_workspace_only(geo, experiences):
+    sales = [e.clone(workspace="sales") for e in experiences[:10]]
+    geo.state.store.upsert_many(sales)
+    key = geo.key("ops", user="sam", workspace="sales")
+    job = geo.wait_job(_submit(geo, {}, as_=key), as_=key)
+    assert job["state"] == "succeeded", job
+    assert job["result"]["experiences"] == 10
+    assert job["result"]["scope"] == {"workspace": "sales", "left_out": COUNT}
+    mined = _mined(geo.state.store)
+    assert mined and {e.workspace for e in mined} == {"sales"}
+
+
+def test_bad_parameters_and_roles_are_refused(geo):
+    cases = [
+        ({"mode": "unlabeled"}, "ops", 422, "not built yet"),
+        ({"mode": "both"}, "ops", 422, "mode 'both' is not built yet"),
+        ({"mode": "votes"}, "ops", 422, "labeled"),
+        ({"since_version": -1}, "ops", 422, "since_version"),
+        ({"since": "2026-01-02", "until": "2026-01-01"}, "ops", 422, "must be before"),
+        ({"limit": 3}, "ops", 422, "Extra inputs"),
+        ({}, "analyst", 403, "lacks the 'jobs:write' permission"),
+        ({}, "ml", 403, "lacks the 'jobs:write' permission"),
+    ]
+    for params, role, status, words in cases:
+        reply = geo.request("POST", "/v1/jobs", role, json={"kind": "mine", "params": params})
+        assert reply.status_code == status, (params, role, reply.text)
+        assert words in reply.text, reply.text
+    assert geo.request("GET", "/v1/jobs", "ops", params={"kind": "mine"}).json()["count"] == 0
+    no_llm = geo.wait_job(_submit(geo, {"llm_pairer": True}))
+    assert no_llm["state"] == "failed" and "no LLM is configured" in no_llm["error"]
+    assert _mined(geo.state.store) == []
+
+
+class StallingLLM(ScriptedLLM):
+    """Pairs nothing; its call number ``stall_at`` waits until the job's token is cancelled."""
+
+    def __init__(self, stall_at: int) -> None:
+        super().__init__(['{"pairs": []}'])
+        self.stall_at, self.stalled, self.errors = stall_at, threading.Event(), []
+
+    def chat(self, messages: Any, **options: Any) -> Any:
+        if len(self.calls) == self.stall_at:
+            self.calls.append((list(messages), options))
+            token = current_cancellation()
+            assert token is not None, "the job's cancellation is not current"
+            self.stalled.set()
+            while not token.wait(0.05):
+                pass
+            self.errors.append(token.reason)
+            raise LLMCancelledError(f"pairing stopped: {token.reason}")
+        return super().chat(messages, **options)
+
+
+class OneTier:
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+
+    def get(self, name: str | None = None) -> Any:
+        return self.llm
+
+
+def test_progress_and_cancel_inside_the_pairers_llm_call(geo):
+    llm = StallingLLM(stall_at=2)
+    geo.state.llms = OneTier(llm)  # type: ignore[assignment]
+    job_id = _submit(geo, {"llm_pairer": True})
+    assert llm.stalled.wait(30), "the pairer never called the model"
+    running = geo.request("GET", f"/v1/jobs/{job_id}", "ops").json()
+    assert running["state"] == "running", running
+    assert 0.05 <= running["progress"] < 0.9
+    assert running["message"].startswith(("mined ", "mining "))
+
+    stopping = geo.request("DELETE", f"/v1/jobs/{job_id}", "ops").json()
+    assert stopping["cancel_requested"] is True
+    job = geo.wait_job(job_id)
+    assert job["state"] == "cancelled", job
+    assert llm.errors == [f"job {job_id} was cancelled"]
+    assert len(llm.calls) == 3  # no call after the stalled one
+    assert _mined(geo.state.store) == []  # stopped before the merge: nothing half-written
+    done = geo.wait_job(_submit(geo, {}))  # the rest is consistent: a new run mines it all
+    assert done["state"] == "succeeded" and done["result"]["merge"]["inserted"] > 0
+
+
+# ------------------------------------------------------------------------------- resume
+class WorkerDiedError(RuntimeError):
+    pass
+
+
+class DyingContext(JobContext):
+    """A job context whose worker dies after ``experiences`` experiences, or (None) right
+    after the merge wrote, before the job could finish."""
+
+    def __init__(self, *args: Any, experiences: int | None) -> None:
+        super().__init__(*args)
+        self.experiences = experiences
+
+    def progress(self, fraction: float | None, message: str | None = None) -> None:
+        done = message or ""
+        if self.experiences is not None and done.startswith(f"mined {self.experiences}/"):
+            raise WorkerDiedError(done)
+        super().progress(fraction, message)
+
+    def log(self, line: str, level: str = "info") -> None:
+        if self.experiences is None and line.startswith("mined "):
+            raise WorkerDiedError("after the merge")
+        super().log(line, level)
+
+
+def _comparable(store: Any) -> dict[str, Any]:
+    found = {}
+    for entry in _mined(store):
+        data = entry.to_dict()
+        for moving in ("timestamp", "last_verified"):
+            data.pop(moving, None)
+        data["parents"] = sorted(data["parents"])
+        data["metadata"]["mining"].pop("job_id")
+        found[entry.id] = data
+    return found
+
+
+@pytest.fixture()
+def idle_servers(tmp_path, experiences) -> Iterator[Any]:
+    """Servers without job workers over GeoQuery, each with its own profiled store."""
+    with ExitStack() as stack:
+
+        def start(name: str) -> Server:
+            folder = tmp_path / name
+            folder.mkdir()
+            settings = make_settings(
+                folder,
+                f"sqlite:///{folder / 'knowledge.db'}",
+                target_url=f"sqlite:///{GEOQUERY}",
+                target_name=DATABASE,
+                jobs={"workers": 0},
+            )
+            state = build_state(settings, embedder=HashingEmbedder(), llms=None)
+            server = stack.enter_context(running_server(state))
+            assert state.target is not None
+            options = ProfileOptions(progress=False)
+            profile_database(state.target, state.store, database_name=DATABASE, options=options)
+            state.store.upsert_many(experiences)
+            return server
+
+        yield start
+
+
+def _run_once(server: Server, context_type: type[JobContext] = JobContext, **kw: Any) -> Any:
+    state = server.state
+    worker_id = f"worker-{context_type.__name__}"
+    job = state.jobs.claim(worker_id, ["mine"])
+    assert job is not None
+    context = context_type(state.jobs, job, worker_id, threading.Event(), **kw)
+    return context.run(runners_for(state)["mine"])
+
+
+@pytest.mark.parametrize("dies", [COUNT // 2, None], ids=["mid-way", "after-the-merge"])
+def test_a_job_whose_worker_died_resumes_without_duplicates(idle_servers, dies):
+    whole = idle_servers("whole")
+    _submit(whole, {})
+    single = _run_once(whole)
+    assert single["merge"]["inserted"] > 0
+
+    broken = idle_servers("broken")
+    job_id = _submit(broken, {})
+    with pytest.raises(WorkerDiedError):
+        _run_once(broken, DyingContext, experiences=dies)
+    written = _mined(broken.state.store)
+    assert len(written) == (0 if dies else single["merge"]["inserted"])
+
+    assert broken.state.jobs.recover(lease_s=0.0) == [(job_id, "queued")]
+    worker = JobWorker(broken.state.jobs, runners_for(broken.state), poll_s=0.05)
+    worker.start()
+    try:
+        job = broken.wait_job(job_id)
+    finally:
+        worker.stop()
+    assert job["state"] == "succeeded" and job["attempts"] == 2, job
+    resumed = job["result"]
+    assert resumed["merge"].get("inserted", 0) == (single["merge"]["inserted"] if dies else 0)
+    assert _comparable(broken.state.store) == _comparable(whole.state.store)
+    assert {e.metadata["mining"]["job_id"] for e in _mined(broken.state.store)} == {job_id}
+
+
+def test_long_lists_in_the_result_are_cut_and_counted() -> None:
+    report = MiningReport("job-1", candidate_ids=[f"c{i}" for i in range(LIST_LIMIT + 7)])
+    result = job_result(report, database=DATABASE, workspace=None, left_out=0)
+    assert result["candidate_ids"] == [f"c{i}" for i in range(LIST_LIMIT)]
+    assert result["candidate_ids_count"] == LIST_LIMIT + 7
+    assert result["truncated"] == {"candidate_ids": 7} and result["skipped_count"] == 0
