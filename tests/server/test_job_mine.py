@@ -16,6 +16,7 @@ import pytest
 from agents.learn.mine import is_candidate
 from agents.learn.mine.labeled import MiningReport
 from agents.llm.base import LLMCancelledError, current_cancellation
+from agents.llm.models import TEST_MODEL, default_data_dir, pull
 from bench.datasets import load_dataset
 from bench.mine_throughput import experiences_of
 from indices.embeddings import HashingEmbedder
@@ -304,6 +305,37 @@ def test_a_job_whose_worker_died_resumes_without_duplicates(idle_servers, dies):
     assert resumed["merge"].get("inserted", 0) == (single["merge"]["inserted"] if dies else 0)
     assert _comparable(broken.state.store) == _comparable(whole.state.store)
     assert {e.metadata["mining"]["job_id"] for e in _mined(broken.state.store)} == {job_id}
+
+
+@pytest.mark.slow
+def test_the_real_small_model_pairs_through_the_describe_tier(tmp_path, experiences):
+    """End to end: the pairer is the describe tier of the server's own LLM tiers (the real
+    0.5B test model), built as describe jobs build theirs."""
+    pull(TEST_MODEL, default_data_dir(), progress=False)
+    (tmp_path / "models").symlink_to(default_data_dir() / "models")
+    settings = make_settings(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'knowledge.db'}",
+        target_url=f"sqlite:///{GEOQUERY}",
+        target_name=DATABASE,
+        llm_tiers=[{"name": "default", "model": TEST_MODEL}],
+    )
+    state = build_state(settings, embedder=HashingEmbedder())
+    with running_server(state) as server:
+        assert server.wait_job(_submit(server, {}, kind="profile"))["state"] == "succeeded"
+        size = labeled(
+            "what is the size of texas",
+            "SELECT area FROM state WHERE state_name = 'texas'",
+            database=DATABASE,
+        )
+        state.store.upsert_many([size])
+        job = server.wait_job(_submit(server, {"llm_pairer": True}), timeout=600)
+        assert job["state"] == "succeeded", job
+        assert job["result"]["pairer_calls"] == 1 and job["result"]["experiences"] == 1
+        (entry,) = _mined(state.store)
+        assert (entry.name, entry.content) == ("size", "size means state.area")
+        assert entry.metadata["mining"]["how"] == "llm"
+        assert entry.metadata["mining"]["job_id"] == job["id"]
 
 
 def test_long_lists_in_the_result_are_cut_and_counted() -> None:
