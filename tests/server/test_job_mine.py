@@ -87,6 +87,8 @@ def test_a_mine_job_writes_candidates_with_its_id_and_reports_them(geo):
     audit = geo.request("GET", "/v1/audit", "admin", params={"action": "mine"}).json()
     (record,) = audit["items"]
     assert record["job_id"] == job["id"] and record["entry_count"] == len(mined)
+    assert record["user"] == "ops" and sorted(record["ukf_ids"]) == sorted(e.id for e in mined)
+    assert record["detail"]["merge"] == report["merge"]
 
     again = geo.wait_job(_submit(geo, {}))  # re-mining the same log inserts nothing
     assert again["state"] == "succeeded", again
