@@ -26,7 +26,7 @@ Caller = Annotated[Identity, Depends(caller)]
 class JobRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: str = Field(description="profile | describe | reindex | import")
+    kind: str = Field(description="profile | describe | reindex | import | mine")
     params: dict[str, Any] = Field(default_factory=dict)
 
 
