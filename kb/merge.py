@@ -1,4 +1,4 @@
-"""Merging mined knowledge into the store, by the preference order of DESIGN.md.
+"""Merging mined knowledge into the store, by the preference order of docs/architecture.md.
 
 For each mined candidate, against active entries about the same thing (same
 :func:`kb.visibility.logical_key`, in a layer that applies to the candidate's scope):

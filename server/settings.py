@@ -5,8 +5,8 @@ Precedence: explicit arguments > environment > TOML file (``ALMANAC_CONFIG`` or
 
 Nested groups (``limits``, ``jobs``) are TOML tables (``[limits]``) or environment variables
 with a double underscore (``ALMANAC_LIMITS__MAX_BODY_BYTES``); the LLM tiers are a TOML array
-of tables (``[[llm_tiers]]``) or one JSON list in ``ALMANAC_LLM_TIERS``. The README lists every
-setting.
+of tables (``[[llm_tiers]]``) or one JSON list in ``ALMANAC_LLM_TIERS``.
+docs/configuration.md lists every setting.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Imports only point downwards across the layers of DESIGN.md (README, Architecture).
+"""Imports only point downwards across the layers of docs/architecture.md (Layers).
 
 Every ``import`` and ``from ... import`` in the packages is read from the source (also those
 inside functions and under ``TYPE_CHECKING``: a lazy import is still a dependency), and each

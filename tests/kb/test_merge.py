@@ -1,4 +1,4 @@
-"""The four merge rules for mined knowledge (DESIGN.md, Knowledge store)."""
+"""The four merge rules for mined knowledge (docs/architecture.md, Knowledge store)."""
 
 from kb.merge import merge_mined
 from ukf import ColumnUKF, ExperienceUKF, KnowledgeUKF, SynonymUKF, TableUKF
