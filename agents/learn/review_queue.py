@@ -132,6 +132,7 @@ class ReviewItem:
             "miner": note.get("miner"),
             "trust": note.get("trust"),
             "how": note.get("how"),
+            "gate": note.get("gate"),  # the regression gate's measured effect, when gated
             "status": note.get("status"),
             "active": not e.inactive_mark,
             "review": review_note(e) or None,
