@@ -148,7 +148,10 @@ def main(argv: list[str] | None = None) -> None:
         f"{out['dataset']}: {out['store_entries']} entries, {out['candidates']} candidates "
         f"({len(out['bad'])} misleading), {out['held']} held, mined in {out['mine_seconds']} s"
     )
-    print(f"scratch copy + indices: {out['setup_seconds']} s")
+    print(
+        f"scratch setup {out['setup_seconds']} s: copy {out['copy_seconds']} s, "
+        f"indices {out['index_seconds']} s"
+    )
     print(f"EX baseline {out['baseline_ex']} -> final {out['final_ex']}")
     for d in out["decisions"]:
         print(
@@ -159,7 +162,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"activated {len(out['activated'])}, rejected {len(out['rejected'])}; "
         f"{out['evaluations']} evaluations, {out['retrievals']} retrievals, "
-        f"{out['asked']} asked, {out['llm_calls']} LLM calls, {out['seconds']} s in all"
+        f"{out['asked']} asked, {out['llm_calls']} LLM calls, {out['seconds']} s in all; "
+        f"broken only together: {len(out['combined_broken'])}"
     )
 
 

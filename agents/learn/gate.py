@@ -19,7 +19,9 @@ Decisions:
   activated, single entries that break something are rejected. One bad entry among ``n``
   costs about ``2·log2(n)`` evaluations instead of ``n``;
 - batches run in order, and what a batch activated is on for the next ones (the baseline
-  moves with it), so each batch is measured against what ``ask`` will have.
+  moves with it), so each batch is measured against what ``ask`` will have. Groups that pass
+  alone but break a question together are not undone; the report lists such questions
+  (``combined_broken``).
 
 The held set leaves out every experience a candidate was mined from (its ``parents``): a
 fact is never judged on the question it came from. In the copy the held experiences are
@@ -166,9 +168,17 @@ class GateReport:
     asked: int = 0
     retrievals: int = 0
     llm_calls: int | None = None
-    setup_seconds: float = 0.0
+    copy_seconds: float = 0.0  # the scratch copy (export + import)
+    index_seconds: float = 0.0  # its indices
     seconds: float = 0.0
     cancelled: bool = False
+    # held ids right before a batch, wrong with all it activated on although no group of it
+    # broke them alone (groups that pass separately and not together; kept, reported)
+    combined_broken: list[str] = field(default_factory=list)
+
+    @property
+    def setup_seconds(self) -> float:
+        return self.copy_seconds + self.index_seconds
 
     @property
     def activated(self) -> list[str]:
@@ -192,6 +202,9 @@ class GateReport:
             "retrievals": self.retrievals,
             "llm_calls": self.llm_calls,
             "setup_seconds": round(self.setup_seconds, 3),
+            "copy_seconds": round(self.copy_seconds, 3),
+            "index_seconds": round(self.index_seconds, 3),
+            "combined_broken": self.combined_broken,
             "seconds": round(self.seconds, 3),
             "cancelled": self.cancelled,
         }
@@ -267,7 +280,7 @@ class RegressionGate:
             hidden=[h.id for h in self.held],
             index_factory=self.index_factory,
         )
-        report.setup_seconds = scratch.copy_seconds + scratch.index_seconds
+        report.copy_seconds, report.index_seconds = scratch.copy_seconds, scratch.index_seconds
         try:
             run = _GateRun(self, scratch, held, report)
             run.decide_all(pending, store)
@@ -319,8 +332,14 @@ class _GateRun:
             else:
                 decisions = self.bisect(ids, baseline)
             self.write(store, decisions)
-            self.on += [uid for d in decisions if d.activated for uid in d.ids]
-            baseline = self.evaluate([])
+            activated = [uid for d in decisions if d.activated for uid in d.ids]
+            if not activated:
+                continue  # nothing changed: the baseline stands
+            self.on += activated
+            before, baseline = baseline, self.evaluate([])
+            self.report.combined_broken += [
+                q for q, ok in baseline.correct.items() if before.correct[q] and not ok
+            ]
             self.report.final_ex = baseline.ex
         self.gate.progress(1.0, f"{len(self.report.activated)} activated")
 
