@@ -78,12 +78,11 @@ DEMO_QUESTIONS: tuple[DemoQuestion, ...] = (
     ),
     DemoQuestion(
         trait=WIDE,
-        shows="one of 71 columns: the yen amounts of a wide income table (ptd_amt_jpy)",
-        question="What was Aurora's revenue for period 202411 in JPY?",
-        gold_sql="SELECT SUM(ptd_amt_jpy) AS revenue FROM income_aurora WHERE period = '202411' "
+        shows="one of the wide income table's 71 columns: the month's amount in euros "
+        "(ptd_amt_eur, not ptd_amt_usd or a currency filter)",
+        question="What was Nova revenue in June 2024 in EUR, caliber A?",
+        gold_sql="SELECT SUM(ptd_amt_eur) AS revenue FROM income_nova WHERE period = '202406' "
         "AND caliber = 'A' AND report_item_level1 = 'Revenue'",
-        query_time="2024-12-02T09:30:00Z",
-        user_profile=_profile("h.zhang", "executive", "CHN", "ALL", "CNY", "A"),
     ),
     DemoQuestion(
         trait=CONTEXT,
