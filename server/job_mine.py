@@ -40,6 +40,7 @@ from server.worker import JobContext
 from ukf import ExperienceUKF
 
 if TYPE_CHECKING:
+    from server.limits import LLMGate
     from server.llm_factory import LLMTiers
     from server.settings import Settings
     from server.state import AppState
@@ -92,9 +93,13 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 # ------------------------------------------------------------ shared with `almanac mine`
-def tier_pairer(tiers: LLMTiers, settings: Settings) -> LLMPairer:
-    """The LLM pairer on the describe tier (else the default tier), as describe jobs use."""
-    return LLMPairer(tiers.get(settings.describe_tier))
+def tier_pairer(tiers: LLMTiers, settings: Settings, gate: LLMGate | None = None) -> LLMPairer:
+    """The LLM pairer on the describe tier (else the default tier), as describe jobs use;
+    with the server's ``gate``, each call gives way to questions (a background turn)."""
+    from server.llm_factory import BackgroundLLM
+
+    model = tiers.get(settings.describe_tier)
+    return LLMPairer(BackgroundLLM(model, gate) if gate is not None else model)
 
 
 def select_experiences(
@@ -223,7 +228,7 @@ def job_result(
 def _job_pairer(state: AppState) -> LLMPairer:
     if state.llms is None:
         raise RuntimeError("llm_pairer: no LLM is configured on this server")
-    return tier_pairer(state.llms, state.settings)
+    return tier_pairer(state.llms, state.settings, state.llm_gate)
 
 
 def _written_by_mining(store: KnowledgeStore, version: int | None) -> list[str]:
