@@ -21,6 +21,8 @@ from __future__ import annotations
 import builtins
 import json
 import uuid
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, overload
@@ -181,26 +183,66 @@ class JobQueue:
 
     # ----------------------------------------------------------------- clients
     def submit(self, kind: str, params: dict[str, Any], submitter: dict[str, Any]) -> Job:
-        job_id = uuid.uuid4().hex
         with write_transaction(self._engine) as conn:
-            conn.execute(
-                insert(_J).values(
-                    id=job_id,
-                    kind=kind,
-                    state=QUEUED,
-                    params=json.dumps(params, sort_keys=True),
-                    submitter=json.dumps(submitter, sort_keys=True),
-                    progress=0.0,
-                    message="queued",
-                    attempts=0,
-                    max_attempts=self.max_attempts,
-                    cancel_requested=False,
-                    created_at=_clock(conn),
-                )
+            return self._insert(conn, kind, params, submitter)
+
+    def _insert(
+        self, conn: Connection, kind: str, params: dict[str, Any], submitter: dict[str, Any]
+    ) -> Job:
+        job_id = uuid.uuid4().hex
+        conn.execute(
+            insert(_J).values(
+                id=job_id,
+                kind=kind,
+                state=QUEUED,
+                params=json.dumps(params, sort_keys=True),
+                submitter=json.dumps(submitter, sort_keys=True),
+                progress=0.0,
+                message="queued",
+                attempts=0,
+                max_attempts=self.max_attempts,
+                cancel_requested=False,
+                created_at=_clock(conn),
             )
-            self._append(conn, job_id, "info", f"submitted by {submitter.get('user')}")
-            # read in the same transaction: a worker may claim the job right after the commit
-            return _read_job(conn, job_id, 200)
+        )
+        self._append(conn, job_id, "info", f"submitted by {submitter.get('user')}")
+        # read in the same transaction: a worker may claim the job right after the commit
+        return _read_job(conn, job_id, 200)
+
+    def submit_unless_pending(
+        self,
+        kind: str,
+        decide: Callable[[builtins.list[Job]], tuple[dict[str, Any], dict[str, Any]] | None],
+        *,
+        recent: int = 50,
+    ) -> Job | None:
+        """Submit a ``kind`` job when none is queued or running and ``decide`` wants one.
+
+        ``decide`` gets the ``recent`` latest jobs of ``kind`` (newest first) and returns
+        ``(params, submitter)``, or None to submit nothing. The check and the insert are one
+        transaction under a lock (PostgreSQL: an advisory transaction lock on ``kind``;
+        SQLite: the write lock), so replicas deciding at once submit one job, not two.
+        """
+        with write_transaction(self._engine) as conn:
+            if conn.dialect.name == "postgresql":
+                lock = zlib.crc32(f"almanac.jobs.submit.{kind}".encode())
+                conn.execute(select(func.pg_advisory_xact_lock(lock)))
+            latest = conn.execute(
+                select(_J)
+                .where(_J.c.kind == kind)
+                .order_by(_J.c.created_at.desc(), _J.c.id)
+                .limit(recent)
+            ).all()
+            pending = conn.execute(
+                select(func.count()).where(_J.c.kind == kind, _J.c.state.in_((QUEUED, RUNNING)))
+            ).scalar_one()
+            if pending:
+                return None
+            chosen = decide([_job(row) for row in latest])
+            if chosen is None:
+                return None
+            params, submitter = chosen
+            return self._insert(conn, kind, params, submitter)
 
     def get(self, job_id: str, *, log_lines: int = 200) -> Job:
         with read_transaction(self._engine) as conn:

@@ -84,6 +84,23 @@ class JobSettings(BaseModel):
     import_dir: Path | None = Field(
         default=None, description="folder of files import jobs may read; default <data_dir>/imports"
     )
+    mine_every_minutes: float = Field(
+        default=0.0,
+        ge=0,
+        description="submit a mine job when this many minutes passed since the last one (0: off)",
+    )
+    mine_every_experiences: int = Field(
+        default=0,
+        ge=0,
+        description="submit a mine job once this many labeled experiences were written since "
+        "the last one (0: off)",
+    )
+    mine_llm_pairer: bool = Field(
+        default=False, description="scheduled mine jobs pair leftovers with the describe LLM"
+    )
+    mine_check_s: float = Field(
+        default=30.0, gt=0, description="how often the mine schedule is checked"
+    )
 
 
 class LLMTierSettings(BaseModel):

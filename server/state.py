@@ -5,7 +5,8 @@ knowledge store, the server tables (keys, jobs, audit), the indices, the LLM tie
 database, the limits and the metrics. Tests and embedders pass their own collaborators
 (an embedder, a describer factory, LLM tiers) instead of the configured ones.
 
-``state.start()`` starts the background threads (index loader and refresher, job workers) and
+``state.start()`` starts the background threads (index loader and refresher, job workers, the
+mine schedule of :mod:`server.mine_schedule`) and
 ``state.close()`` stops them and releases the connections; the app's lifespan calls both and
 starts the warm-up, whose progress ``state.readiness`` holds (:mod:`server.readiness`).
 """
@@ -39,6 +40,7 @@ from server.knowledge import KnowledgeService
 from server.limits import LLMGate, RateLimiter
 from server.llm_factory import BackgroundLLM, LLMTiers
 from server.metrics import Metrics
+from server.mine_schedule import MineSchedule, MineScheduler
 from server.readiness import Readiness
 from server.settings import Settings
 from server.sql_pool import SqlPool
@@ -84,10 +86,12 @@ class AppState:
     readiness: Readiness = field(default_factory=Readiness)
     job_kinds: dict[str, JobKind] = field(default_factory=dict)
     workers: list[JobWorker] = field(default_factory=list)
+    mine_scheduler: MineScheduler | None = None
     started_at: float = field(default_factory=time.time)
 
     def start(self) -> None:
-        """Refresh the store's query statistics, start the indices and the job workers."""
+        """Refresh the store's query statistics, start the indices, the job workers and the
+        mine schedule (when one is configured)."""
         from server.job_kinds import runners_for
 
         self.store.planner.analyze()
@@ -106,6 +110,14 @@ class AppState:
             ]
         for worker in self.workers:
             worker.start()
+        if self.mine_scheduler is None:
+            self.mine_scheduler = MineScheduler(
+                self.jobs,
+                self.store,
+                MineSchedule.of(self.settings.jobs),
+                database=self.settings.resolved_target_name,
+            )
+        self.mine_scheduler.start()  # only submits (any replica's worker runs the job)
 
     def wake_workers(self) -> None:
         for worker in self.workers:
@@ -117,6 +129,8 @@ class AppState:
 
     def stop(self) -> None:
         """Stop the background threads (a running job goes back to the queue)."""
+        if self.mine_scheduler is not None:
+            self.mine_scheduler.stop()
         for worker in self.workers:
             worker.stop()
         self.workers = []
