@@ -14,7 +14,8 @@ The decision (:func:`due`) reads the queue's latest ``mine`` jobs (:func:`histor
 A scheduled job mines incrementally: its ``since_version`` is that covered version, and its
 submitter records the store version at submission (``schedule.store_version``), which is
 what it covers once it succeeds, even when it wrote nothing (a manual job covers the version
-its result wrote). Nothing is submitted while a mine job is queued or running, nor by count
+its result wrote, when it mined every workspace's experiences of the database without a
+time window). Nothing is submitted while a mine job is queued or running, nor by count
 for :data:`FAILURE_BACKOFF_S` after a mine job failed or was cancelled. Every replica runs a
 scheduler; the check and the submission are one locked transaction
 (:meth:`~server.jobs.JobQueue.submit_unless_pending`), so replicas never submit twice.
@@ -91,23 +92,33 @@ class History:
     """When the newest mine job failed or was cancelled; None when it did not."""
 
 
-def covered_version(job: Job) -> int | None:
-    """The store version a succeeded mine ``job`` mined up to (None: unknown)."""
-    if job.state != SUCCEEDED or (job.result or {}).get("dry_run"):
+def covered_version(job: Job, database: str | None = None) -> int | None:
+    """The store version up to which a succeeded mine ``job`` mined every labeled experience
+    of ``database`` (None: unknown, or the job mined only part of them: a dry run, a time
+    window, one workspace, another database)."""
+    result = job.result or {}
+    if job.state != SUCCEEDED or result.get("dry_run"):
         return None
     schedule = job.submitter.get("schedule")
     if isinstance(schedule, dict) and isinstance(schedule.get("store_version"), int):
-        return int(schedule["store_version"])
-    version = (job.result or {}).get("store_version")
-    return int(version) if isinstance(version, int) else None
+        return int(schedule["store_version"])  # a scheduled job: the version at submission
+    whole = (
+        job.params.get("since") is None
+        and job.params.get("until") is None
+        and (result.get("scope") or {}).get("workspace") is None
+        and result.get("database") in (database, None)
+    )
+    version = result.get("store_version")
+    return int(version) if whole and isinstance(version, int) else None
 
 
-def history(jobs: list[Job]) -> History:
-    """:class:`History` of ``jobs``, the latest mine jobs, newest first."""
+def history(jobs: list[Job], database: str | None = None) -> History:
+    """:class:`History` of ``jobs``, the latest mine jobs, newest first (``database``: the
+    one the schedule mines, see :func:`covered_version`)."""
     if not jobs:
         return History()
     newest = jobs[0]
-    covered = next((v for v in map(covered_version, jobs) if v is not None), None)
+    covered = next((v for job in jobs if (v := covered_version(job, database)) is not None), None)
     failed_at = newest.finished_at if newest.state in (FAILED, CANCELLED) else None
     return History(newest.finished_at or newest.created_at, covered, failed_at)
 
@@ -200,7 +211,7 @@ class MineScheduler:
         return job
 
     def _decide(self, jobs: list[Job]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        now, seen = self._clock(), history(jobs)
+        now, seen = self._clock(), history(jobs, self._database)
         new = (
             new_labeled_experiences(self._store, seen.covered, self._database)
             if self.schedule.every_experiences > 0

@@ -175,6 +175,25 @@ def test_a_failed_job_is_not_covered_and_the_count_waits(store, queue) -> None:
     assert again is not None and "since_version" not in again.params  # mines it all again
 
 
+def test_a_manual_job_covers_what_it_wrote_only_when_it_mined_everything(store, queue) -> None:
+    ops = Identity("k1", Role.OPS, "olga").to_dict()
+
+    def manual(params: dict[str, Any], **result: Any) -> Job:
+        job = queue.submit(KIND, params, ops)
+        return _finish(queue, job, **{"database": DATABASE, "dry_run": False, **result})
+
+    whole = {"scope": {"workspace": None, "left_out": 0}, "store_version": 5}
+    one_workspace = {"scope": {"workspace": "sales", "left_out": 3}, "store_version": 9}
+    manual({}, **whole)
+    assert history(queue.list(kind=KIND), DATABASE).covered == 5
+    assert history(queue.list(kind=KIND), "autofin").covered is None  # another database
+    manual({}, **one_workspace)
+    manual({"since": "2026-01-01T00:00:00+00:00"}, **{**whole, "store_version": 11})
+    manual({}, **{**whole, "store_version": 12, "dry_run": True})
+    manual({}, **{**whole, "store_version": None})  # wrote nothing
+    assert history(queue.list(kind=KIND), DATABASE).covered == 5
+
+
 def test_replicas_racing_submit_one_job_per_due_point(store, store_url, queue) -> None:
     """Two replicas (own engines, as two servers on one store), three threads each, tick at
     the same moment, twice: one job each time."""
