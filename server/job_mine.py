@@ -5,7 +5,11 @@ Parameters (:class:`MineParams`): ``mode`` (only ``labeled`` exists; ``unlabeled
 written after that store version), ``since``/``until`` (a window on the experiences'
 timestamps), ``database_name`` (default the configured target's name; without a target,
 every database), ``llm_pairer`` (pair what alignment leaves with the describe tier's LLM),
-``rerun`` (skip experiences whose SQL fails on the target now) and ``dry_run``.
+``rerun`` (skip experiences whose SQL fails on the target now), ``dry_run``, and ``gate``
+with ``gate_held`` (default 60) and ``gate_batch`` (default 8): after the merge, the
+regression gate (:mod:`server.mine_gate`) replays up to ``gate_held`` verified questions on a
+scratch copy and activates the job's new candidates that break none of them, rejecting the
+others; it needs the target and an LLM tier, whose calls give way to questions.
 
 Who: ``jobs:write`` (ops, admin), like the other knowledge-writing jobs. A mined entry takes
 the scope of the experience it came from (global, a workspace, a user) and enters as an
@@ -19,12 +23,17 @@ pairer's LLM call through the job's current cancellation token). The merge write
 candidate in one transaction at the end: a job stopped before it has written nothing, and a
 job run again after its worker died (the lease requeues it) merges into what an earlier
 attempt wrote, inserting nothing twice (:func:`kb.merge.merge_mined`). The job's result is the
-:class:`~agents.learn.mine.labeled.MiningReport` as JSON, its long lists truncated.
+:class:`~agents.learn.mine.labeled.MiningReport` as JSON, its long lists truncated, with the
+gate's :class:`~agents.learn.gate.GateReport` under ``gate``. The gate reports progress from
+0.9 to 1.0, per evaluation; each decision is written as it is made and audited
+(``mine.gate``, one row for the activated, one for the rejected); cancelled during the gate,
+the job ends ``cancelled``, what was decided stays decided and the rest stay candidates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,10 +42,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 from agents.learn.mine import labeled_experiences, mine_labeled
 from agents.learn.mine.labeled import MiningReport
 from agents.learn.mine.pairer import LLMPairer, Pairer
+from agents.pipeline import ModelTier
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from server.auth import Identity, Role
-from server.worker import JobContext
+from server.mine_gate import DEFAULT_BATCH, DEFAULT_HELD, GATE_ACTION, run_gate
+from server.worker import JobCancelledError, JobContext, JobInterruptedError
 from ukf import ExperienceUKF
 
 if TYPE_CHECKING:
@@ -47,7 +58,7 @@ if TYPE_CHECKING:
 
 LIST_LIMIT = 100
 """Longest list kept in a job result (``skipped``, ``candidate_ids``); the rest is counted."""
-_MINING_START, _MINING_END = 0.05, 0.9
+_MINING_START, _MINING_END = 0.05, 0.9  # the gate, when asked for, takes 0.9 to 1.0
 NOT_BUILT = (
     "mode {mode!r} is not built yet: mining unlabeled experiences (answered by the vote) "
     "does not exist; use mode 'labeled'"
@@ -71,6 +82,11 @@ class MineParams(BaseModel):
     llm_pairer: bool = Field(default=False, description="pair leftovers with the describe LLM")
     rerun: bool = Field(default=False, description="skip experiences whose SQL fails now")
     dry_run: bool = Field(default=False, description="report without writing")
+    gate: bool = Field(
+        default=False, description="run the regression gate on the new candidates (not dry_run)"
+    )
+    gate_held: int = Field(default=DEFAULT_HELD, ge=1, description="held questions at most")
+    gate_batch: int = Field(default=DEFAULT_BATCH, ge=1, description="candidates per batch")
 
     @model_validator(mode="after")
     def _check(self) -> MineParams:
@@ -206,7 +222,69 @@ def run_mine(state: AppState, context: JobContext, params: MineParams) -> dict[s
         state.knowledge.record_job_writes(
             "mine", submitter, written, report.store_version, detail, context.job_id
         )
+    if params.gate and not params.dry_run and report.candidate_ids:
+        result["gate"] = _gate(state, context, params, report.candidate_ids, submitter)
     return result
+
+
+def _gate(
+    state: AppState,
+    context: JobContext,
+    params: MineParams,
+    candidate_ids: list[str],
+    submitter: Identity,
+) -> dict[str, Any]:
+    """The regression gate on the job's new candidates (:mod:`server.mine_gate`); decisions
+    are audited; a cancelled gate audits what it decided, then the job ends cancelled."""
+    from server.llm_factory import BackgroundLLM
+
+    if state.llms is None or state.target is None:
+        raise RuntimeError("gate: it needs the server's target database and an LLM tier")
+    llms = state.llms
+    names: list[str | None] = [*state.asks.tier_names] or [None]  # None: the default tier
+    tiers = [
+        ModelTier(name or "default", BackgroundLLM(llms.get(name), state.llm_gate))
+        for name in names
+    ]
+
+    def step(fraction: float, message: str) -> None:
+        # a stop is not raised here: the gate sees the job's token at the next question
+        with suppress(JobCancelledError, JobInterruptedError):
+            context.progress(_MINING_END + (1 - _MINING_END) * fraction, f"gate: {message}")
+
+    report = run_gate(
+        state.store,
+        candidate_ids,
+        tiers=tiers,
+        database=state.target,
+        database_name=state.asks.database_name,
+        embedder=state.indices.embedder,
+        held=params.gate_held,
+        batch=params.gate_batch,
+        options=state.asks.options,
+        progress=step,
+        cancellation=context.cancellation,
+    )
+    for decision, ids in (("activated", report.activated), ("rejected", report.rejected)):
+        if ids:
+            detail = {
+                "decision": decision,
+                "baseline_ex": round(report.baseline_ex, 4),
+                "final_ex": round(report.final_ex, 4),
+                "held": report.held,
+                "cancelled": report.cancelled,
+            }
+            version = state.store.version
+            state.knowledge.record_job_writes(
+                GATE_ACTION, submitter, ids, version, detail, context.job_id
+            )
+    context.log(
+        f"gate: {len(report.activated)} activated, {len(report.rejected)} rejected; "
+        f"EX {report.baseline_ex:.3f} -> {report.final_ex:.3f} on {report.held} held"
+    )
+    if report.cancelled:
+        context.check()  # the job's token stopped the gate: the job ends cancelled
+    return report.to_dict()
 
 
 def job_result(

@@ -26,6 +26,7 @@ from server.job_mine import LIST_LIMIT, job_result
 from server.state import build_state
 from server.worker import JobContext, JobWorker
 from tests.agents.learn.conftest import GEOQUERY, labeled
+from tests.agents.learn.test_gate import GOLD, model_reading_knowledge
 from tests.agents.scripted import ScriptedLLM
 from tests.server.conftest import Server, make_settings, running_server
 from ukf import BaseUKF, ExperienceUKF
@@ -207,6 +208,111 @@ def test_progress_and_cancel_inside_the_pairers_llm_call(geo):
     assert _mined(geo.state.store) == []  # stopped before the merge: nothing half-written
     done = geo.wait_job(_submit(geo, {}))  # the rest is consistent: a new run mines it all
     assert done["state"] == "succeeded" and done["result"]["merge"]["inserted"] > 0
+
+
+# -------------------------------------------------------------------------------- gate
+@pytest.fixture()
+def gated(make_server) -> tuple[Server, int]:
+    """GeoQuery profiled, the held questions (verified, written first) and, after store
+    version ``since``, the sources of a helpful (NC) and a misleading (seattle) candidate."""
+    if not GEOQUERY.is_file():
+        pytest.skip(f"benchmark database {GEOQUERY} not found (set ALMANAC_BENCH_DATA)")
+    server = make_server(target_url=f"sqlite:///{GEOQUERY}", target_name=DATABASE)
+    assert server.wait_job(_submit(server, {}, kind="profile"))["state"] == "succeeded"
+    store = server.state.store
+    store.upsert_many([labeled(q, sql, DATABASE, verified=True) for q, sql in GOLD.items()])
+    since = store.version
+    store.upsert_many(
+        [
+            labeled(
+                "how many people live in NC",
+                "SELECT s.population FROM state AS s WHERE s.state_name = 'north carolina'",
+                DATABASE,
+                verified=True,
+            ),
+            labeled(
+                "how many people live in seattle",
+                "SELECT population FROM city WHERE city_name = 'seattle'",
+                DATABASE,
+                verified=True,
+            ),
+        ]
+    )
+    return server, since
+
+
+def _named(store: Any, name: str) -> BaseUKF:
+    (entry,) = [e for e in _mined(store) if e.name == name]
+    return entry
+
+
+def test_the_gate_activates_a_helpful_candidate_and_rejects_a_misleading_one(gated):
+    server, since = gated
+    llm = ScriptedLLM([model_reading_knowledge])
+    server.state.llms = OneTier(llm)  # type: ignore[assignment]
+    params = {"since_version": since, "gate": True, "gate_batch": 1}
+    job = server.wait_job(_submit(server, params), timeout=120)
+    assert job["state"] == "succeeded", job
+    assert job["progress"] == 1.0
+    gate = job["result"]["gate"]
+    store = server.state.store
+    nc, seattle = _named(store, "NC"), _named(store, "seattle")
+    assert gate["held"] == 3 and gate["excluded"] == [] and not gate["cancelled"]
+    assert nc.id in gate["activated"] and seattle.id in gate["rejected"]
+    assert gate["baseline_ex"] == round(2 / 3, 4) and gate["final_ex"] == 1.0
+    assert not nc.inactive_mark and nc.metadata["mining"]["status"] == "active"
+    assert seattle.inactive_mark and seattle.metadata["mining"]["status"] == "rejected"
+    seattle_gate = seattle.metadata["mining"]["gate"]
+    assert seattle_gate["ex_with"] < seattle_gate["ex_without"] and seattle_gate["broken"]
+    assert any(line["line"].startswith("gate: ") for line in job["log"])
+    assert llm.calls  # the questions were asked through the server's tier
+
+    audit = server.request("GET", "/v1/audit", "admin", params={"action": "mine.gate"}).json()
+    rows = {r["detail"]["decision"]: r for r in audit["items"]}
+    assert set(rows) == {"activated", "rejected"}
+    assert sorted(rows["activated"]["ukf_ids"]) == sorted(gate["activated"])
+    assert sorted(rows["rejected"]["ukf_ids"]) == sorted(gate["rejected"])
+    assert {r["job_id"] for r in rows.values()} == {job["id"]}
+    assert rows["activated"]["detail"]["baseline_ex"] == gate["baseline_ex"]
+
+
+def test_cancelled_during_the_gate_the_job_ends_cancelled_with_candidates_left(gated):
+    server, since = gated
+    asked, cancelled = threading.Event(), threading.Event()
+
+    def stalling(messages: Any, options: Any) -> str:
+        # the tier draws in a pool thread, where the job's token is not current: the model
+        # waits for the test's cancel request (DELETE cancels the local worker's token)
+        asked.set()
+        assert cancelled.wait(30), "the test never cancelled"
+        return model_reading_knowledge(messages, options)  # answers; the gate stops next
+
+    server.state.llms = OneTier(ScriptedLLM([stalling]))  # type: ignore[assignment]
+    job_id = _submit(server, {"since_version": since, "gate": True})
+    assert asked.wait(60), "the gate never asked the model"
+    running = server.request("GET", f"/v1/jobs/{job_id}", "ops").json()
+    assert running["state"] == "running", running
+    assert server.request("DELETE", f"/v1/jobs/{job_id}", "ops").json()["cancel_requested"]
+    cancelled.set()
+    job = server.wait_job(job_id, timeout=60)
+    assert job["state"] == "cancelled", job
+    mined = _mined(server.state.store)
+    assert mined and all(is_candidate(e) and e.inactive_mark for e in mined)
+    assert all("gate" not in e.metadata["mining"] for e in mined)
+    audit = server.request("GET", "/v1/audit", "admin", params={"action": "mine.gate"}).json()
+    assert audit["items"] == []
+    mine_audit = server.request("GET", "/v1/audit", "admin", params={"action": "mine"}).json()
+    assert [r["job_id"] for r in mine_audit["items"]] == [job_id]  # the merge is audited
+
+
+def test_gate_parameters(geo):
+    for params, words in [({"gate_held": 0}, "gate_held"), ({"gate_batch": 0}, "gate_batch")]:
+        reply = geo.request("POST", "/v1/jobs", "ops", json={"kind": "mine", "params": params})
+        assert reply.status_code == 422 and words in reply.text, reply.text
+    no_llm = geo.wait_job(_submit(geo, {"gate": True}))
+    assert no_llm["state"] == "failed" and "gate: it needs" in no_llm["error"], no_llm
+    dry = geo.wait_job(_submit(geo, {"gate": True, "dry_run": True}))  # dry: no gate
+    assert dry["state"] == "succeeded" and "gate" not in dry["result"], dry
 
 
 # ------------------------------------------------------------------------------- resume
