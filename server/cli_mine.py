@@ -1,23 +1,30 @@
 """``almanac mine``: knowledge learned from the query log, as candidates.
 
 almanac mine --labeled [--since VERSION] [--db URL] [--name NAME] [--llm] [--rerun]
-             [--dry-run] [--json]
+             [--dry-run] [--gate [--gate-held N] [--gate-batch N]] [--json]
     mine the labeled (and verified) experiences of the knowledge base (written after
     store version VERSION) into candidate synonyms, predicates, metrics and join paths;
     values are checked against the profile and, read-only, against the target database
     (``--db``, else the configured or last ``init`` target, when there is one); ``--llm``
     pairs what alignment cannot with the describe (else default) LLM tier; ``--rerun``
     skips experiences whose SQL fails on the target (the schema changed). Candidates
-    are not used by ``ask`` until activated. Prints the mining report.
+    are not used by ``ask`` until activated. ``--gate`` then runs the regression gate on
+    the new candidates (:mod:`server.mine_gate`: up to N verified questions, default 60,
+    replayed with the configured ask tiers on a scratch copy; needs the target): those that
+    break no held question are activated, the others rejected. Prints the mining report
+    and the gate's summary (``--json``: the mining report with the gate's under "gate").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from agents.learn.gate import GateReport
 
 MINE_COMMANDS = frozenset({"mine"})
 
@@ -35,6 +42,11 @@ def add_mine_commands(commands: Any) -> None:
         "--rerun", action="store_true", help="skip experiences whose SQL fails on the target"
     )
     mine.add_argument("--dry-run", action="store_true", help="report without writing")
+    mine.add_argument(
+        "--gate", action="store_true", help="activate the candidates that pass the regression gate"
+    )
+    mine.add_argument("--gate-held", type=int, default=60, help="held questions at most")
+    mine.add_argument("--gate-batch", type=int, default=8, help="candidates decided together")
     mine.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -45,6 +57,13 @@ def run_mine_command(args: argparse.Namespace, settings: Settings) -> int:
 
     targets: dict[str, Database] = {}
     url_and_name = _target(args, settings)
+    if args.gate and url_and_name is None:
+        print("--gate needs the target database: pass --db URL (or run init)")
+        return 2
+    if args.gate and (args.gate_held < 1 or args.gate_batch < 1):
+        print(f"--gate-held and --gate-batch must be >= 1: {args.gate_held}, {args.gate_batch}")
+        return 2
+    gate: GateReport | None = None
     with KnowledgeStore(settings.resolved_store_url) as store:
         if url_and_name is not None:
             targets[url_and_name[1]] = Database(url_and_name[0])
@@ -58,11 +77,15 @@ def run_mine_command(args: argparse.Namespace, settings: Settings) -> int:
                 rerun=args.rerun,
                 apply=not args.dry_run,
             )
+            if args.gate and not args.dry_run and report.candidate_ids:
+                assert url_and_name is not None
+                gate = _gate(args, settings, store, report.candidate_ids, targets, url_and_name[1])
         finally:
             for database in targets.values():
                 database.close()
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        out = report.to_dict() | ({"gate": gate.to_dict()} if gate is not None else {})
+        print(json.dumps(out, indent=2, sort_keys=True))
         return 0
     print(
         f"mined {report.mined_experiences}/{report.experiences} labeled experiences in "
@@ -73,7 +96,52 @@ def run_mine_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"dropped: {dict(report.dropped)}")
     for skipped in report.skipped:
         print(f"skipped {skipped['experience_id']}: {skipped['reason']}")
+    if gate is not None:
+        from server.mine_gate import summary
+
+        print("\n".join(summary(gate)))
     return 0
+
+
+def _gate(
+    args: argparse.Namespace,
+    settings: Settings,
+    store: Any,
+    candidate_ids: list[str],
+    targets: dict[str, Any],
+    name: str,
+) -> GateReport:
+    """The regression gate on the new candidates, with the ask tiers and the embedder the
+    server would use (no server here: the LLM calls take no turns)."""
+    from agents.pipeline_options import PipelineOptions
+    from server.mine_gate import run_gate
+    from server.state import configured_embedder
+
+    options = PipelineOptions(
+        feedback_agreement=settings.feedback_agreement,
+        blame_threshold=settings.blame_threshold,
+    )
+    return run_gate(
+        store,
+        candidate_ids,
+        tiers=ask_tiers(settings),
+        database=targets[name],
+        database_name=name,
+        embedder=configured_embedder(settings),
+        held=args.gate_held,
+        batch=args.gate_batch,
+        options=options,
+    )
+
+
+def ask_tiers(settings: Settings) -> list[Any]:
+    """The tiers ``ask`` uses (the cascade's, else the default one), as ``ModelTier``s."""
+    from agents.pipeline import ModelTier
+    from server.llm_factory import LLMTiers
+    from server.metrics import Metrics
+
+    tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
+    return [ModelTier(n, tiers.get(n)) for n in (settings.cascade_tiers or [tiers.default])]
 
 
 def _target(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | None:

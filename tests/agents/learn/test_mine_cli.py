@@ -38,3 +38,63 @@ def test_mine_labeled_from_the_command_line(geo, tmp_path, capsys):
 
     assert main([*base]) == 0
     assert "merge: {'merged': 1}; 0 new candidate(s)" in capsys.readouterr().out
+
+
+def test_mine_with_the_gate_from_the_command_line(geo, tmp_path, capsys, monkeypatch):
+    """``--gate`` with a scripted ask tier (the tiers come from the settings otherwise): the
+    NC synonym is activated, the misleading seattle predicate rejected."""
+    from agents.pipeline import ModelTier
+    from tests.agents.learn.test_gate import GOLD, model_reading_knowledge
+    from tests.agents.scripted import ScriptedLLM
+
+    store, _db = geo
+    store.upsert_many([labeled(q, sql, verified=True) for q, sql in GOLD.items()])
+    version = store.version
+    store.upsert_many(
+        [
+            labeled(
+                "how many people live in NC",
+                "SELECT s.population FROM state AS s WHERE s.state_name = 'north carolina'",
+                verified=True,
+            ),
+            labeled(
+                "how many people live in seattle",
+                "SELECT population FROM city WHERE city_name = 'seattle'",
+                verified=True,
+            ),
+        ]
+    )
+    llm = ScriptedLLM([model_reading_knowledge])
+    monkeypatch.setattr("server.cli_mine.ask_tiers", lambda _s: [ModelTier("scripted", llm)])
+    monkeypatch.setenv("ALMANAC_EMBEDDER", "none")
+    base = ["--data-dir", str(tmp_path), "--store-url", store.url, "mine", "--labeled"]
+    since = ["--since", str(version), "--gate", "--gate-batch", "1"]
+
+    assert main([*base, *since]) == 2  # no target: nothing to measure on
+    assert "--gate needs the target database" in capsys.readouterr().out
+
+    target = ["--db", f"sqlite:///{GEOQUERY}", "--name", "geoquery"]
+    assert main([*base, *since, *target, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    gate = report["gate"]
+    names = {store.get(uid).name: uid for uid in report["candidate_ids"]}
+    assert names["NC"] in gate["activated"] and names["seattle"] in gate["rejected"]
+    assert gate["held"] == 3 and gate["final_ex"] == 1.0 and llm.calls
+    assert not store.get(names["NC"]).inactive_mark and store.get(names["seattle"]).inactive_mark
+
+
+def test_the_gate_summary_says_what_changed():
+    from agents.learn.gate import GateDecision, GateReport
+    from server.mine_gate import summary
+
+    decisions = [
+        GateDecision(["a"], True, 0.5, 1.0, ["q1"], [], 2, 0.1),
+        GateDecision(["b"], False, 1.0, 0.5, [], ["q2"], 1, 0.1),
+    ]
+    report = GateReport(held=2, baseline_ex=0.5, final_ex=1.0, decisions=decisions)
+    lines = summary(report)
+    assert lines[0].startswith("gate: 1 activated, 1 rejected on 2 held question(s); EX 0.500")
+    assert lines[1:] == [
+        "  activated a: EX 0.500 -> 1.000",
+        "  rejected b: EX 1.000 -> 0.500, broke ['q2']",
+    ]
