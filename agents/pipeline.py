@@ -15,8 +15,10 @@ With ``options.cascade`` the configured tiers run small to large; otherwise the 
 
 ``options.deadline_s`` bounds a question's drawing and repairing: once that many seconds have
 passed since it was asked, no sample is drawn, no query starts and no repair is asked; a query
-gets at most the time left. The answer is then made of what there is, and says so (``error``
-when nothing ran, the ``refine`` stage's ``deadline_passed`` detail always).
+gets at most the time left, and a model call still running stops (a
+:class:`~agents.llm.base.Cancellation` with the deadline, a child of the caller's token). The
+answer is then made of what there is, and says so (``error`` when nothing ran, the
+``refine`` stage's ``deadline_passed`` detail always).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 from agents.answer import Answer, Candidate, StageReport
 from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
 from agents.learn.credit import BlameThreshold
-from agents.llm.base import LLM
+from agents.llm.base import LLM, Cancellation, cancellation_scope, current_cancellation
 from agents.pipeline_options import PipelineOptions
 from agents.rag.agent import RagAgent, RagContext
 from agents.rag.schema_slice import SchemaCatalog
@@ -174,7 +176,8 @@ class Pipeline:
         )
         emit({"stage": "evidence", "knowledge": [k.model_dump() for k in rag.used]})
         if options.execute:
-            outcome = self._candidates(rag, context, options, emit, deadline)
+            with cancellation_scope(_deadline_token(deadline)):  # stops a model call at it
+                outcome = self._candidates(rag, context, options, emit, deadline)
             self._fill_from(answer, outcome, options, deadline)
         else:
             self._unexecuted(answer, rag, context)
@@ -334,6 +337,18 @@ class Pipeline:
 
 class QuestionError(ValueError):
     """A question that cannot be asked (empty, too long)."""
+
+
+def _deadline_token(deadline: float | None) -> Cancellation | None:
+    """The token that stops the question's model calls at its deadline (a ``monotonic`` time)
+    and when the caller's own token is cancelled; without a deadline, the caller's token."""
+    if deadline is None:
+        return current_cancellation()
+    return Cancellation(
+        parent=current_cancellation(),
+        deadline=deadline,
+        deadline_reason="the question's deadline passed",
+    )
 
 
 def _checked_question(question: str) -> str:

@@ -87,9 +87,32 @@ class Cancellation:
     CHECK_EVERY_S = 0.1
     """How often a wait (for the model, for a slot, before a retry) looks at the flag."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        parent: Cancellation | None = None,
+        deadline: float | None = None,
+        deadline_reason: str = "the deadline passed",
+    ) -> None:
+        """Args:
+        parent: a token whose cancellation cancels this one too (a question's deadline
+            inside a job that may be cancelled).
+        deadline: a ``time.monotonic()`` time at which the token cancels itself.
+        deadline_reason: the reason it gives then.
+        """
         self._event = threading.Event()
         self._reason = ""
+        self._parent, self._deadline, self._deadline_reason = parent, deadline, deadline_reason
+
+    @classmethod
+    def until(cls, seconds: float, reason: str) -> Cancellation:
+        """A token that cancels itself ``seconds`` from now, and when the current token (the
+        caller's, if any) is cancelled."""
+        return cls(
+            parent=current_cancellation(),
+            deadline=time.monotonic() + seconds,
+            deadline_reason=reason,
+        )
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the calls under this token (the first reason is kept)."""
@@ -99,6 +122,12 @@ class Cancellation:
 
     @property
     def cancelled(self) -> bool:
+        if self._event.is_set():
+            return True
+        if self._parent is not None and self._parent.cancelled:
+            self.cancel(self._parent.reason)
+        elif self._deadline is not None and time.monotonic() >= self._deadline:
+            self.cancel(self._deadline_reason)
         return self._event.is_set()
 
     @property
@@ -107,12 +136,20 @@ class Cancellation:
 
     def raise_if_cancelled(self, what: str) -> None:
         """:class:`LLMCancelledError` naming ``what`` when the token is cancelled."""
-        if self._event.is_set():
+        if self.cancelled:
             raise LLMCancelledError(f"{what}: {self._reason}")
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to ``seconds``, waking early when cancelled; whether it was cancelled."""
-        return self._event.wait(seconds)
+        if self._parent is None and self._deadline is None:
+            return self._event.wait(seconds)
+        end = time.monotonic() + seconds
+        while not self.cancelled:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            self._event.wait(min(left, self.CHECK_EVERY_S))
+        return True
 
 
 _CURRENT: contextvars.ContextVar[Cancellation | None] = contextvars.ContextVar(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.answer import Candidate
-from agents.llm.base import LLM, ChatResult, LLMError, Message
+from agents.llm.base import LLM, ChatResult, LLMCancelledError, LLMError, Message
 from agents.llm.variants import Variant, chat_variants
 from agents.rag.agent import RagContext
 from agents.sql.extract import NoSQLError, extract_sql
@@ -109,13 +109,16 @@ class SqlGenerator:
         """Candidates ``indices`` (0 = greedy), decoded together when the model can
         (:mod:`agents.llm.variants`); a sample the model failed is a failed candidate."""
         variants = [self.variant(index) for index in indices]
-        replies = chat_variants(
-            self.llm,
-            messages,
-            variants,
-            max_tokens=self.options.max_tokens,
-            timeout=self.options.timeout_s,
-        )
+        try:
+            replies = chat_variants(
+                self.llm,
+                messages,
+                variants,
+                max_tokens=self.options.max_tokens,
+                timeout=self.options.timeout_s,
+            )
+        except LLMCancelledError as exc:  # the question's deadline, a decided tier, a job
+            replies = [exc] * len(indices)
         return [
             self._candidate(index, reply) for index, reply in zip(indices, replies, strict=True)
         ]

@@ -4,12 +4,15 @@
 (``together`` samples per model call) are submitted to a pool of ``parallel`` workers; after
 each finished draw the run checks for an agreement (two candidates with the same non-empty
 result) and, in a tier that ``escalates``, whether an agreement is still possible at all. In
-either case it cancels what is left: queued draws never start, a running draw stops before it
-executes the rest of its batch.
+either case it cancels what is left: queued draws never start, a running draw's model call
+stops (the run's :class:`~agents.llm.base.Cancellation`, a child of the caller's: a job's
+cancel or a question's deadline reaches the draws on the pool's threads too) and it executes
+nothing more of its batch.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agents.answer import Candidate
-from agents.llm.base import Message
+from agents.llm.base import Cancellation, Message, cancellation_scope, current_cancellation
 from agents.sql.vote import agreement
 
 if TYPE_CHECKING:
@@ -62,6 +65,7 @@ class TierRun:
         self.pending: dict[Future[list[Candidate]], list[int]] = {}
         self.next_index = 0
         self.cancel = threading.Event()
+        self.token = Cancellation(parent=current_cancellation())  # stops the draws' calls
         self.size = max(1, tier.together)
 
     def run(self) -> TierResult:
@@ -97,6 +101,7 @@ class TierRun:
 
     def _stop(self, agreed: Candidate | None) -> TierResult:
         self.cancel.set()
+        self.token.cancel(f"tier {self.tier.name} stopped: its answer is decided")
         cancelled = (self.tier.samples - self.next_index) + sum(
             len(self.pending[f]) for f in self.pending if f.cancel()
         )
@@ -111,8 +116,14 @@ class TierRun:
         while self.next_index < tier.samples and len(self.pending) < max(1, tier.parallel):
             indices = list(range(self.next_index, min(tier.samples, self.next_index + self.size)))
             others = usable(self.found) + sum(map(len, self.pending.values()))
-            self.pending[pool.submit(self._draw, indices, others)] = indices
+            # a fresh copy of this thread's context per draw: the token reaches the draw
+            context = contextvars.copy_context()
+            self.pending[pool.submit(context.run, self._draw_stoppable, indices, others)] = indices
             self.next_index = indices[-1] + 1
+
+    def _draw_stoppable(self, indices: list[int], others: int) -> list[Candidate]:
+        with cancellation_scope(self.token):
+            return self._draw(indices, others)
 
     def _draw(self, indices: list[int], others: int) -> list[Candidate]:
         """Candidates ``indices``, refined; ``others``: candidates outside this draw that
