@@ -1,7 +1,7 @@
 """What the regression gate costs (scripted model: the gate's own work, not the LLM's).
 
     python -m bench.gate_cost [--dataset geoquery] [--mine 549] [--held 40] [--batch 8]
-                              [--bad-every 10] [--embedder hashing|minilm] [--json]
+                              [--bad-every 10] [--embedder hashing|minilm] [--cold] [--json]
 
 Profiles the dataset's database into a fresh store, stores the first ``--mine`` train
 questions as labeled experiences and mines them (:func:`agents.learn.mine.mine_labeled`: the
@@ -9,6 +9,11 @@ candidates), stores ``--held`` test questions as verified experiences (the held 
 runs :class:`agents.learn.gate.RegressionGate` over the candidates with a scripted model: it
 writes the gold SQL, except that it writes a wrong one when the prompt names one of the
 "bad" candidates (every ``--bad-every``-th; 0: none), so bisection has something to find.
+
+As on a server, the live store's indices are built first with the same embedder (the
+server's are built at its start; reported as ``live_index_seconds``, not the gate's cost):
+the embedder caches vectors by text, so the scratch copy's indices read them instead of
+embedding the knowledge base again. ``--cold`` skips that (the gate embeds everything).
 
 Prints the scratch copy's setup (copy and index build), the baseline, and per decision the
 group size, seconds, questions asked and seconds per held question; then the totals:
@@ -31,6 +36,7 @@ from agents.pipeline import ModelTier, Pipeline, PipelineOptions
 from bench.datasets import load_dataset
 from bench.metrics.exact import execution_accuracy
 from indices.embeddings import Embedder, HashingEmbedder, shared_minilm
+from indices.index_set import IndexSet
 from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
 from kb.target.database import Database
@@ -67,7 +73,13 @@ def experience(question: str, sql: str, database: str, **fields: Any) -> Experie
 
 
 def measure(
-    dataset: str, mine: int, held: int, batch: int, bad_every: int, embedder: Embedder
+    dataset: str,
+    mine: int,
+    held: int,
+    batch: int,
+    bad_every: int,
+    embedder: Embedder,
+    cold: bool = False,
 ) -> dict[str, Any]:
     examples = load_dataset(dataset).examples
     train = [e for e in examples if e.split == "train"][:mine]
@@ -90,6 +102,10 @@ def measure(
         ]
         store.upsert_many(held_experiences)
         pending = candidates(store, job_id="gate-bench")
+        started = time.perf_counter()
+        if not cold:  # the server's own indices, built at its start
+            IndexSet.build(store, embedder).stop()
+        live_index_seconds = time.perf_counter() - started
         bad = {c.name for c in pending[bad_every - 1 :: bad_every]} if bad_every else set()
         llm = GoldWriter({e.question: e.gold_sql[0] for e in test}, bad)
 
@@ -123,6 +139,7 @@ def measure(
         candidates=len(pending),
         bad=sorted(bad),
         mine_seconds=round(mine_seconds, 3),
+        live_index_seconds=None if cold else round(live_index_seconds, 3),
     )
     for decision in out["decisions"]:
         decision["seconds_per_held"] = round(decision["seconds"] / max(report.held, 1), 4)
@@ -137,10 +154,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=8, help="candidates per batch")
     parser.add_argument("--bad-every", type=int, default=10, help="every n-th candidate misleads")
     parser.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
+    parser.add_argument(
+        "--cold", action="store_true", help="no live indices first: the gate embeds the store"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     embedder = HashingEmbedder() if args.embedder == "hashing" else shared_minilm()
-    out = measure(args.dataset, args.mine, args.held, args.batch, args.bad_every, embedder)
+    out = measure(
+        args.dataset, args.mine, args.held, args.batch, args.bad_every, embedder, args.cold
+    )
     if args.json:
         print(json.dumps(out, indent=2))
         return
@@ -148,6 +170,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{out['dataset']}: {out['store_entries']} entries, {out['candidates']} candidates "
         f"({len(out['bad'])} misleading), {out['held']} held, mined in {out['mine_seconds']} s"
     )
+    live = out["live_index_seconds"]
+    print(f"live indices (the server's, before the gate): {live if live is not None else '-'} s")
     print(
         f"scratch setup {out['setup_seconds']} s: copy {out['copy_seconds']} s, "
         f"indices {out['index_seconds']} s"

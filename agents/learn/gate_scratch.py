@@ -34,6 +34,9 @@ class ScratchStore:
     Args:
         live: the store to copy (only read).
         embedder: embeds the copy's entries (None: string, graph and facet retrieval only).
+            Pass the live indices' own: it caches vectors by text (in memory, and on disk
+            with an embedding store), so the copy's indices read the live store's vectors
+            instead of embedding the knowledge base again (GeoQuery, MiniLM: 1.3 s, not 12 s).
         hidden: ids to hide in the copy (the held questions' experiences).
         index_factory: builds the copy's indices (default: ``IndexSet.build(store, embedder)``).
     """
