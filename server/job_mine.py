@@ -182,6 +182,9 @@ def run_mine(state: AppState, context: JobContext, params: MineParams) -> dict[s
     if state.target is not None and target_name is not None:
         targets[target_name] = state.target
     pairer = _job_pairer(state) if params.llm_pairer else None
+    gating = params.gate and not params.dry_run
+    if gating:
+        _check_gate(state, database, target_name)
     experiences, out_of_scope = select_experiences(
         state.store,
         since_version=params.since_version,
@@ -222,9 +225,20 @@ def run_mine(state: AppState, context: JobContext, params: MineParams) -> dict[s
         state.knowledge.record_job_writes(
             "mine", submitter, written, report.store_version, detail, context.job_id
         )
-    if params.gate and not params.dry_run and report.candidate_ids:
+    if gating and report.candidate_ids:
         result["gate"] = _gate(state, context, params, report.candidate_ids, submitter)
     return result
+
+
+def _check_gate(state: AppState, database: str | None, target_name: str | None) -> None:
+    """Refuse a gate that cannot run, before anything is mined."""
+    if state.llms is None or state.target is None:
+        raise RuntimeError("gate: it needs the server's target database and an LLM tier")
+    if database != target_name:
+        raise RuntimeError(
+            f"gate: candidates of database {database!r} cannot be measured on the target "
+            f"{target_name!r}"
+        )
 
 
 def _gate(
@@ -238,9 +252,8 @@ def _gate(
     are audited; a cancelled gate audits what it decided, then the job ends cancelled."""
     from server.llm_factory import BackgroundLLM
 
-    if state.llms is None or state.target is None:
-        raise RuntimeError("gate: it needs the server's target database and an LLM tier")
-    llms = state.llms
+    llms, target = state.llms, state.target
+    assert llms is not None and target is not None  # _check_gate
     names: list[str | None] = [*state.asks.tier_names] or [None]  # None: the default tier
     tiers = [
         ModelTier(name or "default", BackgroundLLM(llms.get(name), state.llm_gate))
@@ -256,7 +269,7 @@ def _gate(
         state.store,
         candidate_ids,
         tiers=tiers,
-        database=state.target,
+        database=target,
         database_name=state.asks.database_name,
         embedder=state.indices.embedder,
         held=params.gate_held,

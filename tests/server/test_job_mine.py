@@ -27,7 +27,7 @@ from server.state import build_state
 from server.worker import JobContext, JobWorker
 from tests.agents.learn.conftest import GEOQUERY, labeled
 from tests.agents.learn.test_gate import GOLD, model_reading_knowledge
-from tests.agents.scripted import ScriptedLLM
+from tests.agents.scripted import ScriptedLLM, sql_reply
 from tests.server.conftest import Server, make_settings, running_server
 from ukf import BaseUKF, ExperienceUKF
 
@@ -311,6 +311,10 @@ def test_gate_parameters(geo):
         assert reply.status_code == 422 and words in reply.text, reply.text
     no_llm = geo.wait_job(_submit(geo, {"gate": True}))
     assert no_llm["state"] == "failed" and "gate: it needs" in no_llm["error"], no_llm
+    assert _mined(geo.state.store) == []  # refused before mining
+    geo.state.llms = OneTier(ScriptedLLM([sql_reply("SELECT 1")]))  # type: ignore[assignment]
+    other = geo.wait_job(_submit(geo, {"gate": True, "database_name": "world_1"}))
+    assert other["state"] == "failed" and "cannot be measured" in other["error"], other
     dry = geo.wait_job(_submit(geo, {"gate": True, "dry_run": True}))  # dry: no gate
     assert dry["state"] == "succeeded" and "gate" not in dry["result"], dry
 
