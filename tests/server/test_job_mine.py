@@ -450,6 +450,46 @@ def test_the_real_small_model_pairs_through_the_describe_tier(tmp_path, experien
         assert entry.metadata["mining"]["job_id"] == job["id"]
 
 
+@pytest.mark.slow
+def test_the_gate_runs_with_the_servers_real_small_model(tmp_path):
+    """End to end: the gate asks the held questions with the server's own ask tier (the
+    real 0.5B test model, background turns at the LLM gate) and decides every candidate."""
+    if not GEOQUERY.is_file():
+        pytest.skip(f"benchmark database {GEOQUERY} not found (set ALMANAC_BENCH_DATA)")
+    pull(TEST_MODEL, default_data_dir(), progress=False)
+    (tmp_path / "models").symlink_to(default_data_dir() / "models")
+    settings = make_settings(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'knowledge.db'}",
+        target_url=f"sqlite:///{GEOQUERY}",
+        target_name=DATABASE,
+        llm_tiers=[{"name": "default", "model": TEST_MODEL}],
+    )
+    state = build_state(settings, embedder=HashingEmbedder())
+    with running_server(state) as server:
+        assert server.wait_job(_submit(server, {}, kind="profile"))["state"] == "succeeded"
+        state.store.upsert_many(
+            [labeled(q, sql, DATABASE, verified=True) for q, sql in GOLD.items()]
+        )
+        since = state.store.version
+        source = labeled(
+            "how many people live in NC",
+            "SELECT s.population FROM state AS s WHERE s.state_name = 'north carolina'",
+            DATABASE,
+            verified=True,
+        )
+        state.store.upsert_many([source])
+        job = server.wait_job(_submit(server, {"since_version": since, "gate": True}), timeout=900)
+        assert job["state"] == "succeeded", job
+        gate = job["result"]["gate"]
+        assert gate["held"] == 3 and gate["asked"] >= 3 and not gate["cancelled"]
+        decided = set(gate["activated"]) | set(gate["rejected"])
+        assert decided == set(job["result"]["candidate_ids"]) and decided
+        for entry in state.store.get_many(sorted(decided)).values():
+            assert entry.metadata["mining"]["status"] in ("active", "rejected")
+            assert "ex_with" in entry.metadata["mining"]["gate"]
+
+
 def test_long_lists_in_the_result_are_cut_and_counted() -> None:
     report = MiningReport("job-1", candidate_ids=[f"c{i}" for i in range(LIST_LIMIT + 7)])
     result = job_result(report, database=DATABASE, workspace=None, left_out=0)
