@@ -261,7 +261,7 @@ def demo_examples(base: str, secret: str, ops_secret: str) -> str:
     return f"""
 Demo keys (shown once): analyst {secret}
                         ops     {ops_secret}
-Try, once the server says it is up:
+Try, once the server prints "Almanac is ready" (a question asked before waits for the warm-up):
 
   curl -s {base}/v1/ask -H 'Authorization: Bearer {secret}' \\
        -H 'Content-Type: application/json' \\
