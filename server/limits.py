@@ -194,6 +194,10 @@ def _log_abandoned(scope: Scope) -> Any:
 
 
 # ------------------------------------------------------------------------------- LLM gate
+PREEMPTED = "preempted by a question"
+"""The reason a preemptible background call is cancelled with when a question arrives."""
+
+
 class GateFullError(RuntimeError):
     """Every slot is taken and the queue is full (429)."""
 
@@ -242,6 +246,8 @@ class LLMGate:
         self.background_waiting = 0  # background calls waiting for their turn
         self.warming = 0  # of the background calls, the warm-up's
         self.rejected_full = self.rejected_timeout = 0
+        self.preempted = 0  # background calls stopped for a question so far
+        self._preemptible: set[Cancellation] = set()  # tokens of job calls under way
         self._cond = threading.Condition()
 
     def admit(self) -> Admission:
@@ -255,7 +261,17 @@ class LLMGate:
                     f"{self.in_flight} at the model)"
                 )
             self.questions += 1
+            if self.in_flight >= self.concurrency:
+                self._preempt()
         return Admission(self)
+
+    def _preempt(self) -> None:
+        """Stop the preemptible background calls under way (holding the lock): a question
+        then waits for a fraction of a second, not for a job's whole model call."""
+        for token in self._preemptible:
+            token.cancel(PREEMPTED)
+            self.preempted += 1
+        self._preemptible.clear()
 
     @contextlib.contextmanager
     def turn(self, until: float | None = None) -> Iterator[None]:
@@ -275,8 +291,12 @@ class LLMGate:
 
     @contextlib.contextmanager
     def background_turn(
-        self, cancellation: Cancellation | None = None, *, warm_up: bool = False
-    ) -> Iterator[None]:
+        self,
+        cancellation: Cancellation | None = None,
+        *,
+        warm_up: bool = False,
+        preemptible: bool = False,
+    ) -> Iterator[Cancellation | None]:
         """Hold one slot for one background call, entering only when a slot is free and no
         question is in progress or waiting (no time limit: background work can wait).
 
@@ -284,7 +304,11 @@ class LLMGate:
         :func:`agents.llm.base.current_cancellation`) every
         :attr:`~agents.llm.base.Cancellation.CHECK_EVERY_S` and ends with
         :class:`~agents.llm.base.LLMCancelledError` once it is cancelled. ``warm_up``: the
-        call is the server's warm-up (counted in :attr:`warming` too)."""
+        call is the server's warm-up (counted in :attr:`warming` too). ``preemptible``: the
+        block gets a token (a child of ``cancellation``) to run the call under, which a
+        question admitted meanwhile cancels with the reason :data:`PREEMPTED`; the caller
+        takes another turn later (:class:`server.llm_factory.BackgroundLLM`). The warm-up is
+        not preemptible: the prefix it prefills is the one the question needs."""
         token = cancellation if cancellation is not None else current_cancellation()
         with self._cond:
             self.background_waiting += 1
@@ -300,15 +324,20 @@ class LLMGate:
             self.in_flight += 1
             self.background += 1
             self.warming += warm_up
+            call = Cancellation(parent=token) if preemptible else None
+            if call is not None:
+                self._preemptible.add(call)
         try:
-            yield
+            yield call
         finally:
             with self._cond:
                 self.background -= 1
                 self.warming -= warm_up
+                if call is not None:
+                    self._preemptible.discard(call)
             self._leave()
 
-    def warm_up_turn(self) -> contextlib.AbstractContextManager[None]:
+    def warm_up_turn(self) -> contextlib.AbstractContextManager[Cancellation | None]:
         """The warm-up's background turn (see :meth:`background_turn`)."""
         return self.background_turn(warm_up=True)
 

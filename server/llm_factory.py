@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agents.llm.base import (
     LLM,
@@ -35,16 +35,19 @@ from agents.llm.base import (
     LLMWrapper,
     Message,
     ResilientLLM,
+    cancellation_scope,
+    current_cancellation,
 )
 from agents.llm.llamacpp import LlamaCppLLM
 from agents.llm.openai_compat import OpenAICompatibleLLM
 from agents.llm.prompt_cache import PromptStateCache, cache_folder
 from agents.llm.variants import Variant, variants_of
-from server.limits import LLMGate
+from server.limits import PREEMPTED, LLMGate
 from server.metrics import Metrics
 from server.settings import LLMTierSettings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 PROMPT_CACHE_DIR = "prompt-cache"
 
 
@@ -94,22 +97,44 @@ class BackgroundLLM(LLMWrapper):
     queue, until no question is in progress or waiting, so a question asked meanwhile is
     served before the next call; the wait ends with
     :class:`~agents.llm.base.LLMCancelledError` when the current
-    :class:`~agents.llm.base.Cancellation` (the job's) is cancelled."""
+    :class:`~agents.llm.base.Cancellation` (the job's) is cancelled. A call under way when a
+    question is admitted is preempted (:meth:`server.limits.LLMGate.background_turn`) and
+    runs again once the questions are answered, so a question waits a fraction of a second
+    for the model, not a whole job call."""
 
     def __init__(self, inner: LLM, gate: LLMGate) -> None:
         self.inner, self.gate = inner, gate
         self.name = inner.name
+        self.preempted = 0  # calls a question stopped (and that ran again)
 
     def chat(self, messages: Sequence[Message], **options: Any) -> ChatResult:
-        with self.gate.background_turn():
-            return self.inner.chat(messages, **options)
+        return self._in_turns(lambda: self.inner.chat(messages, **options))
 
     def chat_variants(
         self, messages: Sequence[Message], variants: Sequence[Variant], **options: Any
     ) -> list[ChatResult]:
         """See :mod:`agents.llm.variants`: one turn for every variant."""
-        with self.gate.background_turn():
-            return variants_of(self.inner, messages, variants, **options)
+        return self._in_turns(lambda: variants_of(self.inner, messages, variants, **options))
+
+    def _in_turns(self, call: Callable[[], T]) -> T:
+        """``call`` in a preemptible background turn, again in a later turn each time a
+        question preempts it (llama.cpp stops it mid-prefill or between tokens, cleanly); a
+        cancel of the job itself ends it."""
+        while True:
+            with self.gate.background_turn(preemptible=True) as token:
+                try:
+                    with cancellation_scope(token):
+                        return call()
+                except LLMCancelledError:
+                    if token is None or token.reason != PREEMPTED or self._job_cancelled():
+                        raise
+            self.preempted += 1
+            log.info("%s: a question preempted a background call; it runs again later", self.name)
+
+    @staticmethod
+    def _job_cancelled() -> bool:
+        outer = current_cancellation()
+        return outer is not None and outer.cancelled
 
 
 def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:

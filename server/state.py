@@ -284,7 +284,8 @@ def _register_gauges(state: AppState) -> None:
     metrics.add_gauge(
         "almanac_llm_gate",
         "LLM gate: model calls running, questions waiting, refused so far, questions in "
-        "progress, background calls (jobs, warm-up) running and waiting, warm-up calls running",
+        "progress, background calls (jobs, warm-up) running and waiting, warm-up calls running, "
+        "background calls preempted by questions so far",
         ("kind",),
         lambda: {
             ("in_flight",): float(gate.in_flight),
@@ -295,6 +296,7 @@ def _register_gauges(state: AppState) -> None:
             ("background",): float(gate.background),
             ("background_waiting",): float(gate.background_waiting),
             ("warming",): float(gate.warming),
+            ("preempted",): float(gate.preempted),
         },
     )
     pool = state.asks.sql_pool

@@ -136,6 +136,68 @@ def test_a_background_model_waits_for_questions_and_stops_when_cancelled():
     assert len(inner.calls) == 1 and gate.in_flight == 0
 
 
+class TokenHoldingLLM:
+    """A model whose call holds it until the current token is cancelled (as llama.cpp stops
+    mid-prefill or between tokens); later calls answer at once."""
+
+    def __init__(self, hold: int = 1) -> None:
+        self.name, self.hold, self.calls = "holding", hold, 0
+        self.started = threading.Event()
+        self.stopped: list[str] = []
+
+    def chat(self, messages: Any, **options: Any) -> Any:
+        from agents.llm.base import ChatResult, Completion, current_cancellation
+
+        self.calls += 1
+        if self.calls <= self.hold:
+            token = current_cancellation()
+            assert token is not None, "a background call runs under a token"
+            self.started.set()
+            if token.wait(60):
+                self.stopped.append(token.reason)
+                raise LLMCancelledError(f"holding: {token.reason}")
+        return ChatResult([Completion("described", "stop")], model=self.name)
+
+
+def test_a_question_preempts_a_job_call_under_way_which_runs_again_after_it():
+    gate = LLMGate(concurrency=1, queue=4, wait_s=5)
+    inner = TokenHoldingLLM()
+    llm = BackgroundLLM(inner, gate)
+    job = in_thread(lambda: llm.chat([{"role": "user", "content": "describe"}]).text)
+    assert inner.started.wait(STOPPED_WITHIN_S)
+    admission = gate.admit()  # a question arrives while the job's call holds the model
+    admission.wait_for_model()  # a slot comes free at once: the call was stopped
+    assert inner.stopped == ["preempted by a question"] and gate.preempted == 1
+    with gate.turn():
+        assert not job.done()  # the job waits for the question to be answered
+    admission.release()
+    assert job.result(STOPPED_WITHIN_S) == "described"
+    assert inner.calls == 2 and llm.preempted == 1 and gate.in_flight == 0
+
+
+def test_a_cancelled_job_is_not_run_again_and_the_warm_up_is_not_preempted():
+    gate = LLMGate(concurrency=1, queue=4, wait_s=5)
+    inner = TokenHoldingLLM()
+    llm = BackgroundLLM(inner, gate)
+    token = Cancellation()
+
+    def call() -> str:
+        with cancellation_scope(token):
+            return llm.chat([{"role": "user", "content": "describe"}]).text
+
+    job = in_thread(call)
+    assert inner.started.wait(STOPPED_WITHIN_S)
+    token.cancel("job 3 was cancelled")
+    with pytest.raises(LLMCancelledError, match="job 3 was cancelled"):
+        job.result(STOPPED_WITHIN_S)
+    assert inner.calls == 1 and llm.preempted == 0
+    with gate.warm_up_turn() as warm_token:
+        assert warm_token is None  # nothing a question could cancel
+        admission = gate.admit()
+        assert gate.preempted == 0
+    admission.release()
+
+
 def test_a_cancelled_call_is_counted_as_cancelled_not_as_an_error():
     metrics = Metrics()
     llm = MeteredLLM(ScriptedLLM([LLMCancelledError("stopped"), "ok"]), "default", metrics)
