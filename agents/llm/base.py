@@ -104,16 +104,6 @@ class Cancellation:
         self._reason = ""
         self._parent, self._deadline, self._deadline_reason = parent, deadline, deadline_reason
 
-    @classmethod
-    def until(cls, seconds: float, reason: str) -> Cancellation:
-        """A token that cancels itself ``seconds`` from now, and when the current token (the
-        caller's, if any) is cancelled."""
-        return cls(
-            parent=current_cancellation(),
-            deadline=time.monotonic() + seconds,
-            deadline_reason=reason,
-        )
-
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the calls under this token (the first reason is kept)."""
         if not self._event.is_set():

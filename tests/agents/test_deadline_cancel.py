@@ -57,7 +57,7 @@ def test_a_token_with_a_deadline_cancels_itself_and_follows_its_parent():
     assert lone.wait(5.0) and lone.reason == "too late"
     parent = Cancellation()
     with cancellation_scope(parent):
-        child = Cancellation.until(30.0, "not yet")
+        child = Cancellation(parent=current_cancellation(), deadline=time.monotonic() + 30)
     assert not child.cancelled
     parent.cancel("job cancelled")
     assert child.cancelled and child.reason == "job cancelled"

@@ -419,10 +419,8 @@ def test_a_job_whose_worker_died_resumes_without_duplicates(idle_servers, dies):
     assert {e.metadata["mining"]["job_id"] for e in _mined(broken.state.store)} == {job_id}
 
 
-@pytest.mark.slow
-def test_the_real_small_model_pairs_through_the_describe_tier(tmp_path, experiences):
-    """End to end: the pairer is the describe tier of the server's own LLM tiers (the real
-    0.5B test model), built as describe jobs build theirs."""
+def _real_model_state(tmp_path: Any) -> Any:
+    """A server state on GeoQuery whose one tier is the real 0.5B test model."""
     pull(TEST_MODEL, default_data_dir(), progress=False)
     (tmp_path / "models").symlink_to(default_data_dir() / "models")
     settings = make_settings(
@@ -432,7 +430,14 @@ def test_the_real_small_model_pairs_through_the_describe_tier(tmp_path, experien
         target_name=DATABASE,
         llm_tiers=[{"name": "default", "model": TEST_MODEL}],
     )
-    state = build_state(settings, embedder=HashingEmbedder())
+    return build_state(settings, embedder=HashingEmbedder())
+
+
+@pytest.mark.slow
+def test_the_real_small_model_pairs_through_the_describe_tier(tmp_path, experiences):
+    """End to end: the pairer is the describe tier of the server's own LLM tiers (the real
+    0.5B test model), built as describe jobs build theirs."""
+    state = _real_model_state(tmp_path)
     with running_server(state) as server:
         assert server.wait_job(_submit(server, {}, kind="profile"))["state"] == "succeeded"
         size = labeled(
@@ -456,16 +461,7 @@ def test_the_gate_runs_with_the_servers_real_small_model(tmp_path):
     real 0.5B test model, background turns at the LLM gate) and decides every candidate."""
     if not GEOQUERY.is_file():
         pytest.skip(f"benchmark database {GEOQUERY} not found (set ALMANAC_BENCH_DATA)")
-    pull(TEST_MODEL, default_data_dir(), progress=False)
-    (tmp_path / "models").symlink_to(default_data_dir() / "models")
-    settings = make_settings(
-        tmp_path,
-        f"sqlite:///{tmp_path / 'knowledge.db'}",
-        target_url=f"sqlite:///{GEOQUERY}",
-        target_name=DATABASE,
-        llm_tiers=[{"name": "default", "model": TEST_MODEL}],
-    )
-    state = build_state(settings, embedder=HashingEmbedder())
+    state = _real_model_state(tmp_path)
     with running_server(state) as server:
         assert server.wait_job(_submit(server, {}, kind="profile"))["state"] == "succeeded"
         state.store.upsert_many(

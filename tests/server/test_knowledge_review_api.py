@@ -13,22 +13,10 @@ from agents.learn.mine import mine_labeled
 from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
 from kb.target.database import Database
-from tests.agents.learn.conftest import GEOQUERY, labeled
+from tests.agents.learn.conftest import GEOQUERY, HOUSTON, NC, SPOT, labeled
 from tests.server.conftest import Server
 
 REVIEW = "/v1/knowledge/review"
-NC = (
-    "how many people live in NC",
-    "SELECT population FROM state WHERE state_name = 'north carolina'",
-)
-SPOT = (
-    "what is the lowest spot in texas",
-    "SELECT h.lowest_point FROM highlow AS h WHERE h.state_name = 'texas'",
-)
-HOUSTON = (
-    "how many people live in houston",
-    "SELECT population FROM city WHERE city_name = 'houston'",
-)
 
 
 def mine(store: KnowledgeStore, *questions: tuple[str, str, str | None], job_id: str) -> None:

@@ -8,20 +8,7 @@ import json
 from agents.learn.mine import mine_labeled
 from server.audit import AuditLog
 from server.cli import main
-from tests.agents.learn.conftest import geo, labeled  # noqa: F401  (geo is a fixture)
-
-NC = (
-    "how many people live in NC",
-    "SELECT population FROM state WHERE state_name = 'north carolina'",
-)
-SPOT = (
-    "what is the lowest spot in texas",
-    "SELECT h.lowest_point FROM highlow AS h WHERE h.state_name = 'texas'",
-)
-HOUSTON = (
-    "how many people live in houston",
-    "SELECT population FROM city WHERE city_name = 'houston'",
-)
+from tests.agents.learn.conftest import HOUSTON, NC, SPOT, geo, labeled  # noqa: F401  (geo is a fixture)
 
 
 def test_list_show_approve_reject_and_rollback_from_the_command_line(geo, tmp_path, capsys):  # noqa: F811

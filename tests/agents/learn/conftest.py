@@ -17,6 +17,20 @@ DATA = default_data_root()
 GEOQUERY = DATA / "geoquery" / "geography-db.added-in-2020.sqlite"
 SPIDER = DATA / "spider_dev" / "database"
 
+# labeled GeoQuery questions each giving one kind of mined entry (value, column, predicate)
+NC = (
+    "how many people live in NC",
+    "SELECT population FROM state WHERE state_name = 'north carolina'",
+)
+SPOT = (
+    "what is the lowest spot in texas",
+    "SELECT h.lowest_point FROM highlow AS h WHERE h.state_name = 'texas'",
+)
+HOUSTON = (
+    "how many people live in houston",
+    "SELECT population FROM city WHERE city_name = 'houston'",
+)
+
 
 def profiled(tmp_path: Path, path: Path, name: str) -> tuple[KnowledgeStore, Database]:
     if not path.is_file():

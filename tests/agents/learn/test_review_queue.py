@@ -10,20 +10,7 @@ from agents.learn.credit import BlameThreshold, apply_verdict
 from agents.learn.mine import mine_labeled
 from agents.learn.review_queue import QueueFilter, ReviewQueue, ReviewQueueError, reasons
 from indices.index_set import IndexSet
-from tests.agents.learn.conftest import labeled
-
-NC = (
-    "how many people live in NC",
-    "SELECT population FROM state WHERE state_name = 'north carolina'",
-)
-SPOT = (
-    "what is the lowest spot in texas",
-    "SELECT h.lowest_point FROM highlow AS h WHERE h.state_name = 'texas'",
-)
-HOUSTON = (
-    "how many people live in houston",
-    "SELECT population FROM city WHERE city_name = 'houston'",
-)
+from tests.agents.learn.conftest import HOUSTON, NC, SPOT, labeled
 
 
 def mine(store, db, *pairs, job_id="job-1", **fields):
