@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -53,6 +53,8 @@ class MiningReport:
     pairer_calls: int = 0
     seconds: float = 0.0
     store_version: int | None = None
+    vote: dict[str, Any] | None = None
+    """For unlabeled mining: what the vote asked, kept and refused (see ``unlabeled``)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -118,16 +120,43 @@ def mine_labeled(
             fails there (the schema changed) is skipped with the database's error.
         progress: called with (done, total) after each experience.
     """
-    started = time.perf_counter()
     report = MiningReport(job_id or uuid.uuid4().hex[:12])
-    todo = list(experiences)
+    return mine_into(
+        store,
+        [(e, _unminable(e)) for e in experiences],
+        report,
+        strings=strings,
+        lemmatizer=lemmatizer,
+        pairer=pairer,
+        targets=targets,
+        apply=apply,
+        rerun=rerun,
+        progress=progress,
+    )
+
+
+def mine_into(
+    store: KnowledgeStore,
+    todo: Sequence[tuple[ExperienceUKF, str | None]],
+    report: MiningReport,
+    *,
+    strings: StringIndex | None = None,
+    lemmatizer: Lemmatizer | None = None,
+    pairer: Pairer | None = None,
+    targets: Mapping[str, Database] | None = None,
+    apply: bool = True,
+    rerun: bool = False,
+    progress: Progress | None = None,
+) -> MiningReport:
+    """Mine each ``(experience, reason)`` of ``todo`` whose reason is None (the others are
+    skipped with it) as ``report.miner``, merge the candidates, fill ``report``."""
+    started = time.perf_counter()
     strings = strings if strings is not None else StringIndex.from_store(store, lemmatizer)
     views: dict[str, SchemaView] = {}
     mined: list[BaseUKF] = []
     calls_before = pairer.calls if pairer is not None else 0
-    for done, experience in enumerate(todo, 1):
+    for done, (experience, reason) in enumerate(todo, 1):
         report.experiences += 1
-        reason = _unminable(experience)
         database = next(iter(experience.tag_values("DATABASE")), "")
         if reason is None and database not in views:
             views[database] = SchemaView(store, database, target=(targets or {}).get(database))
@@ -140,7 +169,7 @@ def mine_labeled(
                 experience,
                 views[database],
                 job_id=report.job_id,
-                miner=MINER,
+                miner=report.miner,
                 strings=strings,
                 lemmatizer=lemmatizer,
                 pairer=pairer,
@@ -157,13 +186,13 @@ def mine_labeled(
             report.mined_experiences += 1
         if progress is not None:
             progress(done, len(todo))
-    report.mined = Counter(kind_of(e) for e in mined)
+    report.mined.update(kind_of(e) for e in mined)
     merged = merge_mined(store, _with_all_parents(mined), apply=apply, include_inactive=True)
     report.merge = merged.counts()
     report.candidate_ids = [d.ukf_id for d in merged.of("inserted")]
     report.store_version = merged.version
     report.pairer_calls = (pairer.calls if pairer is not None else 0) - calls_before
-    report.seconds = round(time.perf_counter() - started, 3)
+    report.seconds = round(report.seconds + time.perf_counter() - started, 3)
     return report
 
 
