@@ -32,7 +32,6 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from agents.answer import Answer
 from agents.learn.mine.labeled import MiningReport, Progress, mine_into

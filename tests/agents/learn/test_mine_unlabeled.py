@@ -161,7 +161,8 @@ def test_labeled_experiences_are_left_to_the_labeled_miner(geo):
 
 def test_a_cancelled_vote_keeps_what_was_voted_and_mines_nothing(geo):
     store, db = geo
-    first, second = asked("how many people live in houston"), asked("how many people live in austin")
+    first = asked("how many people live in houston")
+    second = asked("how many people live in austin")
     store.upsert_many([first, second])
     asker = Asker(store, db, {first.question: [HOUSTON_SQL] * 5})
 
