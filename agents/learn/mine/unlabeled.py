@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from agents.answer import Answer
 from agents.learn.mine.labeled import MiningReport, Progress, mine_into
 from agents.learn.mine.pairer import Pairer
-from agents.llm.base import LLMCancelledError
+from agents.llm.base import Cancellation, LLMCancelledError, current_cancellation
 from indices.normalize import Lemmatizer
 from indices.string import StringIndex
 from kb.errors import KnowledgeNotFoundError
@@ -167,6 +167,7 @@ def mine_unlabeled(
     revote: bool = False,
     checkpoint: int = 10,
     progress: Progress | None = None,
+    cancellation: Cancellation | None = None,
 ) -> MiningReport:
     """Vote on each experience's question, mine the sure ones (module docstring).
 
@@ -178,6 +179,10 @@ def mine_unlabeled(
         revote: ask again even where a vote is remembered.
         checkpoint: remember the votes every this many questions (and at the end).
         progress: called with (done, total) after each vote, then for the mining.
+        cancellation: stops the votes (default: the current token, see
+            :func:`agents.llm.base.cancellation_scope`); a question whose vote it stopped is
+            not remembered (its failed samples are no vote), the others are, and
+            :class:`LLMCancelledError` is raised with nothing mined.
         The other arguments are :func:`agents.learn.mine.mine_labeled`'s.
     """
     thresholds = thresholds or VoteThresholds()
@@ -188,6 +193,7 @@ def mine_unlabeled(
     answerable = set(databases) if databases is not None else None
     decided: list[tuple[ExperienceUKF, str | None]] = []
     fresh: dict[str, Vote] = {}
+    token = cancellation if cancellation is not None else current_cancellation()
     try:
         for done, experience in enumerate(todo, 1):
             vote, reason = None, _unvotable(experience, answerable)
@@ -196,7 +202,10 @@ def mine_unlabeled(
                 if vote is not None and vote.samples >= thresholds.samples:
                     counts["remembered"] += 1
                 else:
-                    vote = Vote.of(ask(experience, thresholds.samples), thresholds.samples, job_id)
+                    _check(token)
+                    answer = ask(experience, thresholds.samples)
+                    _check(token)  # a vote stopped half-way is no vote
+                    vote = Vote.of(answer, thresholds.samples, job_id)
                     fresh[experience.id] = vote
                     counts["asked"] += 1
                 reason = vote.refusal(thresholds)
@@ -226,6 +235,11 @@ def mine_unlabeled(
         targets=targets,
         apply=apply,
     )
+
+
+def _check(token: Cancellation | None) -> None:
+    if token is not None:
+        token.raise_if_cancelled("unlabeled mining")
 
 
 def _unvotable(experience: ExperienceUKF, answerable: set[str] | None) -> str | None:

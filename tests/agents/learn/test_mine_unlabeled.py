@@ -20,7 +20,7 @@ from agents.learn.mine.unlabeled import (
     unlabeled_experiences,
     vote_of,
 )
-from agents.llm.base import LLMCancelledError
+from agents.llm.base import Cancellation, LLMCancelledError
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
 from indices.embeddings import HashingEmbedder
 from indices.index_set import IndexSet
@@ -180,6 +180,24 @@ def test_a_cancelled_vote_keeps_what_was_voted_and_mines_nothing(geo):
     resumed = mine_unlabeled(store, current, ask=asker, job_id="u2")
     assert (resumed.vote["remembered"], resumed.vote["asked"]) == (1, 1) and asker.calls == 2
     assert resumed.candidate_ids
+
+
+def test_a_cancelled_token_stops_before_the_next_vote_and_forgets_a_stopped_one(geo):
+    store, db = geo
+    first = asked("how many people live in houston")
+    second = asked("how many people live in austin")
+    store.upsert_many([first, second])
+    token = Cancellation()
+    asker = Asker(store, db, {first.question: [HOUSTON_SQL] * 5})
+
+    def ask(experience, n):
+        answer = asker(experience, n)
+        token.cancel("the job was cancelled")  # during the first vote: it is no vote
+        return answer
+
+    with pytest.raises(LLMCancelledError, match="the job was cancelled"):
+        mine_unlabeled(store, [first, second], ask=ask, cancellation=token)
+    assert asker.calls == 1 and vote_of(store, first.id) is None
 
 
 def test_thresholds_are_checked():
