@@ -1,6 +1,7 @@
 """``python -m bench run --dataset NAME --system NAME [--limit N] [--workers K] ...``
 
-``python -m bench compare OUT_A OUT_B ...``: the runs side by side on their common questions.
+``python -m bench compare OUT_A OUT_B ... [--out DIR]``: the runs side by side on their common
+questions; for streaming runs also their learning curves on one chart (``--out``).
 """
 
 from __future__ import annotations
@@ -12,12 +13,32 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from bench.compare import compare_runs, render_comparison
+from bench.compare import (
+    compare_curves,
+    compare_runs,
+    render_comparison,
+    render_curves,
+    write_comparison,
+)
 from bench.datasets import load_dataset
 from bench.report import alternative_lines, mean_scores, timeout_line, write_report
-from bench.run import RunConfig, Runner, write_run_manifest
+from bench.run import MiningSystem, RunConfig, Runner, record_mining, write_run_manifest
 from bench.sampling import stratified_sample
-from bench.systems import LearningSystem, Prediction, make_system, system_names
+from bench.stream_mining import StreamMiningOptions
+from bench.systems import LearningSystem, Prediction, System, make_system, system_names
+
+MINING_HELP = """\
+mining in the stream (almanac systems; issue 22). The two GeoQuery measurements:
+  the prequential curve (EX of the first 50 questions against the last 100):
+    python -m bench run --dataset geoquery --system almanac --drop-failing-gold --split train
+      --stream labeled --mine-every 25 --out bench/out/geo-stream-mine
+    (and without --mine-every into another --out; then
+     python -m bench compare bench/out/geo-stream bench/out/geo-stream-mine --out DIR)
+  mining against the same experiences without mining:
+    python -m bench run --dataset geoquery --system almanac --drop-failing-gold
+      --learn-split train --split test --stratify 150 --mine-every 25 --out bench/out/geo-mine
+    (--learn-split reveals the train questions, then mines them once; the test questions
+     are then answered in order, mining every 25 only with --stream labeled)"""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,12 +114,43 @@ def _parser() -> argparse.ArgumentParser:
         help="folder of llama.cpp context states kept across questions and runs "
         "(default: none, every database's prompt prefilled in this process)",
     )
+    mining = run.add_argument_group("mining", MINING_HELP)
+    mining.add_argument(
+        "--mine-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --stream: mine the experiences observed since the last round every N"
+        " questions seen (labeled: their gold SQL; unlabeled: by the vote), and once after"
+        " --learn-split; rounds go to mining.jsonl, their time to no question (0: no mining)",
+    )
+    mining.add_argument(
+        "--mine-gate",
+        action="store_true",
+        help="activate mined candidates through the regression gate (held: labeled"
+        " experiences not used as sources; costs the held questions' LLM calls) instead of"
+        " activating every candidate",
+    )
+    mining.add_argument(
+        "--mine-gate-held", type=int, default=20, help="held questions per gate run (default 20)"
+    )
+    mining.add_argument(
+        "--mine-gate-batch", type=int, default=8, help="candidates the gate decides together"
+    )
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
     compare = commands.add_parser(
         "compare", help="compare runs on the questions every one of them scored"
     )
     compare.add_argument("runs", nargs="+", type=Path, help="output folders of `run`")
+    compare.add_argument(
+        "--out",
+        type=Path,
+        help="write comparison.md and, for streaming runs, learning_curves.png here",
+    )
+    compare.add_argument(
+        "--window", type=int, default=50, help="questions in the rolling EX of the curves"
+    )
     return parser
 
 
@@ -110,16 +162,14 @@ def run_command(args: argparse.Namespace) -> int:
         dataset = dataset.filter(split=args.split, limit=args.limit)
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
+    if args.mine_every and not (args.stream or args.learn_split):
+        raise ValueError("--mine-every mines what a stream observes: add --stream or --learn-split")
     system = make_system(args.system, **_system_options(args))
+    if args.mine_every:
+        _enable_mining(system, args)
     prepare = getattr(system, "prepare", None)
     if prepare is not None:
         prepare({e.database: e.database_url for e in full.examples if e.database_url})
-    if args.learn_split:
-        revealed = full.filter(split=args.learn_split).examples
-        if not isinstance(system, LearningSystem):
-            raise ValueError(f"system {args.system!r} does not learn (--learn-split)")
-        for example in tqdm(revealed, desc=f"learning {args.learn_split}", unit="q"):
-            system.observe(example, Prediction(), True)
     label = Path(args.dataset).stem if Path(args.dataset).exists() else args.dataset
     suffix = f"-{args.stream}" if args.stream else ""
     out_dir = args.out or Path("bench/out") / f"{label}-{args.system}{suffix}"
@@ -138,13 +188,21 @@ def run_command(args: argparse.Namespace) -> int:
         "sliced_schema": args.sliced_schema,
         "questions": len(dataset),
     }
+    if args.mine_every:  # only then: earlier runs' manifests stay valid for resuming
+        manifest["mine_every"] = args.mine_every
+        manifest["mine_gate"] = (
+            {"held": args.mine_gate_held, "batch": args.mine_gate_batch} if args.mine_gate else None
+        )
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
+    if args.learn_split:
+        _learn_split(system, full.filter(split=args.learn_split).examples, args, out_dir)
     config = RunConfig(
         out_dir=out_dir,
         workers=args.workers,
         timeout_s=args.timeout,
         sql_timeout_s=args.sql_timeout,
         stream=args.stream,
+        mine_every=args.mine_every if args.stream else 0,
     )
     results = Runner(dataset, system, config).run()
     report = write_report(
@@ -168,6 +226,31 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _enable_mining(system: System, args: argparse.Namespace) -> None:
+    enable = getattr(system, "enable_mining", None)
+    if enable is None or not isinstance(system, MiningSystem):
+        raise ValueError(f"system {args.system!r} does not mine (--mine-every)")
+    enable(
+        StreamMiningOptions(
+            every=args.mine_every,
+            gate=args.mine_gate,
+            gate_held=args.mine_gate_held,
+            gate_batch=args.mine_gate_batch,
+        )
+    )
+
+
+def _learn_split(system: System, revealed: list, args: argparse.Namespace, out_dir: Path) -> None:
+    """Reveal ``revealed`` (questions with their gold SQL) to ``system``; with
+    ``--mine-every``, mine them once afterwards (a ``learn-split`` round)."""
+    if not isinstance(system, LearningSystem):
+        raise ValueError(f"system {args.system!r} does not learn (--learn-split)")
+    for example in tqdm(revealed, desc=f"learning {args.learn_split}", unit="q"):
+        system.observe(example, Prediction(), True)
+    if args.mine_every and isinstance(system, MiningSystem):
+        record_mining(out_dir, system.mine(phase="learn-split", after_question=0))
+
+
 def _system_options(args: argparse.Namespace) -> dict[str, object]:
     keys = (
         "model",
@@ -189,6 +272,11 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
 def compare_command(args: argparse.Namespace) -> int:
     ids, table = compare_runs(args.runs)
     print(render_comparison(ids, table))
+    if args.out is not None:
+        path = write_comparison(args.runs, args.out, args.window)
+        count, curves = compare_curves(args.runs, args.window)
+        print(render_curves(count, curves))
+        print(f"comparison: {path}")
     return 0
 
 

@@ -13,7 +13,11 @@ alternative, so the report shows what the vote won and lost against n = 1 on the
 questions.
 
 Systems learn from the stream: with gold revealed (``--stream labeled``) the question and its
-gold SQL become a labeled experience (almanac) or a training pair (vanna-style).
+gold SQL become a labeled experience (almanac) or a training pair (vanna-style); without
+(``--stream unlabeled``) almanac stores the question with its own SQL as an unlabeled
+experience, as the server logs answered questions. With ``--mine-every N`` the almanac
+systems also mine those experiences into knowledge every N questions
+(:mod:`bench.stream_mining`).
 Options (``python -m bench run ... --model M --small-model M --llm-cache FILE``) choose the
 models; see ``bench.agent_workspace.ModelChoice``.
 """
@@ -21,20 +25,26 @@ models; see ``bench.agent_workspace.ModelChoice``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from agents.answer import CandidateSummary
+from agents.learn.gate import PipelineFactory
+from agents.llm.base import LLM
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
 from agents.rag.agent import RagOptions
 from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.generate import SqlGenerator, prompt_messages
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
 from bench.datasets import Example
+from bench.stream_mining import MiningRound, StreamMiner, StreamMiningOptions
 from bench.systems import Prediction, register_system
 from bench.vanna_style import VannaMemory
+from indices.retriever import Retriever
+from kb.store import KnowledgeStore
 
 
 def _choice(options: dict[str, Any]) -> ModelChoice:
@@ -62,8 +72,9 @@ class _LLMSystem:
 
     def __init__(self, **options: Any) -> None:
         self.choice = _choice(options)
-        self.workspace = AgentWorkspace(options.get("store_url"))
-        self.llm = load_llm(self.choice.model, self.choice)
+        self.workspace = AgentWorkspace(options.get("store_url"), options.get("embedder"))
+        # a given ``llm`` (tests: a scripted model) replaces the default model
+        self.llm: LLM = options.get("llm") or load_llm(self.choice.model, self.choice)
         self._lock = threading.Lock()
 
     def prepare(self, databases: dict[str, str]) -> None:
@@ -144,30 +155,71 @@ class _AlmanacSystem(_LLMSystem):
             load_llm(self.choice.small_model, self.choice) if self.tiers_needed > 1 else None
         )
         self.pipelines: dict[str, Pipeline] = {}
+        self.miner: StreamMiner | None = None
+
+    def tiers(self) -> list[ModelTier]:
+        """The model tiers every pipeline of this system uses."""
+        tiers = [ModelTier("default", self.llm)]
+        if self.small is not None:
+            small = ModelTier(
+                "small",
+                self.small,
+                samples=self.choice.small_samples,
+                temperature=self.choice.small_temperature,
+                max_tokens=self.choice.small_max_tokens,
+            )
+            tiers.insert(0, small)
+        return tiers
+
+    def pipeline_options(self) -> PipelineOptions:
+        return PipelineOptions(rag=RagOptions(stable_schema=self.stable_schema))
 
     def pipeline(self, example: Example) -> Pipeline:
         database = self.workspace.database(example)
         with self._lock:
             if example.database not in self.pipelines:
-                tiers = [ModelTier("default", self.llm)]
-                if self.small is not None:
-                    small = ModelTier(
-                        "small",
-                        self.small,
-                        samples=self.choice.small_samples,
-                        temperature=self.choice.small_temperature,
-                        max_tokens=self.choice.small_max_tokens,
-                    )
-                    tiers.insert(0, small)
                 self.pipelines[example.database] = Pipeline(
                     store=self.workspace.store,
                     retriever=self.workspace.indices.retriever,
                     database=database,
                     database_name=example.database,
-                    tiers=tiers,
-                    options=PipelineOptions(rag=RagOptions(stable_schema=self.stable_schema)),
+                    tiers=self.tiers(),
+                    options=self.pipeline_options(),
                 )
             return self.pipelines[example.database]
+
+    # ------------------------------------------------------------------ stream mining
+    def enable_mining(self, options: StreamMiningOptions) -> None:
+        """Mine what the stream stores, in rounds the runner asks for (:meth:`mine`)."""
+        self.miner = StreamMiner(
+            self.workspace.store,
+            options,
+            targets=lambda: dict(self.workspace.databases),
+            pipeline_factory=self._gate_pipelines,
+            embedder=self.workspace.embedder,
+        )
+
+    def mine(self, *, phase: str = "stream", after_question: int = 0) -> MiningRound | None:
+        """One mining round over what was observed since the last (None: mining is off)."""
+        if self.miner is None:
+            return None
+        return self.miner.mine(phase=phase, after_question=after_question)
+
+    def _gate_pipelines(self, database_name: str) -> PipelineFactory:
+        """The gate's pipelines on database ``database_name``, built as :meth:`pipeline`."""
+        database = self.workspace.databases[database_name]
+
+        def build(store: KnowledgeStore, retriever: Callable[[], Retriever]) -> Pipeline:
+            return Pipeline(
+                store=store,
+                retriever=retriever,
+                database=database,
+                database_name=database_name,
+                tiers=self.tiers(),
+                options=self.pipeline_options(),
+            )
+
+        return build
 
     def predict(self, example: Example, dialect: str) -> Prediction:
         answer = self.pipeline(example).ask(example.question, example.context, self.ask_options)
@@ -188,8 +240,17 @@ class _AlmanacSystem(_LLMSystem):
         )
 
     def observe(self, example: Example, prediction: Prediction, gold_revealed: bool) -> None:
+        """Labeled: store the question with its gold SQL (a labeled experience). Unlabeled:
+        store it with the system's own SQL (an unlabeled experience, as the server logs an
+        answered question). Either is mined at the next mining round when mining is on."""
         if gold_revealed:
-            self.workspace.learn(example, example.gold_sql[0])
+            experience = self.workspace.learn(example, example.gold_sql[0])
+        elif prediction.sql:
+            experience = self.workspace.remember(example, prediction.sql)
+        else:
+            return
+        if self.miner is not None:
+            self.miner.observe(experience)
 
 
 def greedy_alternatives(candidates: list[CandidateSummary]) -> dict[str, str]:

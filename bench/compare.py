@@ -5,17 +5,31 @@ short); comparing their means over different questions would mislead. ``python -
 compare OUT_A OUT_B ...`` keeps the question ids present and scored in every run and prints,
 per run, the mean of each metric, the latency p50/p90 and, against the first run, how many
 questions each one won and lost on execution accuracy.
+
+For streaming runs (``--stream``, with and without ``--mine-every``) ``--out DIR`` also writes
+``comparison.md`` with each run's EX over its first 50 and last 100 questions and
+``learning_curves.png``: every run's cumulative and rolling EX against questions seen.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.report import LABELS, mean_scores, percentile
-from bench.run import METRICS, QuestionResult, load_results
+from bench.report import (
+    LABELS,
+    WINDOW,
+    StreamFigures,
+    learning_curve,
+    mean_scores,
+    percentile,
+    rolling_curve,
+    stream_figures,
+)
+from bench.run import METRICS, QuestionResult, load_mining, load_results
 
 
 @dataclass
@@ -39,12 +53,7 @@ def common_ids(runs: Sequence[Sequence[QuestionResult]]) -> list[str]:
 
 def compare_runs(folders: Sequence[Path]) -> tuple[list[str], list[RunScores]]:
     """The common question ids and each run's figures over them."""
-    runs = []
-    for folder in folders:
-        results = load_results(folder / "results.jsonl")
-        if not results:
-            raise FileNotFoundError(f"no results in {folder / 'results.jsonl'}")
-        runs.append(results)
+    runs = [_load(folder) for folder in folders]
     ids = common_ids(runs)
     keep = set(ids)
     base = {r.id: r for r in runs[0] if r.id in keep}
@@ -81,3 +90,115 @@ def render_comparison(ids: Sequence[str], table: Sequence[RunScores]) -> str:
             f"| {row.won} | {row.lost} |"
         )
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- streaming runs
+@dataclass
+class RunCurve:
+    """One streaming run over the common questions, in stream order."""
+
+    name: str
+    figures: StreamFigures
+    cumulative: list[float]
+    rolling: list[float]
+    mining_rounds: int
+    mining_seconds: float
+    activated: int
+
+
+def compare_curves(folders: Sequence[Path], window: int = WINDOW) -> tuple[int, list[RunCurve]]:
+    """Each run's learning curve and first/last figures over the questions every run scored
+    (in each run's own order); the count of those questions."""
+    runs = [_load(folder) for folder in folders]
+    keep = set(common_ids(runs))
+    curves = []
+    for folder, results in zip(folders, runs, strict=True):
+        kept = sorted((r for r in results if r.id in keep), key=lambda r: r.position)
+        rounds = load_mining(folder)
+        curves.append(
+            RunCurve(
+                name=folder.name,
+                figures=stream_figures(kept),
+                cumulative=learning_curve(kept),
+                rolling=rolling_curve(kept, window),
+                mining_rounds=len(rounds),
+                mining_seconds=sum(r.get("seconds", 0.0) for r in rounds),
+                activated=sum(r.get("activated", 0) for r in rounds),
+            )
+        )
+    return len(keep), curves
+
+
+def render_curves(count: int, curves: Sequence[RunCurve]) -> str:
+    first, last = curves[0].figures.first_n, curves[0].figures.last_n
+    lines = [
+        f"Learning curves over {count} questions scored in every run",
+        f"| run | EX first {first} | EX last {last} | last - first | EX all "
+        "| mining rounds | mining s | activated |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for curve in curves:
+        f = curve.figures
+        lines.append(
+            f"| {curve.name} | {f.first_ex:.3f} | {f.last_ex:.3f} | {100 * f.gain:+.1f} "
+            f"| {f.final_ex:.3f} | {curve.mining_rounds} | {curve.mining_seconds:.1f} "
+            f"| {curve.activated} |"
+        )
+    if curves and curves[0].figures.overlapping:
+        lines.append(f"(fewer than {first + last} questions: the first and last windows overlap)")
+    return "\n".join(lines)
+
+
+def plot_curves(curves: Sequence[RunCurve], path: Path, window: int = WINDOW) -> None:
+    """Cumulative (solid) and rolling (dashed) EX of every run on one chart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for curve in curves:
+        x = range(1, len(curve.cumulative) + 1)
+        (line,) = ax.plot(x, curve.cumulative, label=f"{curve.name}: cumulative EX")
+        ax.plot(
+            x,
+            curve.rolling,
+            linestyle="--",
+            color=line.get_color(),
+            alpha=0.7,
+            label=f"{curve.name}: EX over the last {window}",
+        )
+    ax.set_xlabel("questions seen")
+    ax.set_ylabel("EX")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_comparison(folders: Sequence[Path], out_dir: Path, window: int = WINDOW) -> Path:
+    """``comparison.md`` in ``out_dir``: the score table and, when any run streamed, the
+    learning-curve table and ``learning_curves.png``; returns its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ids, table = compare_runs(folders)
+    sections = [render_comparison(ids, table)]
+    if any(_streamed(folder) for folder in folders):
+        count, curves = compare_curves(folders, window)
+        plot_curves(curves, out_dir / "learning_curves.png", window)
+        sections += [render_curves(count, curves), "![learning curves](learning_curves.png)"]
+    path = out_dir / "comparison.md"
+    path.write_text("# " + " vs ".join(f.name for f in folders) + "\n\n" + "\n\n".join(sections))
+    return path
+
+
+def _streamed(folder: Path) -> bool:
+    manifest = folder / "run.json"
+    return manifest.exists() and bool(json.loads(manifest.read_text()).get("stream"))
+
+
+def _load(folder: Path) -> list[QuestionResult]:
+    results = load_results(folder / "results.jsonl")
+    if not results:
+        raise FileNotFoundError(f"no results in {folder / 'results.jsonl'}")
+    return results

@@ -3,7 +3,9 @@
 The report gives the mean of every metric over scored questions, the same broken down by
 difficulty and by tag, latency percentiles, the predicts that ran past their timeout, and the
 questions that could not be scored. For a streaming run it adds the learning curve: accuracy
-against the number of questions seen.
+against the number of questions seen, cumulative and over a rolling window, with EX of the
+first 50 and of the last 100 questions (the issue-22 comparison), and the mining rounds when
+the run mined (``mining.jsonl``).
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from bench.run import METRICS, QuestionResult
+from bench.run import METRICS, QuestionResult, load_mining
 
 LABELS = {"ex": "EX", "spider_ex": "Spider EX", "soft_f1": "soft-F1", "bf_beta": "BF-β"}
 WINDOW = 50
+FIRST, LAST = 50, 100  # the stream's first and last questions compared (issue 22)
 _ORDER = {
     "easy": 0,
     "simple": 0,
@@ -60,6 +65,84 @@ def learning_curve(results: Sequence[QuestionResult], metric: str = "ex") -> lis
         total += result.scores[metric]  # type: ignore[index]
         curve.append(total / count)
     return curve
+
+
+def rolling_curve(results: Sequence[QuestionResult], window: int = WINDOW) -> list[float]:
+    """Mean EX over the last ``window`` scored questions (fewer at the start), after each."""
+    ex = [r.scores["ex"] for r in results if r.scores is not None]
+    return [statistics.fmean(ex[max(0, i - window + 1) : i + 1]) for i in range(len(ex))]
+
+
+@dataclass(frozen=True)
+class StreamFigures:
+    """A stream's EX over its first and last questions (scored, in order)."""
+
+    scored: int
+    first_n: int
+    first_ex: float
+    last_n: int
+    last_ex: float
+    final_ex: float  # cumulative over the whole stream
+
+    @property
+    def gain(self) -> float:
+        """EX of the last questions minus EX of the first ones."""
+        return self.last_ex - self.first_ex
+
+    @property
+    def overlapping(self) -> bool:
+        """The first and last windows share questions (a stream shorter than both)."""
+        return self.first_n + self.last_n > self.scored
+
+
+def stream_figures(
+    results: Sequence[QuestionResult], first: int = FIRST, last: int = LAST
+) -> StreamFigures:
+    """EX of the first ``first`` and of the last ``last`` scored questions."""
+    ex = [r.scores["ex"] for r in results if r.scores is not None]
+    head, tail = ex[:first], ex[-last:]
+    return StreamFigures(
+        scored=len(ex),
+        first_n=len(head),
+        first_ex=statistics.fmean(head) if head else 0.0,
+        last_n=len(tail),
+        last_ex=statistics.fmean(tail) if tail else 0.0,
+        final_ex=statistics.fmean(ex) if ex else 0.0,
+    )
+
+
+def stream_line(figures: StreamFigures) -> str:
+    note = " (the two windows overlap: a short stream)" if figures.overlapping else ""
+    return (
+        f"EX of the first {figures.first_n} questions {figures.first_ex:.3f}, of the last "
+        f"{figures.last_n} {figures.last_ex:.3f}: {100 * figures.gain:+.1f} EX points{note}"
+    )
+
+
+def mining_lines(rounds: Sequence[dict[str, Any]]) -> list[str]:
+    """One table row per mining round (empty when the run did not mine)."""
+    if not rounds:
+        return []
+    lines = [
+        "| round | phase | after question | experiences | new candidates | activated "
+        "| rejected | waiting | mine s | gate s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rounds:
+        lines.append(
+            f"| {r['round']} | {r['phase']} | {r['after_question']} | {r['experiences']} "
+            f"| {r['inserted']} | {r['activated']} | {r['rejected']} | {r['waiting']} "
+            f"| {r['mine_seconds']:.1f} | {r['gate_seconds']:.1f} |"
+        )
+    total = sum(r["seconds"] for r in rounds)
+    gated = any(r.get("gated") for r in rounds)
+    how = "through the regression gate" if gated else "directly (no gate)"
+    lines += [
+        "",
+        f"{len(rounds)} rounds, {total:.1f} s in all (charged to no question's latency); "
+        f"candidates activated {how}: {sum(r['activated'] for r in rounds)}",
+    ]
+    return lines
 
 
 def timeout_line(results: Sequence[QuestionResult]) -> str | None:
@@ -111,7 +194,13 @@ def _table(title: str, groups: dict[str, list[QuestionResult]]) -> list[str]:
     return lines
 
 
-def render_markdown(results: Sequence[QuestionResult], *, title: str, streaming: bool) -> str:
+def render_markdown(
+    results: Sequence[QuestionResult],
+    *,
+    title: str,
+    streaming: bool,
+    mining: Sequence[dict[str, Any]] = (),
+) -> str:
     scored = [r for r in results if r.scored]
     latencies = [r.latency_s for r in results]
     overall = mean_scores(scored)
@@ -148,8 +237,12 @@ def render_markdown(results: Sequence[QuestionResult], *, title: str, streaming:
             "",
             f"Learning curve: EX after {len(curve)} questions = {curve[-1] if curve else 0:.3f}",
             "",
+            stream_line(stream_figures(results)),
+            "",
             "![learning curve](learning_curve.png)",
         ]
+    if mining:
+        lines += ["", "## Mining rounds", "", *mining_lines(mining)]
     failed = [r for r in results if r.gold_error is not None][:20]
     if failed:
         lines += ["", "## Gold SQL that failed (left out of the scores)", ""]
@@ -187,11 +280,10 @@ def write_plots(results: Sequence[QuestionResult], out_dir: Path, *, streaming: 
     plt.close(fig)
 
     if streaming:
-        ex = [r.scores["ex"] for r in results if r.scores is not None]
-        window = [statistics.fmean(ex[max(0, i - WINDOW + 1) : i + 1]) for i in range(len(ex))]
+        window = rolling_curve(results)
         fig, ax = plt.subplots(figsize=(7, 4))
-        ax.plot(range(1, len(ex) + 1), learning_curve(results), label="cumulative EX")
-        ax.plot(range(1, len(ex) + 1), window, label=f"EX over the last {WINDOW}", alpha=0.7)
+        ax.plot(range(1, len(window) + 1), learning_curve(results), label="cumulative EX")
+        ax.plot(range(1, len(window) + 1), window, label=f"EX over the last {WINDOW}", alpha=0.7)
         ax.set_xlabel("questions seen")
         ax.set_ylabel("EX")
         ax.set_ylim(0, 1.05)
@@ -208,5 +300,6 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     write_plots(results, out_dir, streaming=streaming)
     path = out_dir / "report.md"
-    path.write_text(render_markdown(results, title=title, streaming=streaming), encoding="utf-8")
+    text = render_markdown(results, title=title, streaming=streaming, mining=load_mining(out_dir))
+    path.write_text(text, encoding="utf-8")
     return path

@@ -16,7 +16,9 @@ ran past, and ``latency_s`` how long it really ran (the overrun is the differenc
 
 Streaming mode (lifelong learning) answers questions one at a time in dataset order; after each
 one a learning system is told the outcome, with the gold SQL revealed (``labeled``) or not
-(``unlabeled``), and the report plots accuracy against questions seen.
+(``unlabeled``), and the report plots accuracy against questions seen. With ``mine_every``
+a :class:`MiningSystem` also mines every N questions seen (after the question's observe);
+each round is a line of ``mining.jsonl``, and its time is charged to no question's latency.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 from tqdm import tqdm
@@ -44,6 +46,42 @@ from kb.target.database import Database
 log = logging.getLogger(__name__)
 StreamMode = Literal["labeled", "unlabeled"]
 METRICS = ("ex", "spider_ex", "soft_f1", "bf_beta")
+MINING_LOG = "mining.jsonl"
+
+
+class MiningRecord(Protocol):
+    """One mining round as a system reports it."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class MiningSystem(Protocol):
+    """A learning system that mines what it observed when asked (``--mine-every``)."""
+
+    def mine(self, *, phase: str = "stream", after_question: int = 0) -> MiningRecord | None: ...
+
+
+def record_mining(out_dir: Path, record: MiningRecord | None) -> None:
+    """Append a mining round to ``mining.jsonl`` in ``out_dir`` (None: nothing was mined)."""
+    if record is None:
+        return
+    with (out_dir / MINING_LOG).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")
+
+
+def load_mining(out_dir: Path) -> list[dict[str, Any]]:
+    """The mining rounds recorded in ``out_dir`` (none when it did not mine)."""
+    path = out_dir / MINING_LOG
+    if not path.exists():
+        return []
+    rounds = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rounds.append(json.loads(line))
+        except ValueError:
+            log.warning("%s: unreadable mining round skipped", path)
+    return rounds
 
 
 class QuestionResult(BaseModel):
@@ -88,6 +126,7 @@ class RunConfig:
     sql_timeout_s: float = 30.0
     max_rows: int = 100_000
     stream: StreamMode | None = None
+    mine_every: int = 0  # stream: a mining round every N questions seen (0: none)
 
 
 class DatabasePool:
@@ -166,7 +205,14 @@ class Runner:
         self._score(example, database, prediction, result)
         if self.config.stream is not None and isinstance(self.system, LearningSystem):
             self.system.observe(example, prediction, self.config.stream == "labeled")
+            self._mine_if_due(position + 1)
         return result
+
+    def _mine_if_due(self, seen: int) -> None:
+        """A mining round after every ``mine_every`` questions seen (outside any latency)."""
+        every = self.config.mine_every
+        if every > 0 and seen % every == 0 and isinstance(self.system, MiningSystem):
+            record_mining(self.config.out_dir, self.system.mine(after_question=seen))
 
     def _predict(self, example: Example, dialect: str, result: QuestionResult) -> Prediction:
         timeout = self.config.timeout_s
@@ -260,7 +306,7 @@ def write_run_manifest(out_dir: Path, manifest: dict[str, Any], *, fresh: bool) 
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "run.json"
     if fresh:
-        for name in ("results.jsonl", "run.json"):
+        for name in ("results.jsonl", "run.json", MINING_LOG):
             (out_dir / name).unlink(missing_ok=True)
     elif path.exists():
         previous = json.loads(path.read_text())
