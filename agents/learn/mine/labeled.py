@@ -63,9 +63,15 @@ class MiningReport:
 
 
 def kind_of(entry: BaseUKF) -> str:
-    """``column_synonym``, ``table_synonym``, ``value_synonym``, ``predicate``, ``metric``
-    or ``join``."""
+    """``column_synonym``, ``table_synonym``, ``value_synonym``, ``predicate``, ``metric``,
+    ``join``, ``period`` / ``relative_period``, ``comparison`` or ``preference``."""
     r = entry.content_resources
+    if isinstance(r.get("period"), dict):
+        return "relative_period" if r["period"].get("relative") else "period"
+    if isinstance(r.get("comparison"), dict):
+        return "comparison"
+    if isinstance(r.get("preference"), dict):
+        return "preference"
     if entry.type == "synonym":
         if r.get("value") is not None:
             return "value_synonym"
