@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from agents.learn.mine.unlabeled import VoteThresholds
 from bench.compare import (
     compare_curves,
     compare_runs,
@@ -44,7 +45,11 @@ mining in the stream (almanac systems; issue 22). The two GeoQuery measurements:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench")
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run a system over a dataset and write a report")
+    run = commands.add_parser(
+        "run",
+        help="run a system over a dataset and write a report",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the mining group's examples
+    )
     run.add_argument("--dataset", required=True, help="spider_dev, geoquery, or a path")
     run.add_argument("--system", required=True, help=f"one of {system_names()}")
     run.add_argument("--split", help="keep only this split")
@@ -137,6 +142,12 @@ def _parser() -> argparse.ArgumentParser:
     mining.add_argument(
         "--mine-gate-batch", type=int, default=8, help="candidates the gate decides together"
     )
+    mining.add_argument(
+        "--mine-vote-samples",
+        type=int,
+        default=5,
+        help="--stream unlabeled: samples of each question's vote (kept when 80%% agree)",
+    )
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
     compare = commands.add_parser(
@@ -193,6 +204,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["mine_gate"] = (
             {"held": args.mine_gate_held, "batch": args.mine_gate_batch} if args.mine_gate else None
         )
+        if args.stream == "unlabeled":
+            manifest["mine_vote_samples"] = args.mine_vote_samples
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
     if args.learn_split:
         _learn_split(system, full.filter(split=args.learn_split).examples, args, out_dir)
@@ -236,6 +249,9 @@ def _enable_mining(system: System, args: argparse.Namespace) -> None:
             gate=args.mine_gate,
             gate_held=args.mine_gate_held,
             gate_batch=args.mine_gate_batch,
+            vote=VoteThresholds(
+                samples=args.mine_vote_samples, min_ran=min(3, args.mine_vote_samples)
+            ),
         )
     )
 

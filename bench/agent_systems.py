@@ -14,9 +14,9 @@ questions.
 
 Systems learn from the stream: with gold revealed (``--stream labeled``) the question and its
 gold SQL become a labeled experience (almanac) or a training pair (vanna-style); without
-(``--stream unlabeled``) almanac stores the question with its own SQL as an unlabeled
-experience, as the server logs answered questions. With ``--mine-every N`` the almanac
-systems also mine those experiences into knowledge every N questions
+(``--stream unlabeled``) almanac keeps what its pipeline logged: the question with its own
+SQL, an unlabeled experience, as the server logs answered questions. With ``--mine-every N``
+the almanac systems also mine those experiences into knowledge every N questions
 (:mod:`bench.stream_mining`).
 Options (``python -m bench run ... --model M --small-model M --llm-cache FILE``) choose the
 models; see ``bench.agent_workspace.ModelChoice``.
@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from agents.answer import CandidateSummary
+from agents.answer import Answer, CandidateSummary
 from agents.learn.gate import PipelineFactory
 from agents.llm.base import LLM
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
@@ -45,6 +46,7 @@ from bench.systems import Prediction, register_system
 from bench.vanna_style import VannaMemory
 from indices.retriever import Retriever
 from kb.store import KnowledgeStore
+from ukf import BaseUKF, ExperienceUKF
 
 
 def _choice(options: dict[str, Any]) -> ModelChoice:
@@ -156,6 +158,7 @@ class _AlmanacSystem(_LLMSystem):
         )
         self.pipelines: dict[str, Pipeline] = {}
         self.miner: StreamMiner | None = None
+        self._vote_pipelines: dict[str, Pipeline] = {}
 
     def tiers(self) -> list[ModelTier]:
         """The model tiers every pipeline of this system uses."""
@@ -175,18 +178,23 @@ class _AlmanacSystem(_LLMSystem):
         return PipelineOptions(rag=RagOptions(stable_schema=self.stable_schema))
 
     def pipeline(self, example: Example) -> Pipeline:
-        database = self.workspace.database(example)
+        self.workspace.database(example)
+        return self.pipeline_on(example.database)
+
+    def pipeline_on(self, database_name: str) -> Pipeline:
+        """The pipeline answering on prepared database ``database_name``."""
+        database = self.workspace.databases[database_name]
         with self._lock:
-            if example.database not in self.pipelines:
-                self.pipelines[example.database] = Pipeline(
+            if database_name not in self.pipelines:
+                self.pipelines[database_name] = Pipeline(
                     store=self.workspace.store,
                     retriever=self.workspace.indices.retriever,
                     database=database,
-                    database_name=example.database,
+                    database_name=database_name,
                     tiers=self.tiers(),
                     options=self.pipeline_options(),
                 )
-            return self.pipelines[example.database]
+            return self.pipelines[database_name]
 
     # ------------------------------------------------------------------ stream mining
     def enable_mining(self, options: StreamMiningOptions) -> None:
@@ -197,7 +205,25 @@ class _AlmanacSystem(_LLMSystem):
             targets=lambda: dict(self.workspace.databases),
             pipeline_factory=self._gate_pipelines,
             embedder=self.workspace.embedder,
+            vote_ask=self._vote,
         )
+
+    def _vote(self, experience: ExperienceUKF, n: int) -> Answer:
+        """The unlabeled miner's vote, as the server asks it (``server.mine_vote``): the
+        experience's question asked again with ``n`` samples of the last tier, not logged."""
+        name = next(iter(experience.tag_values("DATABASE")))
+        with self._lock:
+            if name not in self._vote_pipelines:
+                self._vote_pipelines[name] = Pipeline(
+                    store=self.workspace.store,
+                    retriever=self.workspace.indices.retriever,
+                    database=self.workspace.databases[name],
+                    database_name=name,
+                    tiers=self.tiers()[-1:],
+                    options=replace(self.pipeline_options(), log_questions=False),
+                )
+            pipeline = self._vote_pipelines[name]
+        return pipeline.ask(experience.question, experience.context, AskOptions(n=n))
 
     def mine(self, *, phase: str = "stream", after_question: int = 0) -> MiningRound | None:
         """One mining round over what was observed since the last (None: mining is off)."""
@@ -236,20 +262,22 @@ class _AlmanacSystem(_LLMSystem):
                 "stages": {s.stage: round(s.seconds, 3) for s in answer.stages},
                 "candidates": len(answer.candidates),
                 "knowledge": len(answer.knowledge),
+                "experience_id": answer.experience_id,
             },
         )
 
     def observe(self, example: Example, prediction: Prediction, gold_revealed: bool) -> None:
         """Labeled: store the question with its gold SQL (a labeled experience). Unlabeled:
-        store it with the system's own SQL (an unlabeled experience, as the server logs an
-        answered question). Either is mined at the next mining round when mining is on."""
+        nothing to store, the pipeline logged the question with the system's own SQL (an
+        unlabeled experience, as the server logs it). Either is mined at the next mining
+        round when mining is on."""
+        experience: BaseUKF | None = None
         if gold_revealed:
             experience = self.workspace.learn(example, example.gold_sql[0])
-        elif prediction.sql:
-            experience = self.workspace.remember(example, prediction.sql)
-        else:
-            return
-        if self.miner is not None:
+        elif prediction.metadata.get("experience_id"):
+            logged = self.workspace.store.get_many([prediction.metadata["experience_id"]])
+            experience = next(iter(logged.values()), None)
+        if self.miner is not None and isinstance(experience, ExperienceUKF):
             self.miner.observe(experience)
 
 

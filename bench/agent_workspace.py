@@ -147,20 +147,12 @@ class AgentWorkspace:
 
     def learn(self, example: Example, sql: str) -> ExperienceUKF:
         """Store ``example`` with ``sql`` (its gold) as a labeled experience; return it."""
-        return self._store_experience(example, sql, labeled=True)
-
-    def remember(self, example: Example, sql: str) -> ExperienceUKF:
-        """Store ``example`` with ``sql`` (the system's own answer) as an unlabeled
-        experience, as the server logs an answered question; return it."""
-        return self._store_experience(example, sql, labeled=False)
-
-    def _store_experience(self, example: Example, sql: str, *, labeled: bool) -> ExperienceUKF:
         experience = ExperienceUKF.create(
             example.question,
             sql,
             database=example.database,
             context=example.context,
-            labeled=labeled,
+            labeled=True,
             creator="benchmark",
             content_resources={"example": example.id},
         )

@@ -4,8 +4,11 @@
 A :class:`StreamMiner` collects the experiences a learning system stores while the stream
 runs and, when the runner says a round is due (every N questions seen, and once after
 ``--learn-split``), mines those observed since the last round into candidates
-(:func:`agents.learn.mine.mine_labeled`; unlabeled experiences go to the vote miner, see
-:mod:`bench.stream_vote`) and activates them:
+(labeled ones by :func:`agents.learn.mine.mine_labeled`; unlabeled ones, the questions of an
+unlabeled stream with the system's own SQL, by the vote:
+:func:`agents.learn.mine.unlabeled.mine_unlabeled` asks each question again with
+``vote_samples`` candidates through the system's pipeline and mines only those whose
+results agree, with trust ``unlabeled``) and activates them:
 
 - **without the gate**: every new candidate is activated at once (nothing measured);
 - **with the gate** (:class:`agents.learn.gate.RegressionGate`): per mining round and
@@ -36,6 +39,7 @@ from typing import Any
 from agents.learn.gate import GateOptions, PipelineFactory, RegressionGate
 from agents.learn.mine import activate, candidates, mine_labeled
 from agents.learn.mine.labeled import MiningReport, labeled_experiences
+from agents.learn.mine.unlabeled import VoteAsker, VoteThresholds, mine_unlabeled
 from bench.metrics.exact import execution_accuracy
 from indices.embeddings import Embedder
 from kb.store import KnowledgeStore
@@ -43,8 +47,6 @@ from kb.target.database import Database
 from ukf import BaseUKF, ExperienceUKF
 
 log = logging.getLogger(__name__)
-UnlabeledMiner = Callable[[KnowledgeStore, list[ExperienceUKF], str], MiningReport]
-"""``(store, unlabeled experiences, job id) -> report``: mines by the vote (bench.stream_vote)."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,15 @@ class StreamMiningOptions:
         gate: activate through the regression gate (False: activate every candidate).
         gate_held: held questions per gate run, at most.
         gate_batch: candidates the gate decides together (bisected when they break one).
+        vote: when an unlabeled question's vote is sure enough to mine from (its
+            ``samples`` are the candidates each vote draws).
     """
 
     every: int = 0
     gate: bool = False
     gate_held: int = 20
     gate_batch: int = 8
+    vote: VoteThresholds = field(default_factory=VoteThresholds)
 
     def __post_init__(self) -> None:
         if self.every < 0 or self.gate_held < 1 or self.gate_batch < 1:
@@ -128,7 +133,8 @@ class StreamMiner:
         pipeline_factory: database name → the gate's ``(store, retriever) -> pipeline``
             (needed with ``options.gate``).
         embedder: the system's embedder (the gate's scratch indices reuse its vectors).
-        unlabeled_miner: mines unlabeled experiences by the vote (None: they are not mined).
+        vote_ask: answers an unlabeled experience's question with n samples, for the vote
+            (None: unlabeled experiences are not mined).
     """
 
     def __init__(
@@ -139,13 +145,13 @@ class StreamMiner:
         targets: Callable[[], dict[str, Database]],
         pipeline_factory: Callable[[str], PipelineFactory] | None = None,
         embedder: Embedder | None = None,
-        unlabeled_miner: UnlabeledMiner | None = None,
+        vote_ask: VoteAsker | None = None,
     ) -> None:
         if options.gate and pipeline_factory is None:
             raise ValueError("the mining gate needs the system's pipelines (pipeline_factory)")
         self.store, self.options = store, options
         self._targets, self._factory = targets, pipeline_factory
-        self.embedder, self.unlabeled_miner = embedder, unlabeled_miner
+        self.embedder, self.vote_ask = embedder, vote_ask
         self._observed: list[ExperienceUKF] = []
         self._waiting_jobs: list[str] = []
         self.rounds = 0
@@ -170,8 +176,18 @@ class StreamMiner:
         if labeled:
             targets = self._targets()
             reports.append(mine_labeled(self.store, labeled, job_id=job_id, targets=targets))
-        if unlabeled and self.unlabeled_miner is not None:
-            reports.append(self.unlabeled_miner(self.store, unlabeled, job_id))
+        if unlabeled and self.vote_ask is not None:
+            targets = self._targets()
+            report = mine_unlabeled(
+                self.store,
+                unlabeled,
+                ask=self.vote_ask,
+                thresholds=self.options.vote,
+                job_id=job_id,
+                targets=targets,
+                databases=list(targets),
+            )
+            reports.append(report)
         self._count(record, reports)
         record.mine_seconds = round(time.perf_counter() - started, 3)
         if self.options.gate:

@@ -126,6 +126,61 @@ def test_the_gate_decides_candidates_on_questions_seen_before(geo_stream, tmp_pa
     assert ex_of(results)[NC_CAPITAL] == 1.0
 
 
+OHIO = "what is the capital of ohio"
+OHIO_SAMPLES = [
+    "SELECT capital FROM state WHERE state_name = 'ohio'",
+    "SELECT state_name FROM state WHERE capital = 'columbus'",
+    "SELECT COUNT(*) FROM river",
+]
+
+
+def unsure_on_ohio():
+    """The knowledge-reading model, whose samples disagree on the Ohio question (the first
+    answer right, the next ones cycling through other queries)."""
+    ohio_calls = []
+
+    def reply(messages, options) -> str:
+        if messages[-1]["content"].rsplit("### Question", 1)[-1].strip() == OHIO:
+            ohio_calls.append(1)
+            return sql_reply(OHIO_SAMPLES[(len(ohio_calls) - 1) % len(OHIO_SAMPLES)])
+        return model_reading_knowledge(messages, options)
+
+    return reply
+
+
+def test_an_unlabeled_stream_mines_what_the_vote_is_sure_of(geo_stream, tmp_path):
+    order = [0, 1, 2, 5, 4, 3]  # NC, Houston, Texas, Ohio; then the NC capital
+    dataset = Dataset(
+        name="geo-unlabeled",
+        examples=[geo_stream.examples[i] for i in order],
+        databases=geo_stream.databases,
+    )
+    runs = {}
+    for name, every in (("plain", 0), ("mined", 4)):
+        system = make_system(
+            "almanac", llm=ScriptedLLM([unsure_on_ohio()]), embedder=HashingEmbedder()
+        )
+        system.prepare(dataset.databases)
+        if every:
+            system.enable_mining(StreamMiningOptions(every=every))
+        config = RunConfig(out_dir=tmp_path / name, stream="unlabeled", mine_every=every)
+        runs[name] = (system, Runner(dataset, system, config).run())
+
+    assert ex_of(runs["plain"][1])[NC_CAPITAL] == 0.0
+    assert ex_of(runs["mined"][1])[NC_CAPITAL] == 1.0
+    (first, *_) = load_mining(tmp_path / "mined")
+    assert first["after_question"] == 4 and first["experiences"] == 4
+    assert first["vote"]["asked"] == 4
+    assert (first["vote"]["kept"], first["vote"]["refused"]) == (3, 1)
+    assert first["vote"]["refused_by"] == {"low agreement": 1}
+    store = runs["mined"][0].workspace.store
+    mined = list(store.iterate(source="auto"))
+    assert mined and {e.metadata["mining"]["trust"] for e in mined} == {"unlabeled"}
+    # the logged experiences stay unlabeled: nothing is shown as verified
+    logged = [e for e in store.iterate(type="experience") if e.content_resources.get("answers")]
+    assert len(logged) == len(dataset) and not any(e.labeled or e.verified for e in logged)
+
+
 @pytest.mark.slow
 def test_stream_with_mining_end_to_end_with_the_embedded_model(tmp_path, capsys):
     """The CLI, the 0.5B model: 4 train questions revealed and mined once, then a labeled
