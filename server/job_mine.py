@@ -1,7 +1,10 @@
 """The ``mine`` job kind: labeled experiences → candidate knowledge, as a job.
 
-Parameters (:class:`MineParams`): ``mode`` (only ``labeled`` exists; ``unlabeled`` and
-``both`` are refused with 422 until mining by vote is built), ``since_version`` (experiences
+Parameters (:class:`MineParams`): ``mode`` (``labeled``: questions with a known SQL;
+``unlabeled``: questions only, each asked again by the vote and mined where the vote is sure,
+:mod:`agents.learn.mine.unlabeled` with the ``ALMANAC_JOBS__MINE_VOTE_*`` thresholds, which
+needs the target and an LLM tier, :mod:`server.mine_vote`; ``both``: labeled, then
+unlabeled), ``since_version`` (experiences
 written after that store version), ``since``/``until`` (a window on the experiences'
 timestamps), ``database_name`` (default the configured target's name; without a target,
 every database), ``llm_pairer`` (pair what alignment leaves with the describe tier's LLM),
@@ -19,10 +22,13 @@ mines only the experiences of its workspace (the others are left out and counted
 report's ``scope``), so its candidates stay in its workspace.
 
 Progress is reported per experience, and cancellation is checked there (and inside the
-pairer's LLM call through the job's current cancellation token). The merge writes every
-candidate in one transaction at the end: a job stopped before it has written nothing, and a
-job run again after its worker died (the lease requeues it) merges into what an earlier
-attempt wrote, inserting nothing twice (:func:`kb.merge.merge_mined`). The job's result is the
+pairer's LLM call through the job's current cancellation token). Each miner's merge writes
+its candidates in one transaction at its end: a job stopped before it has written no
+candidate (with ``both``, one stopped during the unlabeled part keeps the labeled part's),
+and a job run again after its worker died (the lease requeues it) merges into what an earlier
+attempt wrote, inserting nothing twice (:func:`kb.merge.merge_mined`). The unlabeled vote is
+remembered on each experience as it goes (every ten questions), so a job run again asks only
+the questions not voted on yet. The job's result is the
 :class:`~agents.learn.mine.labeled.MiningReport` as JSON, its long lists truncated, with the
 gate's :class:`~agents.learn.gate.GateReport` under ``gate``. The gate reports progress from
 0.9 to 1.0, per evaluation; each decision is written as it is made and audited
@@ -42,11 +48,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 from agents.learn.mine import labeled_experiences, mine_labeled
 from agents.learn.mine.labeled import MiningReport
 from agents.learn.mine.pairer import LLMPairer, Pairer
+from agents.learn.mine.unlabeled import mine_unlabeled, unlabeled_experiences
 from agents.pipeline import ModelTier
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from server.auth import Identity, Role
 from server.mine_gate import DEFAULT_BATCH, DEFAULT_HELD, GATE_ACTION, run_gate
+from server.mine_vote import describe_vote, job_asker, vote_thresholds
 from server.worker import JobCancelledError, JobContext, JobInterruptedError
 from ukf import ExperienceUKF
 
@@ -59,17 +67,14 @@ if TYPE_CHECKING:
 LIST_LIMIT = 100
 """Longest list kept in a job result (``skipped``, ``candidate_ids``); the rest is counted."""
 _MINING_START, _MINING_END = 0.05, 0.9  # the gate, when asked for, takes 0.9 to 1.0
-NOT_BUILT = (
-    "mode {mode!r} is not built yet: mining unlabeled experiences (answered by the vote) "
-    "does not exist; use mode 'labeled'"
-)
 
 
 class MineParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: Literal["labeled", "unlabeled", "both"] = Field(
-        default="labeled", description="only 'labeled' is built"
+        default="labeled",
+        description="labeled: questions with their SQL; unlabeled: questions only, by the vote",
     )
     since_version: int | None = Field(
         default=None, ge=0, description="only experiences written after this store version"
@@ -90,8 +95,6 @@ class MineParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> MineParams:
-        if self.mode != "labeled":
-            raise ValueError(NOT_BUILT.format(mode=self.mode))
         self.since, self.until = _utc(self.since), _utc(self.until)
         if self.since is not None and self.until is not None and self.since >= self.until:
             raise ValueError(f"since ({self.since}) must be before until ({self.until})")
@@ -126,12 +129,15 @@ def select_experiences(
     until: datetime | None = None,
     database: str | None = None,
     workspace: str | None = None,
+    unlabeled: bool = False,
 ) -> tuple[list[ExperienceUKF], int]:
-    """Labeled experiences to mine, and how many others the ``workspace`` filter left out.
+    """Labeled (``unlabeled``: unlabeled) experiences to mine, and how many others the
+    ``workspace`` filter left out.
 
     ``since``/``until`` bound the experiences' timestamps (``until`` excluded); ``workspace``
     (a workspace key's) keeps only that workspace's experiences; None keeps every one."""
-    found = labeled_experiences(store, since=since_version, database=database)
+    select = unlabeled_experiences if unlabeled else labeled_experiences
+    found = select(store, since=since_version, database=database)
     found = [
         e
         for e in found
@@ -185,48 +191,97 @@ def run_mine(state: AppState, context: JobContext, params: MineParams) -> dict[s
     gating = params.gate and not params.dry_run
     if gating:
         _check_gate(state, database, target_name)
-    experiences, out_of_scope = select_experiences(
-        state.store,
-        since_version=params.since_version,
-        since=params.since,
-        until=params.until,
-        database=database,
-        workspace=workspace,
-    )
-    total = len(experiences)
+    modes = ["labeled", "unlabeled"] if params.mode == "both" else [params.mode]
+    asker = job_asker(state, database, target_name) if "unlabeled" in modes else None
     where = f"database {database!r}" if database else "every database"
     scope = f" of workspace {workspace!r}" if workspace else ""
-    context.progress(_MINING_START, f"mining {total} labeled experience(s){scope} of {where}")
+    span = (_MINING_END - _MINING_START) / len(modes)
+    results: list[dict[str, Any]] = []
+    for index, mode in enumerate(modes):
+        begin = _MINING_START + index * span
+        experiences, out_of_scope = select_experiences(
+            state.store,
+            since_version=params.since_version,
+            since=params.since,
+            until=params.until,
+            database=database,
+            workspace=workspace,
+            unlabeled=mode == "unlabeled",
+        )
+        total = len(experiences)
+        context.progress(begin, f"mining {total} {mode} experience(s){scope} of {where}")
 
-    def step(done: int, count: int) -> None:  # checks for cancellation per experience
-        fraction = _MINING_START + (_MINING_END - _MINING_START) * done / max(count, 1)
-        context.progress(fraction, f"mined {done}/{count} experiences")
+        def step(done: int, count: int, begin: float = begin, mode: str = mode) -> None:
+            # checks for cancellation per experience
+            verb = "voted on" if mode == "unlabeled" else "mined"
+            context.progress(begin + span * done / max(count, 1), f"{verb} {done}/{count}")
 
-    report = run_mining(
-        state.store,
-        experiences,
-        targets=targets,
-        pairer=pairer,
-        rerun=params.rerun,
-        apply=not params.dry_run,
-        job_id=context.job_id,
-        progress=step,
-    )
-    # written: no cancellation from here on (the job succeeded)
-    result = job_result(report, database=database, workspace=workspace, left_out=out_of_scope)
+        if mode == "unlabeled":
+            assert asker is not None
+            report = mine_unlabeled(
+                state.store,
+                experiences,
+                ask=asker,
+                thresholds=vote_thresholds(state.settings.jobs),
+                job_id=context.job_id,
+                pairer=pairer,
+                targets=targets,
+                databases=list(targets),
+                apply=not params.dry_run,
+                progress=step,
+            )
+        else:
+            report = run_mining(
+                state.store,
+                experiences,
+                targets=targets,
+                pairer=pairer,
+                rerun=params.rerun,
+                apply=not params.dry_run,
+                job_id=context.job_id,
+                progress=step,
+            )
+        # written: no cancellation from here on but at the next mode's first step
+        results.append(
+            _record(state, context, submitter, report, database, workspace, out_of_scope)
+        )
+    result = results[0]
+    if len(results) > 1:
+        result["unlabeled"] = results[1]
     result["dry_run"] = params.dry_run
+    candidate_ids = [uid for r in results for uid in r["all_candidate_ids"]]
+    for r in results:
+        del r["all_candidate_ids"]
+    if gating and candidate_ids:
+        result["gate"] = _gate(state, context, params, candidate_ids, submitter)
+    return result
+
+
+def _record(
+    state: AppState,
+    context: JobContext,
+    submitter: Identity,
+    report: MiningReport,
+    database: str | None,
+    workspace: str | None,
+    out_of_scope: int,
+) -> dict[str, Any]:
+    """Log and audit one miner's report; its job result (with every candidate id under
+    ``all_candidate_ids``, for the gate)."""
+    result = job_result(report, database=database, workspace=workspace, left_out=out_of_scope)
+    result["all_candidate_ids"] = list(report.candidate_ids)
+    vote = f"; {describe_vote(report.vote)}" if report.vote is not None else ""
     context.log(
-        f"mined {report.mined_experiences}/{report.experiences} experiences: "
-        f"{dict(report.mined) or 'nothing'}; merge {report.merge or 'nothing'}"
+        f"{report.miner}: mined {report.mined_experiences}/{report.experiences} experiences: "
+        f"{dict(report.mined) or 'nothing'}; merge {report.merge or 'nothing'}{vote}"
     )
     written = _written_by_mining(state.store, report.store_version)
     if written and report.store_version is not None:
         detail = {k: result[k] for k in ("mined", "merge", "dropped", "database", "scope")}
+        detail["miner"] = report.miner
         state.knowledge.record_job_writes(
             "mine", submitter, written, report.store_version, detail, context.job_id
         )
-    if gating and report.candidate_ids:
-        result["gate"] = _gate(state, context, params, report.candidate_ids, submitter)
     return result
 
 

@@ -101,6 +101,34 @@ class JobSettings(BaseModel):
     mine_check_s: float = Field(
         default=30.0, gt=0, description="how often the mine schedule is checked"
     )
+    mine_vote_samples: int = Field(
+        default=5, ge=1, le=16, description="unlabeled mining asks each question this many times"
+    )
+    mine_vote_min_share: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="unlabeled mining keeps a question whose winning result has this share of "
+        "the samples asked for",
+    )
+    mine_vote_min_confidence: float = Field(
+        default=0.8, ge=0, le=1, description="... and whose answer has at least this confidence"
+    )
+    mine_vote_min_ran: int = Field(
+        default=3, ge=1, description="... and of whose samples at least this many ran"
+    )
+    mine_vote_allow_empty: bool = Field(
+        default=False, description="... and whose result is not empty (unless this is true)"
+    )
+
+    @model_validator(mode="after")
+    def _vote_fits(self) -> JobSettings:
+        if self.mine_vote_min_ran > self.mine_vote_samples:
+            raise ValueError(
+                f"mine_vote_min_ran ({self.mine_vote_min_ran}) cannot exceed "
+                f"mine_vote_samples ({self.mine_vote_samples})"
+            )
+        return self
 
 
 class LLMTierSettings(BaseModel):

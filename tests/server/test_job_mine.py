@@ -84,7 +84,7 @@ def test_a_mine_job_writes_candidates_with_its_id_and_reports_them(geo):
     for entry in mined:
         assert is_candidate(entry) and entry.inactive_mark
         assert entry.metadata["mining"]["job_id"] == job["id"]
-    assert any(line["line"].startswith("mined ") for line in job["log"])
+    assert any(line["line"].startswith("labeled: mined ") for line in job["log"])
     audit = geo.request("GET", "/v1/audit", "admin", params={"action": "mine"}).json()
     (record,) = audit["items"]
     assert record["job_id"] == job["id"] and record["entry_count"] == len(mined)
@@ -142,8 +142,6 @@ def test_a_workspace_key_mines_its_workspace_only(geo, experiences):
 
 def test_bad_parameters_and_roles_are_refused(geo):
     cases = [
-        ({"mode": "unlabeled"}, "ops", 422, "not built yet"),
-        ({"mode": "both"}, "ops", 422, "mode 'both' is not built yet"),
         ({"mode": "votes"}, "ops", 422, "labeled"),
         ({"since_version": -1}, "ops", 422, "since_version"),
         ({"since": "2026-01-02", "until": "2026-01-01"}, "ops", 422, "must be before"),
@@ -158,6 +156,10 @@ def test_bad_parameters_and_roles_are_refused(geo):
     assert geo.request("GET", "/v1/jobs", "ops", params={"kind": "mine"}).json()["count"] == 0
     no_llm = geo.wait_job(_submit(geo, {"llm_pairer": True}))
     assert no_llm["state"] == "failed" and "no LLM is configured" in no_llm["error"]
+    for mode in ("unlabeled", "both"):
+        no_vote = geo.wait_job(_submit(geo, {"mode": mode}))
+        assert no_vote["state"] == "failed", no_vote
+        assert "needs the server's target database and an LLM tier" in no_vote["error"]
     assert _mined(geo.state.store) == []
 
 
@@ -339,7 +341,7 @@ class DyingContext(JobContext):
         super().progress(fraction, message)
 
     def log(self, line: str, level: str = "info") -> None:
-        if self.experiences is None and line.startswith("mined "):
+        if self.experiences is None and line.startswith("labeled: mined "):
             raise WorkerDiedError("after the merge")
         super().log(line, level)
 
