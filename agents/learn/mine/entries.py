@@ -8,7 +8,14 @@ One builder per kind of fact:
 - ``metric``: a phrase → a formula (:class:`ukf.MetricUKF`, ``uses_column``);
 - ``join``: a join two tables were actually joined by, with no declared foreign key
   (:class:`ukf.KnowledgeUKF` carrying a ``joins`` relation *from the left table to the right
-  one*, which the graph index reads as a join edge: ``GraphIndex.join_path`` then walks it).
+  one*, which the graph index reads as a join edge: ``GraphIndex.join_path`` then walks it);
+- ``period``: a time phrase → the date filter (a predicate with ``period`` resources; a
+  relative phrase says its days relative to the query time and carries the ``calendar`` fact
+  the RAG resolves it with);
+- ``comparison``: a unit or comparative phrase → a numeric column compared with the number
+  the question gives (a predicate with ``comparison`` resources, no constant);
+- ``preference``: a habitual filter of a user, a workspace or a profile (a rule with
+  ``preference`` resources, scoped by owner, workspace or a ``user_profile_match`` trigger).
 
 Every entry has ``source="auto"``, the source experience as ``parents``, the experience's
 scope (workspace, owner), the database tag, and ``metadata["mining"]`` (job, miner, trust,
@@ -17,11 +24,20 @@ how the phrase was paired): see :mod:`agents.learn.mine.candidates`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents.learn.mine.candidates import CANDIDATE, MINING
-from ukf import BaseUKF, ExperienceUKF, KnowledgeUKF, MetricUKF, PredicateUKF, SynonymUKF
+from ukf import (
+    BaseUKF,
+    ExperienceUKF,
+    KnowledgeUKF,
+    MetricUKF,
+    PredicateUKF,
+    RuleUKF,
+    SynonymUKF,
+)
 from ukf.relations import Related
 
 MINER_VERSION = 1
@@ -36,6 +52,7 @@ class Provenance:
     miner: str
     experience: ExperienceUKF
     database: str
+    others: Sequence[ExperienceUKF] = field(default=())  # further sources (preferences)
 
     @property
     def trust(self) -> str:
@@ -55,7 +72,7 @@ class Provenance:
         }
         return {
             "source": "auto",
-            "parents": [self.experience.id],
+            "parents": [self.experience.id, *(e.id for e in self.others)],
             "workspace": self.experience.workspace,
             "owner": self.experience.owner,
             "inactive_mark": True,
@@ -135,4 +152,76 @@ def join(
         },
         related=[edge],
         **prov.fields("sql"),
+    )
+
+
+def period(
+    phrase: str,
+    condition: str,
+    column: BaseUKF,
+    resources: dict[str, Any],
+    prov: Provenance,
+    *,
+    description: str = "",
+) -> PredicateUKF:
+    """A time phrase → its date filter; ``resources``: the ``period`` facts (and a
+    ``calendar`` fact for a relative phrase)."""
+    return PredicateUKF.create(
+        phrase_name(phrase),
+        condition,
+        database=prov.database,
+        columns=[column],
+        description=description,
+        content_resources=resources,
+        **prov.fields("period"),
+    )
+
+
+def comparison(
+    phrase: str,
+    condition: str,
+    column: BaseUKF,
+    resources: dict[str, Any],
+    prov: Provenance,
+    *,
+    description: str = "",
+) -> PredicateUKF:
+    """A unit or comparative phrase → a numeric column compared with the question's number."""
+    return PredicateUKF.create(
+        phrase_name(phrase),
+        condition,
+        database=prov.database,
+        columns=[column],
+        description=description,
+        content_resources={"comparison": resources},
+        **prov.fields("comparison"),
+    )
+
+
+def preference(
+    name: str,
+    content: str,
+    resources: dict[str, Any],
+    prov: Provenance,
+    *,
+    scope: str,
+    owner: str | None = None,
+    workspace: str | None = None,
+    triggers: dict[str, dict[str, Any]] | None = None,
+    description: str = "",
+) -> RuleUKF:
+    """A habitual filter as an intent rule of ``scope`` (the variant keeps scopes apart)."""
+    fields = prov.fields("habit")
+    fields.update(owner=owner, workspace=workspace)
+    return RuleUKF.create(
+        name,
+        content,
+        kind="intent",
+        database=prov.database,
+        collection=MINED_COLLECTION,
+        variant=scope,
+        triggers=dict(triggers or {}),
+        description=description,
+        content_resources={"preference": resources},
+        **fields,
     )

@@ -2,6 +2,13 @@
 
 In order, each step claiming the question words it pairs (no word names two things):
 
+0. **periods** and **comparisons** first (their literals are no values to name):
+   a time phrase paired with the date filter covering the same days ("last month" →
+   ``period`` = the month before the query's month; "in 2024" → ``year = 2024``; see
+   :mod:`agents.learn.mine.periods`), and a number compared with a column, mined as the
+   phrase naming the column ("more than 5,000 **people**" → ``population``, the number
+   left to the next question; see :mod:`agents.learn.mine.numbers`). A period outside the
+   column's profiled range, or a comparison on a column that is not numeric, is dropped.
 1. **values**: a text literal of ``=``, ``IN`` or ``LIKE`` is checked against the column
    (:meth:`SchemaView.value_check`), then found in the question verbatim or as initials. A
    value with an enum entry gets a synonym of that enum ("NC" → ``state_name = 'north
@@ -24,10 +31,12 @@ with its reason; a fact naming an unknown column or value is *dropped* and count
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agents.learn.mine import entries
-from agents.learn.mine.align import Phrase, QuestionView, name_lemmas
+from agents.learn.mine import periods as time_periods
+from agents.learn.mine.align import STOPWORDS, Phrase, QuestionView, name_lemmas
+from agents.learn.mine.numbers import NumberMention, match_comparison, number_mentions
 from agents.learn.mine.pairer import Pairer, PairItem
 from agents.learn.mine.schema_view import SchemaView
 from agents.learn.mine.sql_facts import (
@@ -43,6 +52,10 @@ from kb.target.sql_guard import sqlglot_dialect
 from ukf import BaseUKF, ExperienceUKF
 
 VALUE_OPS = frozenset({"=", "IN", "LIKE"})
+
+
+def phrase_key(text: str) -> str:
+    return " ".join(text.casefold().split())
 
 
 @dataclass
@@ -82,6 +95,8 @@ class _ExperienceMiner:
         self.pending: list[_Pending] = []
         self.known_ids = {uid for match in question.known for uid in match.ukf_ids}
         self._unknown_columns: set[ColumnRef] = set()
+        self.claimed: set[PredicateFact] = set()  # read as a period or a comparison
+        self.named: set[str] = set()  # columns a period or a comparison entry names
 
     # ------------------------------------------------------------------ helpers
     def column(self, ref: ColumnRef) -> BaseUKF | None:
@@ -112,9 +127,128 @@ class _ExperienceMiner:
         self.pending.append(_Pending(item, target, list(extra or []), condition, value))
 
     # ------------------------------------------------------------------- steps
+    def periods(self) -> None:
+        when = self.experience.context.aware_query_time or self.experience.timestamp
+        calendar = self.view.calendar
+        phrases = time_periods.period_phrases(self.experience.question, when, calendar)
+        found = time_periods.column_periods(self.facts.predicates)
+        for match in time_periods.match_periods(phrases, found, calendar):
+            self.claimed.update(match.period.predicates)
+            said = match.phrase
+            self.q.claim(Phrase(said.text, said.start, said.end, ()))
+            if said.kind == "period":  # "period 202307": the phrase is the value itself
+                self.out.known += 1
+                continue
+            column = self.column((match.period.table, match.period.column))
+            if column is None:
+                continue
+            check = time_periods.range_check(self.view.value_range(column), match.period.span)
+            if check == "missing":
+                self.out.dropped["period_out_of_range"] += 1
+                continue
+            self.out.unchecked_values += check == "unchecked"
+            self.named.add(column.id)
+            self.emit(self._period_entry(match, column, when))
+
+    def _period_entry(
+        self, match: time_periods.PeriodMatch, column: BaseUKF, when: object
+    ) -> BaseUKF:
+        name = column.content_resources["column"]
+        literal = " AND ".join(
+            replace(p, table=None, column=name).condition() for p in match.period.predicates
+        )
+        said = match.phrase
+        facts: dict[str, object] = {
+            "phrase": said.kind,
+            "relative": said.relative,
+            "grain": said.grain,
+            "use": match.use,
+            "column": name,
+            "shape": match.period.shape,
+        }
+        if not said.relative:
+            resources = {"period": facts}
+            return entries.period(said.text, literal, column, resources, self.prov)
+        facts["anchor"] = match.anchor
+        resources = {"period": facts}
+        calendar = time_periods.calendar_facts(self.view.calendar, match.period.shape)
+        if calendar is not None:
+            resources["calendar"] = calendar
+        asked = f"asked at {when:%Y-%m-%d}" if hasattr(when, "strftime") else "asked"
+        return entries.period(
+            said.text,
+            time_periods.condition_text(match, name),
+            column,
+            resources,
+            self.prov,
+            description=f"Relative to the query time ({asked}: {literal}).",
+        )
+
+    def comparisons(self) -> None:
+        mentions = number_mentions(self.experience.question)
+        for pred in self.facts.predicates:
+            if pred in self.claimed:
+                continue
+            mention = match_comparison(pred, mentions)
+            if mention is None:
+                continue
+            self.claimed.add(pred)
+            mentions.remove(mention)
+            column = self.column((pred.table, pred.column))
+            if column is None:
+                continue
+            if not self.view.is_numeric(column):
+                self.out.dropped["comparison_not_numeric"] += 1
+                continue
+            self._comparison(pred, mention, column)
+
+    def _comparison(self, pred: PredicateFact, mention: NumberMention, column: BaseUKF) -> None:
+        qualified = entries.qualified(column)
+        example = f"{mention.comparator} {mention.text}".strip()
+        if mention.comparator and not mention.generic:
+            phrase = Phrase(mention.comparator, mention.comparator_start, mention.start, ())
+            condition = f"{qualified} {pred.op} N (N: the number after {mention.comparator!r})"
+            resources = {"column": qualified, "op": pred.op, "comparator": mention.comparator}
+        else:
+            unit = self._unit_after(mention)
+            if unit is None:  # "population over 10 million": the column names itself, or not
+                if self.q.align(column.name) is None:
+                    self.out.unpaired += 1
+                else:
+                    self.out.known += 1
+                return
+            if self.q.is_covered(unit) or self._is_own_name(unit, column.name):
+                self.q.claim(unit)
+                self.out.known += 1
+                return
+            phrase = unit
+            example += f" {unit.text}"
+            condition = f"{qualified} compared with N, the number of {unit.text!r} asked about"
+            resources = {"column": qualified, "unit": phrase_key(unit.text)}
+        self.named.add(column.id)
+        description = f"e.g. {example!r} → {pred.condition(column.content_resources['table'])}"
+        entry = entries.comparison(
+            phrase.text, condition, column, resources, self.prov, description=description
+        )
+        self.emit(entry, phrase)
+
+    def _unit_after(self, mention: NumberMention) -> Phrase | None:
+        """Up to two content words right after the number ("5,000 **people**")."""
+        picked: list[int] = []
+        for i, token in enumerate(self.q.tokens):
+            if token.start < mention.end:
+                continue
+            gap_from = self.q.tokens[picked[-1]].end if picked else mention.end
+            if self.q.question[gap_from : token.start].strip() or len(picked) == 2:
+                break
+            if token.lemma in STOPWORDS or token.lemma.isdigit() or i in self.q.used:
+                break
+            picked.append(i)
+        return self.q.phrase(picked) if picked else None
+
     def values(self) -> None:
         for pred in self.facts.predicates:
-            if not pred.is_text or pred.op not in VALUE_OPS:
+            if not pred.is_text or pred.op not in VALUE_OPS or pred in self.claimed:
                 continue
             column = self.column((pred.table, pred.column))
             if column is None:
@@ -176,7 +310,7 @@ class _ExperienceMiner:
         implied += [(j.right, j.right_column) for j in self.facts.joins]
         implied += [(p.table, p.column) for p in self.facts.predicates if p.is_text]
         implied += [ref for formula in self.facts.formulas for ref in formula.columns]
-        skip = {self._id_of(ref) for ref in implied}
+        skip = {self._id_of(ref) for ref in implied} | self.named
         for ref in self.facts.columns:
             column = self.column(ref)
             if column is not None and column.id not in skip:
@@ -290,6 +424,8 @@ def mine_experience(
     question = QuestionView(experience.question, strings, lemmatizer)
     prov = entries.Provenance(job_id, miner, experience, view.database)
     miner_ = _ExperienceMiner(experience, facts, view, question, prov)
+    miner_.periods()
+    miner_.comparisons()
     miner_.values()
     miner_.formulas()
     miner_.columns()

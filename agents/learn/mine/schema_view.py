@@ -6,7 +6,10 @@ column exist (and which entry is it), do these two columns join by a declared fo
 and does a value occur in a column. A column whose values were profiled as enums (the
 profiler lists them all, or none) is checked against them; any other column, by a read-only
 query on the target when a :class:`kb.target.database.Database` is given; else the value is
-*unchecked* (kept, and counted as such in the mining report).
+*unchecked* (kept, and counted as such in the mining report). ``value_range`` gives the
+smallest and largest value the profile saw (what a period or a number is checked against)
+and ``calendar`` the reporting calendar the database's rules state (fiscal year, publication
+day), if any.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Literal
 
 from sqlglot import expressions as exp
 
+from agents.rag.calendar import CalendarError, ReportingCalendar
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from ukf import BaseUKF
@@ -46,6 +50,7 @@ class SchemaView:
             r = entry.content_resources
             values = self.enums.setdefault((_key(r["table"]), _key(r["column"])), {})
             values[str(r.get("value")).casefold()] = entry
+        self.calendar = _calendar(store, database)
 
     def _add_foreign_keys(self, table: BaseUKF) -> None:
         name = _key(table.content_resources.get("table") or table.name)
@@ -102,6 +107,50 @@ class SchemaView:
         )
         results = self.target.execute(query.sql(dialect=self.target.dialect), max_rows=1)
         return results.error is None and results.row_count > 0
+
+    def value_range(self, column: BaseUKF) -> tuple[object, object] | None:
+        """The smallest and largest value of ``column`` the profile saw (enum values, temporal
+        ISO bounds, numeric or identifier bounds); None when it has none."""
+        r = column.content_resources
+        enums = self.enums.get((_key(r["table"]), _key(r["column"])))
+        if enums:
+            values = sorted(str(e.content_resources.get("value")) for e in enums.values())
+            return values[0], values[-1]
+        stats = r.get("statistics") or {}
+        temporal = stats.get("temporal") or {}
+        if temporal.get("min_iso") and temporal.get("max_iso"):
+            return temporal["min_iso"], temporal["max_iso"]
+        for kind in ("numeric", "identifier"):
+            bounds = stats.get(kind) or {}
+            low, high = bounds.get("min"), bounds.get("max")
+            if isinstance(low, int | float) and isinstance(high, int | float):
+                return _whole(low), _whole(high)
+        return None
+
+    def is_numeric(self, column: BaseUKF) -> bool:
+        """Whether the profile read ``column`` as numbers."""
+        r = column.content_resources
+        if r.get("semantic_type") == "numeric":
+            return True
+        declared = str(r.get("data_type") or "").upper()
+        return any(word in declared for word in ("INT", "REAL", "FLOA", "DOUB", "NUM", "DEC"))
+
+
+def _whole(value: int | float) -> int | float:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _calendar(store: KnowledgeStore, database: str) -> ReportingCalendar | None:
+    """The calendar facts of the database's active rules, merged (None without any)."""
+    facts = [
+        entry.content_resources["calendar"]
+        for entry in store.iterate(type="rule", tags={"DATABASE": database})
+        if isinstance(entry.content_resources.get("calendar"), dict)
+    ]
+    try:
+        return ReportingCalendar.from_facts(facts)
+    except (CalendarError, TypeError):
+        return None
 
 
 def _key(name: str) -> str:
