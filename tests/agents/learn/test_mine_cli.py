@@ -7,6 +7,8 @@ import json
 from server.cli import main
 from tests.agents.learn.conftest import GEOQUERY, labeled
 
+NC_SQL = "SELECT population FROM state WHERE state_name = 'north carolina'"
+
 
 def test_mine_labeled_from_the_command_line(geo, tmp_path, capsys):
     store, _db = geo
@@ -98,3 +100,41 @@ def test_the_gate_summary_says_what_changed():
         "  activated a: EX 0.500 -> 1.000",
         "  rejected b: EX 1.000 -> 0.500, broke ['q2']",
     ]
+
+
+def test_mine_unlabeled_from_the_command_line(geo, tmp_path, capsys, monkeypatch):
+    """``--unlabeled`` votes with the ask tiers (scripted here: every sample agrees) and
+    mines the question with trust ``unlabeled``; both flags mine labeled first."""
+    from agents.pipeline import ModelTier
+    from tests.agents.scripted import ScriptedLLM, sql_reply
+    from ukf import ExperienceUKF
+
+    store, _db = geo
+    question = ExperienceUKF.create(
+        "how many people live in houston", database="geoquery", dialect="sqlite"
+    )
+    store.upsert_many([question, labeled("how many people live in NC", NC_SQL)])
+    llm = ScriptedLLM([sql_reply("SELECT population FROM city WHERE city_name = 'houston'")])
+    monkeypatch.setattr("server.cli_mine.ask_tiers", lambda _s: [ModelTier("scripted", llm)])
+    monkeypatch.setenv("ALMANAC_EMBEDDER", "none")
+    base = ["--data-dir", str(tmp_path), "--store-url", store.url, "mine"]
+    target = ["--db", f"sqlite:///{GEOQUERY}", "--name", "geoquery"]
+
+    assert main([*base]) == 2
+    assert "say what to mine" in capsys.readouterr().out
+    assert main([*base, "--unlabeled"]) == 2  # no target: nothing to ask on
+    assert "--unlabeled needs the target database" in capsys.readouterr().out
+
+    assert main([*base, "--labeled", "--unlabeled", *target, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["miner"] == "labeled" and report["experiences"] == 1
+    voted = report["unlabeled"]
+    assert voted["miner"] == "unlabeled" and voted["vote"]["kept"] == 1 and llm.calls
+    assert {store.get(u).metadata["mining"]["trust"] for u in voted["candidate_ids"]} == {
+        "unlabeled"
+    }
+
+    assert main([*base, "--unlabeled", *target]) == 0
+    out = capsys.readouterr().out
+    assert "vote: 0 asked, 1 remembered; 1 kept, 0 refused (none)" in out
+    assert "mined 1/1 unlabeled experiences" in out
