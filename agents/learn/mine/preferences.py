@@ -2,9 +2,10 @@
 
 Unlike the other miners this one reads many experiences at once. A *scope* is who asked:
 
-- ``user:<name>``: the experience's owner (the entry is that user's own, ``owner``), or the
-  ``user`` of its profile (a ``user_profile_match`` trigger on that user);
-- ``workspace:<name>``: the experience's workspace (the entry belongs to the workspace);
+- ``user:<name>``: the experience's owner (the entry is that user's own, ``owner``, with the
+  ``always`` trigger), or the ``user`` of its profile (a ``user_profile_match`` trigger);
+- ``workspace:<name>``: the experience's workspace (the entry belongs to the workspace, with
+  a ``workspace_in`` trigger);
 - ``profile:<key>=<value>``: every asker whose profile has that value ("caliber" = "B"),
   kept only where the habitual value *is* the profile's value: AutoFin's "caliber = 'B' for
   users whose profile says caliber B" (a ``user_profile_match`` trigger on the key).
@@ -15,7 +16,9 @@ the value (not verbatim, not as initials, not through a known phrase of that val
 filtered so in at least ``min_share`` of them, and at least ``min_count`` times, becomes an
 intent rule "unless the question names another <column>, filter <column> = '<value>'",
 scoped as above (the ``variant`` is the scope, so scopes never collide in the merge), with
-every supporting experience as a parent. A value the column does not hold is dropped.
+every supporting experience as a parent. A value the column does not hold is dropped. The
+triggers make the retriever treat a rule as decisive (it is shown before the schema), as the
+knowledge pack's default-currency and default-caliber rules are.
 """
 
 from __future__ import annotations
@@ -192,11 +195,13 @@ def _rule(
     owner = workspace = None
     triggers: dict[str, dict[str, Any]] = {}
     if kind == "user" and first.owner == who:
-        owner = who
+        owner = who  # visible to that user only; the trigger puts it among the decisive rules
+        triggers = {"always": {}}
     elif kind == "user":
         triggers = {"user_profile_match": {"user": who}}
     elif kind == "workspace":
         workspace = who
+        triggers = {"workspace_in": {"workspaces": [who]}}
     else:
         key, _, wanted = who.partition("=")
         triggers = {"user_profile_match": {key: wanted}}
