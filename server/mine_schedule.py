@@ -1,15 +1,20 @@
-"""The mine schedule: a ``mine`` job every N minutes, or once N labeled experiences are new.
+"""The mine schedule: a ``mine`` job every N minutes, or once N experiences are new.
 
 Settings ``ALMANAC_JOBS__MINE_EVERY_MINUTES`` and ``ALMANAC_JOBS__MINE_EVERY_EXPERIENCES``
-(0: off; both may be on: whichever comes first). A :class:`MineScheduler` thread looks every
-``ALMANAC_JOBS__MINE_CHECK_S`` seconds and only submits; any replica's worker runs the job.
+(0: off; both may be on: whichever comes first); ``ALMANAC_JOBS__MINE_MODE`` says what the
+jobs mine (``labeled``, the default; ``unlabeled``; ``both``) and so which experiences
+count. A :class:`MineScheduler` thread looks every ``ALMANAC_JOBS__MINE_CHECK_S`` seconds
+and only submits; any replica's worker runs the job.
 
 The decision (:func:`due`) reads the queue's latest ``mine`` jobs (:func:`history`):
 
 - minutes: since the newest mine job ended (or was created, while it has no end), or since
   the scheduler started when there is none;
-- new experiences: labeled (or verified) active experiences with SQL, of the target's
-  database, written after the store version the last successful mine job covered.
+- new experiences: active experiences of the target's database the job's mode would mine
+  (labeled or verified with SQL; unlabeled with a question; both), written after the store
+  version the last successful mine job covered. An unlabeled job remembers its votes on the
+  experiences it asked, which counts them once more: the next job finds every vote
+  remembered and asks nothing.
 
 A scheduled job mines incrementally: its ``since_version`` is that covered version, and its
 submitter records the store version at submission (``schedule.store_version``), which is
@@ -65,6 +70,7 @@ class MineSchedule:
     every_experiences: int = 0
     llm_pairer: bool = False
     check_s: float = 30.0
+    mode: str = "labeled"
 
     @classmethod
     def of(cls, settings: JobSettings) -> MineSchedule:
@@ -73,6 +79,7 @@ class MineSchedule:
             every_experiences=settings.mine_every_experiences,
             llm_pairer=settings.mine_llm_pairer,
             check_s=settings.mine_check_s,
+            mode=settings.mine_mode,
         )
 
     @property
@@ -144,15 +151,16 @@ def due(
     if schedule.every_experiences > 0 and new_experiences >= schedule.every_experiences:
         if failed_at is not None and now - failed_at < timedelta(seconds=FAILURE_BACKOFF_S):
             return None
-        return f"{new_experiences} new labeled experience(s) (every {schedule.every_experiences})"
+        return f"{new_experiences} new experience(s) (every {schedule.every_experiences})"
     return None
 
 
 def new_labeled_experiences(
-    store: KnowledgeStore, since_version: int | None, database: str | None
+    store: KnowledgeStore, since_version: int | None, database: str | None, mode: str = "labeled"
 ) -> int:
-    """Active labeled or verified experiences with SQL (of ``database``; None: any) written
-    after ``since_version`` (None: ever), as a mine job would select them."""
+    """Active labeled or verified experiences with SQL (``mode`` ``unlabeled``: unlabeled
+    ones with a question; ``both``: either) of ``database`` (None: any) written after
+    ``since_version`` (None: ever), as a mine job of that mode would select them."""
     ids = [
         uid for _seq, uid, kind in store.written_since(since_version or 0) if kind == "experience"
     ]
@@ -161,7 +169,12 @@ def new_labeled_experiences(
         for entry in store.get_many(ids[start : start + _READ_BATCH]).values():
             if not isinstance(entry, ExperienceUKF) or entry.inactive_mark:
                 continue
-            if not ((entry.labeled or entry.verified) and entry.sql):
+            is_labeled = entry.labeled or entry.verified
+            wanted = {
+                "labeled": is_labeled and bool(entry.sql),
+                "unlabeled": not is_labeled and bool(entry.question),
+            }
+            if not (wanted["labeled"] or wanted["unlabeled"] if mode == "both" else wanted[mode]):
                 continue
             if database is None or database in tag_values(entry.tags, "DATABASE"):
                 count += 1
@@ -213,7 +226,9 @@ class MineScheduler:
     def _decide(self, jobs: list[Job]) -> tuple[dict[str, Any], dict[str, Any]] | None:
         now, seen = self._clock(), history(jobs, self._database)
         new = (
-            new_labeled_experiences(self._store, seen.covered, self._database)
+            new_labeled_experiences(
+                self._store, seen.covered, self._database, mode=self.schedule.mode
+            )
             if self.schedule.every_experiences > 0
             else 0
         )
@@ -226,7 +241,10 @@ class MineScheduler:
         )
         if reason is None:
             return None
-        params: dict[str, Any] = {"mode": "labeled", "llm_pairer": self.schedule.llm_pairer}
+        params: dict[str, Any] = {
+            "mode": self.schedule.mode,
+            "llm_pairer": self.schedule.llm_pairer,
+        }
         if seen.covered is not None:
             params["since_version"] = seen.covered
         schedule = {"reason": reason, "store_version": self._store.version}

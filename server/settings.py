@@ -92,11 +92,15 @@ class JobSettings(BaseModel):
     mine_every_experiences: int = Field(
         default=0,
         ge=0,
-        description="submit a mine job once this many labeled experiences were written since "
-        "the last one (0: off)",
+        description="submit a mine job once this many experiences it would mine (see "
+        "mine_mode) were written since the last one (0: off)",
     )
     mine_llm_pairer: bool = Field(
         default=False, description="scheduled mine jobs pair leftovers with the describe LLM"
+    )
+    mine_mode: Literal["labeled", "unlabeled", "both"] = Field(
+        default="labeled",
+        description="what scheduled mine jobs mine (unlabeled: questions only, by the vote)",
     )
     mine_check_s: float = Field(
         default=30.0, gt=0, description="how often the mine schedule is checked"

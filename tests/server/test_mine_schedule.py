@@ -83,7 +83,7 @@ def test_due_by_new_experiences_waits_after_a_failed_job() -> None:
     every_3 = MineSchedule(every_experiences=3)
     assert due(every_3, now=T0, last_at=T0, new_experiences=2) is None
     reason = due(every_3, now=T0, last_at=T0, new_experiences=3)
-    assert reason is not None and "3 new labeled" in reason
+    assert reason is not None and "3 new experience(s)" in reason
     failed = T0 - timedelta(seconds=FAILURE_BACKOFF_S / 2)
     assert due(every_3, now=T0, last_at=failed, new_experiences=5, failed_at=failed) is None
     long_ago = T0 - timedelta(seconds=FAILURE_BACKOFF_S + 1)
@@ -99,6 +99,20 @@ def test_counts_only_active_labeled_experiences_of_the_database(store, queue) ->
     assert new_labeled_experiences(store, None, DATABASE) == 5
     assert new_labeled_experiences(store, version, DATABASE) == 3
     assert new_labeled_experiences(store, version, None) == 4
+    assert new_labeled_experiences(store, version, DATABASE, mode="unlabeled") == 1
+    assert new_labeled_experiences(store, version, DATABASE, mode="both") == 4
+
+
+def test_the_scheduled_job_mines_in_the_configured_mode(store, queue) -> None:
+    store.upsert_many([ExperienceUKF.create(f"q{i}?", database=DATABASE) for i in range(3)])
+    schedule = MineSchedule(every_experiences=3, mode="unlabeled")
+    job = MineScheduler(queue, store, schedule, database=DATABASE, clock=FakeClock()).tick()
+    assert job is not None and job.params["mode"] == "unlabeled"
+    labeled_only = MineScheduler(
+        queue, store, MineSchedule(every_experiences=3), database=DATABASE, clock=FakeClock()
+    )
+    _finish(queue, job)
+    assert labeled_only.tick() is None  # no labeled experience is new
 
 
 def test_mines_after_n_new_experiences_incrementally_and_never_while_one_is_pending(
