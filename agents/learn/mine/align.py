@@ -120,6 +120,21 @@ class QuestionView:
             runs.append(current)
         return runs
 
+    def words_after(self, position: int, limit: int = 2) -> Phrase | None:
+        """Up to ``limit`` free content words right after ``position`` ("5,000 **people**"),
+        with no punctuation between them; None when there are none."""
+        picked: list[int] = []
+        for i, token in enumerate(self.tokens):
+            if token.start < position:
+                continue
+            gap_from = self.tokens[picked[-1]].end if picked else position
+            if self.question[gap_from : token.start].strip() or len(picked) == limit:
+                break
+            if token.lemma in STOPWORDS or token.lemma.isdigit() or i in self.used:
+                break
+            picked.append(i)
+        return self.phrase(picked) if picked else None
+
     def _punctuated(self, before: int, after: int) -> bool:
         gap = self.question[self.tokens[before].end : self.tokens[after].start]
         return bool(gap.strip())

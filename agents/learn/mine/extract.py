@@ -31,11 +31,11 @@ with its reason; a fact naming an unknown column or value is *dropped* and count
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from agents.learn.mine import entries
 from agents.learn.mine import periods as time_periods
-from agents.learn.mine.align import STOPWORDS, Phrase, QuestionView, name_lemmas
+from agents.learn.mine.align import Phrase, QuestionView, name_lemmas
 from agents.learn.mine.numbers import NumberMention, match_comparison, number_mentions
 from agents.learn.mine.pairer import Pairer, PairItem
 from agents.learn.mine.schema_view import SchemaView
@@ -148,41 +148,7 @@ class _ExperienceMiner:
                 continue
             self.out.unchecked_values += check == "unchecked"
             self.named.add(column.id)
-            self.emit(self._period_entry(match, column, when))
-
-    def _period_entry(
-        self, match: time_periods.PeriodMatch, column: BaseUKF, when: object
-    ) -> BaseUKF:
-        name = column.content_resources["column"]
-        literal = " AND ".join(
-            replace(p, table=None, column=name).condition() for p in match.period.predicates
-        )
-        said = match.phrase
-        facts: dict[str, object] = {
-            "phrase": said.kind,
-            "relative": said.relative,
-            "grain": said.grain,
-            "use": match.use,
-            "column": name,
-            "shape": match.period.shape,
-        }
-        if not said.relative:
-            resources = {"period": facts}
-            return entries.period(said.text, literal, column, resources, self.prov)
-        facts["anchor"] = match.anchor
-        resources = {"period": facts}
-        calendar = time_periods.calendar_facts(self.view.calendar, match.period.shape)
-        if calendar is not None:
-            resources["calendar"] = calendar
-        asked = f"asked at {when:%Y-%m-%d}" if hasattr(when, "strftime") else "asked"
-        return entries.period(
-            said.text,
-            time_periods.condition_text(match, name),
-            column,
-            resources,
-            self.prov,
-            description=f"Relative to the query time ({asked}: {literal}).",
-        )
+            self.emit(time_periods.period_entry(match, column, self.prov, self.view.calendar, when))
 
     def comparisons(self) -> None:
         mentions = number_mentions(self.experience.question)
@@ -210,7 +176,7 @@ class _ExperienceMiner:
             condition = f"{qualified} {pred.op} N (N: the number after {mention.comparator!r})"
             resources = {"column": qualified, "op": pred.op, "comparator": mention.comparator}
         else:
-            unit = self._unit_after(mention)
+            unit = self.q.words_after(mention.end)
             if unit is None:  # "population over 10 million": the column names itself, or not
                 if self.q.align(column.name) is None:
                     self.out.unpaired += 1
@@ -231,20 +197,6 @@ class _ExperienceMiner:
             phrase.text, condition, column, resources, self.prov, description=description
         )
         self.emit(entry, phrase)
-
-    def _unit_after(self, mention: NumberMention) -> Phrase | None:
-        """Up to two content words right after the number ("5,000 **people**")."""
-        picked: list[int] = []
-        for i, token in enumerate(self.q.tokens):
-            if token.start < mention.end:
-                continue
-            gap_from = self.q.tokens[picked[-1]].end if picked else mention.end
-            if self.q.question[gap_from : token.start].strip() or len(picked) == 2:
-                break
-            if token.lemma in STOPWORDS or token.lemma.isdigit() or i in self.q.used:
-                break
-            picked.append(i)
-        return self.q.phrase(picked) if picked else None
 
     def values(self) -> None:
         for pred in self.facts.predicates:

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 
+from agents.learn.mine import entries
 from agents.learn.mine.sql_facts import PredicateFact
 from agents.rag.calendar import CalendarError, ReportingCalendar
 from agents.rag.time_phrases import PATTERNS, find_time_windows
+from ukf import BaseUKF, PredicateUKF
 
 YEARS = r"((?:19|20)\d{2})"
 RELATIVE_KINDS = frozenset(
@@ -294,8 +296,8 @@ def _use(phrase: PeriodPhrase, period: ColumnPeriod) -> str | None:
         return "window"
     if phrase.kind in ("this_quarter", "this_year") and _to_date_span(phrase) == period.span:
         return "so_far"  # the window up to the query's month
-    if phrase.last_month is not None and period.span == _last_of(phrase):
-        return "to_date"
+    if phrase.last_month is not None and period.span == phrase.last_month:
+        return "to_date"  # a quarter or year read at its last (to date: newest) month
     return None
 
 
@@ -303,11 +305,6 @@ def _to_date_span(phrase: PeriodPhrase) -> Span | None:
     if phrase.last_month is None:
         return None
     return Span(phrase.span.first, phrase.last_month.last)
-
-
-def _last_of(phrase: PeriodPhrase) -> Span | None:
-    """The last month of a quarter or year phrase (to date: the newest month)."""
-    return phrase.last_month
 
 
 def relative_text(match: PeriodMatch) -> str:
@@ -378,3 +375,44 @@ def calendar_facts(calendar: ReportingCalendar | None, shape: str) -> dict[str, 
         if calendar.publish_day:
             facts["publish_day"] = calendar.publish_day
     return facts
+
+
+def period_entry(
+    match: PeriodMatch,
+    column: BaseUKF,
+    prov: entries.Provenance,
+    calendar: ReportingCalendar | None,
+    when: datetime,
+) -> PredicateUKF:
+    """The mined entry of a matched phrase: an absolute phrase with the SQL's own filter, a
+    relative one with its days relative to the query time (and the literal filter of
+    ``when`` in the description). The condition names the column without its table: the
+    same phrase filters the same column name in every table holding it."""
+    name = column.content_resources["column"]
+    literal = " AND ".join(
+        replace(p, table=None, column=name).condition() for p in match.period.predicates
+    )
+    said = match.phrase
+    facts: dict[str, object] = {
+        "phrase": said.kind,
+        "relative": said.relative,
+        "grain": said.grain,
+        "use": match.use,
+        "column": name,
+        "shape": match.period.shape,
+    }
+    if not said.relative:
+        return entries.period(said.text, literal, column, {"period": facts}, prov)
+    facts["anchor"] = match.anchor
+    resources: dict[str, object] = {"period": facts}
+    calendar_fact = calendar_facts(calendar, match.period.shape)
+    if calendar_fact is not None:
+        resources["calendar"] = calendar_fact
+    return entries.period(
+        said.text,
+        condition_text(match, name),
+        column,
+        resources,
+        prov,
+        description=f"Relative to the query time (asked at {when:%Y-%m-%d}: {literal}).",
+    )
