@@ -94,6 +94,10 @@ class UsedKnowledge(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     spans: list[tuple[int, int]] = Field(default_factory=list)
     phrases: list[str] = Field(default_factory=list)
+    mined: str | None = None
+    """For knowledge mined from the query log, the trust of what it was mined from
+    (``verified``, ``labeled`` or ``unlabeled``: mined from questions nobody checked, by the
+    vote); None for knowledge written by people, imported or profiled."""
 
 
 class StageReport(BaseModel):

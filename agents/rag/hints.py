@@ -130,7 +130,14 @@ def used_knowledge(item: EvidenceItem, question: str) -> UsedKnowledge:
         reasons=item.reasons or ["explored"],
         spans=item.spans,
         phrases=_phrases(item, question),
+        mined=_mined_trust(item.entry.metadata),
     )
+
+
+def _mined_trust(metadata: Mapping[str, Any]) -> str | None:
+    note = metadata.get("mining")  # see agents.learn.mine.candidates
+    trust = note.get("trust") if isinstance(note, Mapping) else None
+    return str(trust) if trust else None
 
 
 def _inside(span: Span, outer: Sequence[Span]) -> bool:

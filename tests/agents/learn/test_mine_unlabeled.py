@@ -10,7 +10,7 @@ import itertools
 
 import pytest
 
-from agents.learn.mine import candidates, mine_labeled
+from agents.learn.mine import activate, candidates, mine_labeled
 from agents.learn.mine.candidates import MINING
 from agents.learn.mine.unlabeled import (
     VOTE,
@@ -208,3 +208,19 @@ def test_thresholds_are_checked():
     vote = Vote("SELECT 1", share=0.6, confidence=0.6, samples=5, ran=5, distinct=2, row_count=1)
     assert vote.refusal(VoteThresholds(min_share=0.6, min_confidence=0.6)) is None
     assert "low confidence" in vote.refusal(VoteThresholds(min_share=0.6, min_confidence=0.7))
+
+
+def test_an_answer_using_knowledge_mined_by_the_vote_says_so(geo):
+    store, db = geo
+    sure = asked("how many people live in houston")
+    store.upsert(sure)
+    asker = Asker(store, db, {sure.question: [HOUSTON_SQL] * 5})
+    report = mine_unlabeled(store, [sure], ask=asker, job_id="u1")
+    activate(store, report.candidate_ids)
+    asker.samples["what is the population of houston"] = [HOUSTON_SQL]
+
+    answer = asker(asked("what is the population of houston"), 1)
+
+    mined = [k for k in answer.knowledge if k.id in report.candidate_ids]
+    assert mined and {k.mined for k in mined} == {"unlabeled"}
+    assert all(k.mined is None for k in answer.knowledge if k.id not in report.candidate_ids)
