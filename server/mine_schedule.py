@@ -3,8 +3,10 @@
 Settings ``ALMANAC_JOBS__MINE_EVERY_MINUTES`` and ``ALMANAC_JOBS__MINE_EVERY_EXPERIENCES``
 (0: off; both may be on: whichever comes first); ``ALMANAC_JOBS__MINE_MODE`` says what the
 jobs mine (``labeled``, the default; ``unlabeled``; ``both``) and so which experiences
-count. A :class:`MineScheduler` thread looks every ``ALMANAC_JOBS__MINE_CHECK_S`` seconds
-and only submits; any replica's worker runs the job.
+count, and ``ALMANAC_JOBS__MINE_GATE`` whether they run the regression gate (activating
+what passes) or leave their candidates to the review queue. A :class:`MineScheduler`
+thread looks every ``ALMANAC_JOBS__MINE_CHECK_S`` seconds and only submits; any replica's
+worker runs the job.
 
 The decision (:func:`due`) reads the queue's latest ``mine`` jobs (:func:`history`):
 
@@ -71,6 +73,7 @@ class MineSchedule:
     llm_pairer: bool = False
     check_s: float = 30.0
     mode: str = "labeled"
+    gate: bool = False
 
     @classmethod
     def of(cls, settings: JobSettings) -> MineSchedule:
@@ -80,6 +83,7 @@ class MineSchedule:
             llm_pairer=settings.mine_llm_pairer,
             check_s=settings.mine_check_s,
             mode=settings.mine_mode,
+            gate=settings.mine_gate,
         )
 
     @property
@@ -245,6 +249,8 @@ class MineScheduler:
             "mode": self.schedule.mode,
             "llm_pairer": self.schedule.llm_pairer,
         }
+        if self.schedule.gate:
+            params["gate"] = True
         if seen.covered is not None:
             params["since_version"] = seen.covered
         schedule = {"reason": reason, "store_version": self._store.version}

@@ -98,6 +98,10 @@ class JobSettings(BaseModel):
     mine_llm_pairer: bool = Field(
         default=False, description="scheduled mine jobs pair leftovers with the describe LLM"
     )
+    mine_gate: bool = Field(
+        default=False,
+        description="scheduled mine jobs run the regression gate on their new candidates",
+    )
     mine_mode: Literal["labeled", "unlabeled", "both"] = Field(
         default="labeled",
         description="what scheduled mine jobs mine (unlabeled: questions only, by the vote)",

@@ -105,9 +105,9 @@ def test_counts_only_active_labeled_experiences_of_the_database(store, queue) ->
 
 def test_the_scheduled_job_mines_in_the_configured_mode(store, queue) -> None:
     store.upsert_many([ExperienceUKF.create(f"q{i}?", database=DATABASE) for i in range(3)])
-    schedule = MineSchedule(every_experiences=3, mode="unlabeled")
+    schedule = MineSchedule(every_experiences=3, mode="unlabeled", gate=True)
     job = MineScheduler(queue, store, schedule, database=DATABASE, clock=FakeClock()).tick()
-    assert job is not None and job.params["mode"] == "unlabeled"
+    assert job is not None and job.params["mode"] == "unlabeled" and job.params["gate"]
     labeled_only = MineScheduler(
         queue, store, MineSchedule(every_experiences=3), database=DATABASE, clock=FakeClock()
     )
