@@ -135,6 +135,21 @@ class QuestionView:
             picked.append(i)
         return self.phrase(picked) if picked else None
 
+    def word_before(self, name: tuple[str, ...]) -> Phrase | None:
+        """The free content word right before the words ``name`` (lemmas) and those words:
+        "**major cities**" for ``city``; None when the name is absent or nothing precedes."""
+        lemmas = [t.lemma for t in self.tokens]
+        for begin in range(1, len(lemmas) - len(name) + 1):
+            if tuple(lemmas[begin : begin + len(name)]) != name:
+                continue
+            word = self.tokens[begin - 1]
+            if self._punctuated(begin - 1, begin) or begin - 1 in self.used:
+                continue
+            if word.lemma in STOPWORDS or word.lemma.isdigit() or not word.lemma.isalpha():
+                continue
+            return self.phrase(range(begin - 1, begin + len(name)))
+        return None
+
     def _punctuated(self, before: int, after: int) -> bool:
         gap = self.question[self.tokens[before].end : self.tokens[after].start]
         return bool(gap.strip())

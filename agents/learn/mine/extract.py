@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 from agents.learn.mine import entries
 from agents.learn.mine import periods as time_periods
 from agents.learn.mine.align import Phrase, QuestionView, name_lemmas
-from agents.learn.mine.numbers import NumberMention, match_comparison, number_mentions
+from agents.learn.mine.numbers import (
+    NumberMention,
+    is_threshold,
+    match_comparison,
+    number_mentions,
+)
 from agents.learn.mine.pairer import Pairer, PairItem
 from agents.learn.mine.schema_view import SchemaView
 from agents.learn.mine.sql_facts import (
@@ -156,17 +161,33 @@ class _ExperienceMiner:
             if pred in self.claimed:
                 continue
             mention = match_comparison(pred, mentions)
-            if mention is None:
+            if mention is None and not is_threshold(pred, mentions):
                 continue
             self.claimed.add(pred)
-            mentions.remove(mention)
             column = self.column((pred.table, pred.column))
             if column is None:
                 continue
             if not self.view.is_numeric(column):
                 self.out.dropped["comparison_not_numeric"] += 1
-                continue
-            self._comparison(pred, mention, column)
+            elif mention is None:
+                self._threshold(pred, column)
+            else:
+                mentions.remove(mention)
+                self._comparison(pred, mention, column)
+
+    def _threshold(self, pred: PredicateFact, column: BaseUKF) -> None:
+        """A constant the question does not say: the word before the table's name is its
+        phrase ("**major** cities" → ``city.population > 150000``)."""
+        table = column.content_resources["table"]
+        phrase = self.q.word_before(name_lemmas(table, self.q.lemmatizer))
+        before = self.q.question[: phrase.start].split()[-1:] if phrase else []
+        if phrase is None or [w.casefold() for w in before] in (["not"], ["no"], ["non"]):
+            self.out.unpaired += 1  # unnamed, or negated ("not major cities": <= 150000)
+            return
+        condition = pred.condition(table)
+        resources = {"column": entries.qualified(column), "op": pred.op, "value": pred.values[0]}
+        self.named.add(column.id)
+        self.emit(entries.comparison(phrase.text, condition, column, resources, self.prov), phrase)
 
     def _comparison(self, pred: PredicateFact, mention: NumberMention, column: BaseUKF) -> None:
         qualified = entries.qualified(column)

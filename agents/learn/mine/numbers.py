@@ -6,7 +6,10 @@
 comparing a column with the same number (``>``, ``>=``, ``<``, ``<=``), in a direction the
 words allow. What is mined is the *pattern*, never the constant: the phrase that names the
 column (the unit after the number, "people" → ``population``; or a comparative adjective,
-"bigger than" → ``area >``), with the number left to the next question.
+"bigger than" → ``area >``), with the number left to the next question. A number the
+question does not say at all is a *threshold* (:func:`is_threshold`): there the constant is
+the knowledge, named by the word before the table's name ("major cities" →
+``city.population > 150000``).
 """
 
 from __future__ import annotations
@@ -110,6 +113,17 @@ def match_comparison(
         if _same(mention.value, float(value)) and mention.allows(pred.op):
             return mention
     return None
+
+
+def is_threshold(pred: PredicateFact, mentions: Iterable[NumberMention]) -> bool:
+    """A column compared with a number the question does not say: a threshold a word of
+    the question stands for ("major cities" → ``population > 150000``)."""
+    if pred.op not in COMPARISON_OPS or len(pred.values) != 1:
+        return False
+    value = pred.values[0]
+    if isinstance(value, str | bool):
+        return False
+    return not any(_same(m.value, float(value)) for m in mentions)
 
 
 def _same(left: float, right: float) -> bool:

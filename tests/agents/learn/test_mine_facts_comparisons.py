@@ -126,3 +126,25 @@ def test_comparative_words_are_found_before_the_number():
     (bigger,) = number_mentions("states bigger than 5k")
     assert (bigger.comparator, bigger.generic) == ("bigger than", False)
     assert number_mentions("FY2024 revenue")[0:1] == []
+
+
+def test_a_threshold_the_question_does_not_say_is_named_by_its_word(geo):
+    store, db = geo
+    exps = [
+        labeled(
+            "what are the major cities in texas",
+            "SELECT city_name FROM city WHERE population > 150000 AND state_name = 'texas'",
+        ),
+        labeled(  # negated: no entry, and no conflict with the one above
+            "which capitals are not major cities",
+            "SELECT s.capital FROM city AS c, state AS s "
+            "WHERE c.population <= 150000 AND s.capital = c.city_name",
+        ),
+    ]
+    report = mine_labeled(store, exps, targets={"geoquery": db})
+
+    (entry,) = comparisons(store)
+    assert entry.name == "major cities"
+    assert entry.content_resources["condition"] == "city.population > 150000"
+    assert entry.content_resources["comparison"]["value"] == 150000
+    assert report.merge.get("dropped") is None
