@@ -4,6 +4,11 @@ Structural relations come from the templates (``column_of``, ``value_of``, ``joi
 ``uses_column``, ``uses_enum``, ``has_level``, ``synonym_of``) and any other ``related`` tuple
 an entry carries. Expansion walks a few hops from seed entries, optionally only along given
 relation types; ``join_path`` finds the shortest foreign-key path between two tables.
+
+Each edge belongs to the entry that declared it (its *owner*), whatever its subject: a mined
+join entry declares ``table a --joins--> table b``. Replacing or removing the owner replaces
+or removes its edges, so a deactivated join no longer connects its tables; the same relation
+declared by two entries is two edges, and removing one owner leaves the other's.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ Direction = Literal["out", "in", "both"]
 
 
 class GraphIndex:
-    """A multigraph of entries; edges keyed by relation."""
+    """A multigraph of entries; edges keyed by (relation, owner)."""
 
     def __init__(self) -> None:
         self._graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
+        self._owned: dict[str, list[tuple[str, str, tuple[str, str]]]] = {}
         self._lock = threading.RLock()
         self.version = 0
 
@@ -39,26 +45,34 @@ class GraphIndex:
         """Add or replace entries (their node attributes and outgoing edges)."""
         with self._lock:
             for entry in entries:
-                self._drop_outgoing(entry.id)
+                self._drop_owned(entry.id)
                 self._graph.add_node(entry.id, type=entry.type, name=entry.name)
+                owned = self._owned.setdefault(entry.id, [])
                 for rel in entry.related:
+                    key = (rel.relation, entry.id)
                     self._graph.add_edge(
                         rel.subject,
                         rel.object,
-                        key=rel.relation,
+                        key=key,
                         relation=rel.relation,
                         resources=rel.resources,
                     )
+                    owned.append((rel.subject, rel.object, key))
 
     def remove(self, ukf_ids: Iterable[str]) -> None:
+        """Remove entries: their nodes, the edges touching them and the edges they own."""
         with self._lock:
             for uid in ukf_ids:
+                self._drop_owned(uid)
+                self._owned.pop(uid, None)
                 if uid in self._graph:
                     self._graph.remove_node(uid)
 
-    def _drop_outgoing(self, uid: str) -> None:
-        if uid in self._graph:
-            self._graph.remove_edges_from(list(self._graph.out_edges(uid, keys=True)))
+    def _drop_owned(self, uid: str) -> None:
+        for u, v, key in self._owned.get(uid, []):
+            if self._graph.has_edge(u, v, key):
+                self._graph.remove_edge(u, v, key)
+        self._owned[uid] = []
 
     @classmethod
     def from_store(cls, store: KnowledgeStore) -> GraphIndex:
@@ -88,10 +102,13 @@ class GraphIndex:
             if uid not in self._graph:
                 return []
             if direction in ("out", "both"):
-                found += [(v, k, "out") for _, v, k in self._graph.out_edges(uid, keys=True)]
+                out_edges = self._graph.out_edges(uid, data=True)
+                found += [(v, str(data["relation"]), "out") for _, v, data in out_edges]
             if direction in ("in", "both"):
-                found += [(u, k, "in") for u, _, k in self._graph.in_edges(uid, keys=True)]
-        return [item for item in found if wanted is None or item[1] in wanted]
+                in_edges = self._graph.in_edges(uid, data=True)
+                found += [(u, str(data["relation"]), "in") for u, _, data in in_edges]
+        unique = dict.fromkeys(found)  # one relation declared by several entries
+        return [item for item in unique if wanted is None or item[1] in wanted]
 
     def expand(
         self,
@@ -147,8 +164,8 @@ class GraphIndex:
         """
         with self._lock:
             joins: nx.Graph[str] = nx.Graph()
-            for u, v, key, data in self._graph.edges(keys=True, data=True):
-                if key == JOIN:
+            for u, v, data in self._graph.edges(data=True):
+                if data["relation"] == JOIN:
                     joins.add_edge(u, v, fk={"from": u, "to": v, **data["resources"]})
             if source not in joins or target not in joins or source == target:
                 return []

@@ -1,7 +1,16 @@
 """The knowledge graph: structural relations, conditioned expansion and join paths."""
 
 from indices.graph import GraphIndex
-from ukf import ColumnUKF, EnumUKF, ForeignKey, MetricUKF, PredicateUKF, TableUKF
+from ukf import (
+    ColumnUKF,
+    EnumUKF,
+    ForeignKey,
+    KnowledgeUKF,
+    MetricUKF,
+    PredicateUKF,
+    TableUKF,
+)
+from ukf.relations import Related
 
 
 def _schema():
@@ -71,3 +80,44 @@ def test_follows_the_store(store):
     assert s["status"].id not in graph
     # the column is gone; only the predicate still links to the value
     assert [h.ukf_id for h in graph.expand([s["open_"].id], hops=2)] == [s["predicate"].id]
+
+
+def _join(left: TableUKF, right: TableUKF, column: str) -> KnowledgeUKF:
+    """A join declared by a knowledge entry (as mining writes one), not by the tables."""
+    edge = Related(
+        subject=left.id,
+        relation="joins",
+        object=right.id,
+        resources={"columns": [column], "ref_columns": ["id"]},
+    )
+    return KnowledgeUKF.create(f"join {left.name} {right.name}", "a join", related=[edge])
+
+
+def test_a_removed_or_replaced_entry_takes_the_edges_it_declared_with_it():
+    s = _schema()
+    graph = GraphIndex()
+    graph.add(s.values())
+    mined = _join(s["regions"], s["island"], "region_id")
+    graph.add([mined])
+    assert [step["to"] for step in graph.join_path(s["orders"].id, s["island"].id)][-1] == (
+        s["island"].id
+    )
+    graph.add([mined.clone(related=[])])  # replaced without its edge
+    assert graph.join_path(s["orders"].id, s["island"].id) == []
+    graph.add([mined])
+    graph.remove([mined.id])  # deactivated: the tables are no longer joined through it
+    assert graph.join_path(s["regions"].id, s["island"].id) == []
+    assert (s["island"].id, "joins", "in") not in graph.neighbours(s["regions"].id)
+
+
+def test_a_relation_declared_twice_survives_the_removal_of_one_owner():
+    s = _schema()
+    graph = GraphIndex()
+    graph.add(s.values())
+    duplicate = _join(s["orders"], s["customers"], "customer_id")  # the FK, mined again
+    graph.add([duplicate])
+    assert graph.neighbours(s["orders"].id, ["joins"], "out") == [
+        (s["customers"].id, "joins", "out")
+    ]
+    graph.remove([duplicate.id])
+    assert len(graph.join_path(s["orders"].id, s["regions"].id)) == 2
