@@ -38,6 +38,26 @@ _NUMBER = re.compile(
 )
 UP = ("more than", "greater than", "over", "above", "exceeding", "at least", "no less than")
 DOWN = ("less than", "fewer than", "under", "below", "at most", "no more than", "up to")
+# comparatives meaning "smaller" ("lighter than 3500": weight < 3500); any other is "larger"
+DOWN_WORDS = frozenset(
+    {
+        "less",
+        "fewer",
+        "lower",
+        "smaller",
+        "lighter",
+        "shorter",
+        "younger",
+        "cheaper",
+        "earlier",
+        "narrower",
+        "thinner",
+        "slower",
+        "poorer",
+        "worse",
+        "lesser",
+    }
+)
 _GENERIC = "|".join(p.replace(" ", r"\s+") for p in sorted(UP + DOWN, key=len, reverse=True))
 _COMPARATIVE = r"(?:\w+er|more\s+\w+|less\s+\w+)\s+than"
 _BEFORE = re.compile(
@@ -65,11 +85,12 @@ class NumberMention:
         return self.comparator in UP or self.comparator in DOWN
 
     def allows(self, op: str) -> bool:
-        if self.comparator in UP:
-            return op in (">", ">=")
-        if self.comparator in DOWN:
-            return op in ("<", "<=")
-        return bool(self.comparator)
+        """Whether the words may mean ``op`` ("lighter than" ``<``, "older than" ``>``)."""
+        if not self.comparator:
+            return False
+        first = self.comparator.split()[0]
+        down = self.comparator in DOWN or first in DOWN_WORDS
+        return op in (("<", "<=") if down else (">", ">="))
 
 
 def parse_number(text: str) -> float | None:

@@ -148,3 +148,10 @@ def test_a_threshold_the_question_does_not_say_is_named_by_its_word(geo):
     assert entry.content_resources["condition"] == "city.population > 150000"
     assert entry.content_resources["comparison"]["value"] == 150000
     assert report.merge.get("dropped") is None
+
+
+def test_the_direction_of_a_comparative_must_match_the_operator():
+    (lighter,) = number_mentions("models lighter than 3500")
+    (older,) = number_mentions("students older than 20")
+    assert lighter.allows("<") and not lighter.allows(">")
+    assert older.allows(">=") and not older.allows("<=")
