@@ -47,6 +47,11 @@ RELATIVE_TEXT = {
     "this_year": "the {fiscal}year holding the {anchor}",
     "last_year": "the {fiscal}year before the one holding the {anchor}",
 }
+_USE_TEXT = {
+    "window": "the whole window",
+    "so_far": "its months so far",
+    "to_date": "its to-date figure",
+}
 _OPS = frozenset({"=", "IN", "BETWEEN", ">", ">=", "<", "<="})
 _MONTH_TEXT = re.compile(r"^((?:19|20)\d{2})-?(0[1-9]|1[0-2])$")
 _DAY_TEXT = re.compile(r"^((?:19|20)\d{2})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])(?:[ T].*)?$")
@@ -314,16 +319,20 @@ def relative_text(match: PeriodMatch) -> str:
 
 
 def condition_text(match: PeriodMatch, column: str) -> str:
-    """The filter a relative phrase stands for, with its days relative to the query time."""
+    """The filter a relative phrase stands for, its days relative to the query time. A
+    quarter or a year reads the same whichever way one SQL used it (its months so far, or
+    its to-date figure at its last month), so that the phrase's knowledge does not conflict
+    with itself across questions."""
     window = relative_text(match)
     shape = match.period.shape
-    if match.use == "to_date":
-        return f"{column} = the last month of {window} (its to-date figure; written {shape})"
-    if match.use == "so_far":
-        return f"{column} within {window}, up to that month (written {shape})"
-    if (match.phrase.grain, shape) in (("month", "YYYYMM"), ("month", "YYYY-MM"), ("year", "YYYY")):
+    if match.phrase.grain == "month" and shape in ("YYYYMM", "YYYY-MM"):
         return f"{column} = {window} (written {shape})"
-    return f"{column} within {window} (written {shape})"
+    if match.phrase.grain == "year" and shape == "YYYY":
+        return f"{column} = {window} (written {shape})"
+    return (
+        f"{column} within {window}, up to that month while it runs; a to-date figure is read "
+        f"at its last month (written {shape})"
+    )
 
 
 # ------------------------------------------------------------------ helpers
@@ -397,7 +406,6 @@ def period_entry(
         "phrase": said.kind,
         "relative": said.relative,
         "grain": said.grain,
-        "use": match.use,
         "column": name,
         "shape": match.period.shape,
     }
@@ -414,5 +422,8 @@ def period_entry(
         column,
         resources,
         prov,
-        description=f"Relative to the query time (asked at {when:%Y-%m-%d}: {literal}).",
+        description=(
+            f"Relative to the query time (asked at {when:%Y-%m-%d}: {literal}; read as "
+            f"{_USE_TEXT[match.use]})."
+        ),
     )
