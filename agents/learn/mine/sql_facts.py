@@ -9,7 +9,8 @@ its table (lower-cased names, as the profiled schema spells them):
 - ``joins``: equalities between columns of two different tables, in ``JOIN ... ON`` or in
   ``WHERE`` (``FROM a, b WHERE a.x = b.y``);
 - ``predicates``: a column compared with literals: ``=``, ``<>``, ``<``..``>=``, ``IN``,
-  ``BETWEEN``, ``LIKE``;
+  ``BETWEEN``, ``LIKE`` (a string cast to a date or time, ``DATE '2024-01-01'``, reads as
+  the string);
 - ``formulas``: computed expressions over columns (``SUM(a - b)``, ``population / area``),
   written with table names instead of aliases;
 - ``group_by`` and ``order_by`` columns.
@@ -117,7 +118,10 @@ def _literal(value: str | float | int) -> str:
 
 
 def _literal_value(node: exp.Expression | None) -> str | float | int | None:
-    """The Python value of a literal (``-5`` included), else None."""
+    """The Python value of a literal (``-5`` and ``DATE '2024-01-01'`` included), else None."""
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEMPORAL_TYPES):
+        inner = node.this
+        return str(inner.this) if isinstance(inner, exp.Literal) and inner.is_string else None
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
         inner = _literal_value(node.this)
         return -inner if isinstance(inner, int | float) else None

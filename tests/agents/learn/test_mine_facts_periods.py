@@ -171,3 +171,13 @@ def test_question_phrases_resolve_at_the_query_time():
     assert not found["June 2023"].relative
     assert found["since 2020"].span == Span(datetime(2020, 1, 1).date(), None)
     assert found["between 2019 and 2021"].span.last == datetime(2021, 12, 31).date()
+
+
+def test_dates_cast_in_postgresql_read_as_their_strings():
+    facts = sql_facts(
+        "SELECT 1 FROM orders WHERE ordered >= DATE '2024-01-01' "
+        "AND ordered < CAST('2025-01-01' AS DATE)",
+        "postgres",
+    )
+    (period,) = column_periods(facts.predicates)
+    assert (period.column, period.span) == ("ordered", value_span(2024)[1])  # type: ignore[index]
