@@ -4,7 +4,9 @@ For each mined candidate, against active entries about the same thing (same
 :func:`kb.visibility.logical_key`, in a layer that applies to the candidate's scope):
 
 1. **merged**: an existing entry (or an earlier candidate) has the same content: its synonyms
-   gain the candidate's, nothing else changes.
+   gain the candidate's and, when both were mined, its ``parents`` the candidate's sources
+   (the experiences that show it); nothing else changes, and nothing is written when nothing
+   is new (mining the same log again leaves the store's version as it was).
 2. **discarded**: the content conflicts with schema, labeled or human-verified knowledge
    (``is_authoritative``): that knowledge wins.
 3. **dropped**: mined contents disagree with each other (candidates, or a candidate and an
@@ -138,8 +140,12 @@ class _Group:
             if row.action == "merged" and row.target is not None:
                 target = writes.get(row.target.id, row.target)
                 new = [s for s in row.candidate.synonyms if s not in target.synonyms]
-                writes[target.id] = target.clone(synonyms=[*target.synonyms, *new])
-                row.reason += f"; {len(new)} new synonym(s)"
+                sources = _new_sources(target, row.candidate)
+                if new or sources:  # the same fact mined again from the same source: no write
+                    writes[target.id] = target.clone(
+                        synonyms=[*target.synonyms, *new], parents=[*target.parents, *sources]
+                    )
+                row.reason += f"; {len(new)} new synonym(s), {len(sources)} new source(s)"
             _decide(report, row.candidate, row.action, row.rule, row.reason, row.target)
         if len(contents) > 1:
             for old in mined_old:
@@ -176,6 +182,14 @@ class _Group:
         by_id = [o for o in matches if o.id == cand.id]
         found = by_id or matches
         return found[0] if found else None
+
+
+def _new_sources(target: BaseUKF, candidate: BaseUKF) -> list[str]:
+    """The candidate's parents a mined ``target`` lacks (a fact mined again from another
+    experience gains it as a source); none for knowledge that was not mined."""
+    if target.source != "auto" or candidate.source != "auto":
+        return []
+    return [p for p in candidate.parents if p not in target.parents]
 
 
 def merge_mined(

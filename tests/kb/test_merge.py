@@ -19,6 +19,21 @@ def test_rule1_same_id_and_content_unions_synonyms(store):
     assert store.count() == 1
 
 
+def test_rule1_mining_the_same_again_writes_nothing_and_a_new_source_is_added(store):
+    old = _mined("BCR", "actual / budget", synonyms=["bcr"], parents=["exp-1"])
+    store.upsert(old)
+    version = store.version
+    again = merge_mined(store, [_mined("BCR", "actual / budget", parents=["exp-1"])])
+    assert again.counts() == {"merged": 1} and again.version is None
+    assert store.version == version  # nothing new: nothing written
+    merge_mined(store, [_mined("BCR", "actual / budget", parents=["exp-2"])])
+    assert store.version > version and store.get(old.id).parents == ["exp-1", "exp-2"]
+    column = ColumnUKF.create(TableUKF.create("fin", "budget"), "bcr")
+    store.upsert(column)
+    merge_mined(store, [column.clone(parents=["exp-3"])])
+    assert store.get(column.id).parents == column.parents  # profiled knowledge keeps its own
+
+
 def test_rule2_conflicts_with_schema_labeled_or_verified_entries_are_discarded(store):
     table = TableUKF.create("autofin", "income_nova", description="Income of Nova")
     column = ColumnUKF.create(table, "amt", description="Amount in USD")
