@@ -21,7 +21,7 @@ from bench.compare import (
     render_curves,
     write_comparison,
 )
-from bench.datasets import load_dataset
+from bench.datasets import Example, load_dataset
 from bench.report import alternative_lines, mean_scores, timeout_line, write_report
 from bench.run import MiningSystem, RunConfig, Runner, record_mining, write_run_manifest
 from bench.sampling import stratified_sample
@@ -256,7 +256,9 @@ def _enable_mining(system: System, args: argparse.Namespace) -> None:
     )
 
 
-def _learn_split(system: System, revealed: list, args: argparse.Namespace, out_dir: Path) -> None:
+def _learn_split(
+    system: System, revealed: list[Example], args: argparse.Namespace, out_dir: Path
+) -> None:
     """Reveal ``revealed`` (questions with their gold SQL) to ``system``; with
     ``--mine-every``, mine them once afterwards (a ``learn-split`` round)."""
     if not isinstance(system, LearningSystem):
