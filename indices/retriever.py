@@ -13,7 +13,8 @@ For one question it gathers
 
 then loads the entries the reader may see, drops inactive, expired, out-of-scope and
 untriggered ones (triggers are evaluated against query time and user profile), orders them by
-priority and keeps them within a token budget. Every item keeps the hits that explain it.
+tier (what the question names first), then priority, and keeps them within a token budget.
+Every item keeps the hits that explain it.
 """
 
 from __future__ import annotations
@@ -218,7 +219,13 @@ class Retriever:
         return [p for p in paths if p][: self.options.join_paths]
 
     def _fit(self, items: list[EvidenceItem], evidence: Evidence) -> None:
-        """Priority, then tier (direct > related > context), then type, then score.
+        """Tier (direct > related > context), then priority, then type, then score.
+
+        Tier comes first: what the question names directly is shown before what it is only
+        related to, whatever their priorities. Priority orders entries of one tier: an
+        authoritative entry before mined knowledge (which the merge puts below every
+        authoritative entry), so mined knowledge the question names still reaches the
+        prompt ahead of schema items the question does not name.
 
         Tables and columns hit directly are shown in full, the rest in brief. The best
         experiences are fitted first within ``options.experience_tokens`` (few-shot examples
@@ -231,8 +238,8 @@ class Retriever:
         ordered = sorted(
             [*others, *experiences],
             key=lambda i: (
-                -i.entry.priority,
                 -_tier(i),
+                -i.entry.priority,
                 TYPE_ORDER.get(i.entry.type, 99),
                 -i.score,
                 i.entry.id,
