@@ -113,6 +113,7 @@ def _labeled(args: argparse.Namespace, store: Any, targets: dict[str, Any], pair
     from server.job_mine import run_mining, select_experiences
 
     experiences, _ = select_experiences(store, since_version=args.since)
+    history = None if args.since is None else select_experiences(store)[0]
     return run_mining(
         store,
         experiences,
@@ -120,6 +121,7 @@ def _labeled(args: argparse.Namespace, store: Any, targets: dict[str, Any], pair
         pairer=pairer,
         rerun=args.rerun,
         apply=not args.dry_run,
+        habits_over=history,  # preferences are shares of the whole history
     )
 
 

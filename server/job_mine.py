@@ -159,8 +159,10 @@ def run_mining(
     apply: bool,
     job_id: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    habits_over: list[ExperienceUKF] | None = None,
 ) -> MiningReport:
-    """:func:`mine_labeled` as the CLI and the job call it (``rerun`` needs a target)."""
+    """:func:`mine_labeled` as the CLI and the job call it (``rerun`` needs a target;
+    ``habits_over``: the history preferences are counted over, default the experiences)."""
     return mine_labeled(
         store,
         experiences,
@@ -170,6 +172,7 @@ def run_mining(
         apply=apply,
         rerun=rerun and bool(targets),
         progress=progress,
+        habits_over=habits_over,
     )
 
 
@@ -231,6 +234,12 @@ def run_mine(state: AppState, context: JobContext, params: MineParams) -> dict[s
                 progress=step,
             )
         else:
+            partial = any(v is not None for v in (params.since_version, params.since, params.until))
+            history = (  # preferences are shares of a scope's whole history
+                select_experiences(state.store, database=database, workspace=workspace)[0]
+                if partial
+                else None
+            )
             report = run_mining(
                 state.store,
                 experiences,
@@ -240,6 +249,7 @@ def run_mine(state: AppState, context: JobContext, params: MineParams) -> dict[s
                 apply=not params.dry_run,
                 job_id=context.job_id,
                 progress=step,
+                habits_over=history,
             )
         # written: no cancellation from here on but at the next mode's first step
         results.append(

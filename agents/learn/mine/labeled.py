@@ -22,6 +22,7 @@ from typing import Any
 
 from agents.learn.mine.extract import mine_experience
 from agents.learn.mine.pairer import Pairer
+from agents.learn.mine.preferences import mine_preferences
 from agents.learn.mine.schema_view import SchemaView
 from indices.normalize import Lemmatizer
 from indices.string import StringIndex
@@ -109,6 +110,7 @@ def mine_labeled(
     apply: bool = True,
     rerun: bool = False,
     progress: Progress | None = None,
+    habits_over: Iterable[ExperienceUKF] | None = None,
 ) -> MiningReport:
     """Mine ``experiences`` into ``store`` as candidates; report what happened.
 
@@ -125,6 +127,10 @@ def mine_labeled(
         rerun: run each experience's SQL read-only on its target first (one row); one that
             fails there (the schema changed) is skipped with the database's error.
         progress: called with (done, total) after each experience.
+        habits_over: the labeled experiences preferences are counted over
+            (:func:`agents.learn.mine.preferences.mine_preferences`: a habit is a share of
+            a scope's questions, so an incremental run passes the whole history; default
+            the experiences mined here).
     """
     report = MiningReport(job_id or uuid.uuid4().hex[:12])
     return mine_into(
@@ -138,6 +144,8 @@ def mine_labeled(
         apply=apply,
         rerun=rerun,
         progress=progress,
+        habits=True,
+        habits_over=habits_over,
     )
 
 
@@ -153,13 +161,17 @@ def mine_into(
     apply: bool = True,
     rerun: bool = False,
     progress: Progress | None = None,
+    habits: bool = False,
+    habits_over: Iterable[ExperienceUKF] | None = None,
 ) -> MiningReport:
     """Mine each ``(experience, reason)`` of ``todo`` whose reason is None (the others are
-    skipped with it) as ``report.miner``, merge the candidates, fill ``report``."""
+    skipped with it) as ``report.miner``, merge the candidates, fill ``report``; with
+    ``habits``, also the preferences of ``habits_over`` (default: the experiences mined)."""
     started = time.perf_counter()
     strings = strings if strings is not None else StringIndex.from_store(store, lemmatizer)
     views: dict[str, SchemaView] = {}
     mined: list[BaseUKF] = []
+    minable: list[ExperienceUKF] = []
     calls_before = pairer.calls if pairer is not None else 0
     for done, (experience, reason) in enumerate(todo, 1):
         report.experiences += 1
@@ -190,8 +202,21 @@ def mine_into(
             report.skipped.append({"experience_id": experience.id, "reason": reason})
         else:
             report.mined_experiences += 1
+            minable.append(experience)
         if progress is not None:
             progress(done, len(todo))
+    if habits:
+        found = mine_preferences(
+            store,
+            minable if habits_over is None else habits_over,
+            job_id=report.job_id,
+            miner=report.miner,
+            strings=strings,
+            lemmatizer=lemmatizer,
+            targets=targets,
+        )
+        mined += found.entries
+        report.dropped.update(found.dropped)
     report.mined.update(kind_of(e) for e in mined)
     merged = merge_mined(store, _with_all_parents(mined), apply=apply, include_inactive=True)
     report.merge = merged.counts()

@@ -99,3 +99,17 @@ def test_an_active_user_preference_is_retrieved_for_that_user_only(geo):
     assert merge_mined(store, again.entries, include_inactive=True).counts() == {
         "merged": len(found.entries)
     }
+
+
+def test_mine_labeled_mines_preferences_over_the_whole_history(geo):
+    from agents.learn.mine import mine_labeled
+
+    store, db = geo
+    older, newer = texan()[:2], texan()[2:]
+    store.upsert_many(older + newer)
+    alone = mine_labeled(store, newer, targets={"geoquery": db}, apply=False)
+    assert "preference" not in alone.mined  # two of three questions is not a habit yet
+    report = mine_labeled(store, newer, targets={"geoquery": db}, habits_over=older + newer)
+    assert report.mined["preference"] == 1
+    (rule,) = [e for e in store.iterate(type="rule", active=None) if e.owner == "tx"]
+    assert rule.metadata["mining"]["job_id"] == report.job_id
