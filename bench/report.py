@@ -124,14 +124,15 @@ def mining_lines(rounds: Sequence[dict[str, Any]]) -> list[str]:
     if not rounds:
         return []
     lines = [
-        "| round | phase | after question | experiences | new candidates | activated "
-        "| rejected | waiting | mine s | gate s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| round | phase | after question | experiences | facts known | new candidates "
+        "| activated | rejected | waiting | mine s | gate s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rounds:
         lines.append(
             f"| {r['round']} | {r['phase']} | {r['after_question']} | {r['experiences']} "
-            f"| {r['inserted']} | {r['activated']} | {r['rejected']} | {r['waiting']} "
+            f"| {r.get('known', 0)} | {r['inserted']} | {r['activated']} | {r['rejected']} "
+            f"| {r['waiting']} "
             f"| {r['mine_seconds']:.1f} | {r['gate_seconds']:.1f} |"
         )
     total = sum(r["seconds"] for r in rounds)

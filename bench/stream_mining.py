@@ -108,6 +108,8 @@ class MiningRound:
     skipped: int = 0
     mined: dict[str, int] = field(default_factory=dict)  # entries by kind
     dropped: dict[str, int] = field(default_factory=dict)
+    known: int = 0  # facts the knowledge base already had (not learned again)
+    unpaired: int = 0  # facts no question phrase was paired with (no LLM pairer here)
     inserted: int = 0  # new candidates
     activated: int = 0
     rejected: int = 0
@@ -221,6 +223,8 @@ class StreamMiner:
             record.mined_experiences += report.mined_experiences
             record.skipped += len(report.skipped)
             record.inserted += len(report.candidate_ids)
+            record.known += report.known
+            record.unpaired += report.unpaired
             for kind, n in report.mined.items():
                 record.mined[kind] = record.mined.get(kind, 0) + n
             for reason, n in report.dropped.items():

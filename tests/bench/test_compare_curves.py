@@ -88,7 +88,7 @@ def test_the_report_of_a_mining_stream_has_its_figures_and_rounds():
     rounds = [mining_round(1, 50, 12), mining_round(2, 100, 3)]
     text = render_markdown(results(RISING), title="t", streaming=True, mining=rounds)
     assert "EX of the first 50 questions 0.300, of the last 100 0.700: +40.0 EX points" in text
-    assert "## Mining rounds" in text and "| 2 | stream | 100 | 50 | 3 | 3 | 0 | 0 |" in text
+    assert "## Mining rounds" in text and "| 2 | stream | 100 | 50 | 0 | 3 | 3 | 0 | 0 |" in text
     assert "activated directly (no gate): 15" in text
     assert mining_lines([]) == []
 
