@@ -28,7 +28,7 @@ from typing import Any
 from server.settings import Settings
 
 REVIEW_ACTION = "review"
-REASONS = ("candidate", "rolled_back", "blamed")
+REASONS = ("candidate", "rolled_back", "gate_rejected", "blamed")
 
 
 def add_review_command(kb_actions: Any) -> None:

@@ -1,7 +1,7 @@
 """The review queue of learned knowledge over HTTP (see :mod:`agents.learn.review_queue`).
 
-Mined candidates, entries a rollback took back, and entries deactivated for their blame wait
-here until a reviewer decides:
+Mined candidates, entries a rollback took back, entries the regression gate rejected, and
+entries deactivated for their blame wait here until a reviewer decides:
 
 - ``GET /v1/knowledge/review``: the waiting entries in the reviewer's scope, newest first
   (filters: ``type``, ``job_id``, ``reason``, ``database``; ``limit``/``offset`` pages);
@@ -41,7 +41,7 @@ from ukf import BaseUKF
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1/knowledge/review", tags=["knowledge review"])
 Reviewer = Annotated[Identity, Depends(require(Permission.KNOWLEDGE_WRITE))]
-Reason = Annotated[str | None, Query(pattern="^(candidate|rolled_back|blamed)$")]
+Reason = Annotated[str | None, Query(pattern="^(candidate|rolled_back|gate_rejected|blamed)$")]
 
 
 class RejectRequest(BaseModel):

@@ -56,6 +56,7 @@ from agents.learn.gate_report import (
     HeldQuestion,
 )
 from agents.learn.gate_scratch import IndexFactory, ScratchStore
+from agents.learn.mine.candidates import GATE as GATE_BY
 from agents.learn.mine.candidates import MINING, activate, is_undecided, mining_note, reject
 from agents.llm.base import Cancellation, LLMCancelledError, cancellation_scope
 from indices.embeddings import Embedder
@@ -320,5 +321,5 @@ class _GateRun:
             if noted:
                 store.upsert_many(noted)
             decide = activate if decision.activated else reject
-            decide(store, [e.id for e in entries], by="gate")
+            decide(store, [e.id for e in entries], by=GATE_BY)
             self.report.decisions.append(decision)

@@ -6,6 +6,8 @@ only, so other writers can send entries to it without this module knowing them):
 - ``candidate``: mined, inactive, waiting for the gate or a reviewer
   (``metadata["mining"]["status"]``, see :mod:`agents.learn.mine.candidates`);
 - ``rolled_back``: mined, activated, then taken back by a rollback of its mining job;
+- ``gate_rejected``: mined and rejected by the regression gate (its measured effect under
+  ``gate``), until a reviewer overrules the gate (approve) or confirms it (reject);
 - ``blamed``: its blame passed the threshold (``metadata["review"] = {"reason": "blamed",
   "status": "pending" | "flagged", ...}``, see :mod:`agents.learn.credit`): ``pending``
   entries were deactivated; ``flagged`` ones (human-verified or schema) are still active.
@@ -50,6 +52,7 @@ from agents.learn.mine.candidates import (
     UNDECIDED,
     activate,
     activated_by,
+    is_gate_rejected,
     mining_note,
     reject,
     rollback,
@@ -60,7 +63,8 @@ from ukf import BaseUKF, ExperienceUKF
 REVIEW = "review"
 EDITS = "edits"
 BLAMED = "blamed"
-REASONS = (CANDIDATE, ROLLED_BACK, BLAMED)
+GATE_REJECTED = "gate_rejected"
+REASONS = (CANDIDATE, ROLLED_BACK, GATE_REJECTED, BLAMED)
 FEEDBACK = "feedback"
 PENDING, FLAGGED, APPROVED = "pending", "flagged", "approved"
 EDITABLE = frozenset({"content", "content_resources", "synonyms", "description", "priority"})
@@ -85,6 +89,8 @@ def reasons(entry: BaseUKF) -> list[str]:
     status = mining_note(entry).get("status")
     if entry.inactive_mark and status in UNDECIDED:
         found.append(str(status))
+    if is_gate_rejected(entry):
+        found.append(GATE_REJECTED)
     note = review_note(entry)
     if note.get("reason") == BLAMED and note.get("status", PENDING) in (PENDING, FLAGGED):
         found.append(BLAMED)
@@ -191,8 +197,8 @@ class ReviewQueue:
         entry = self._waiting(ukf_id, workspace)
         if BLAMED in reasons(entry):
             entry = self._decide_blame(entry, APPROVED, reviewer, active=True)
-        if mining_note(entry).get("status") in UNDECIDED:
-            activate(self.store, [entry.id], by=reviewer)
+        if mining_note(entry).get("status") in UNDECIDED or is_gate_rejected(entry):
+            activate(self.store, [entry.id], by=reviewer, overrule_gate=True)
         return self.store.get(entry.id)
 
     def reject(
@@ -202,8 +208,8 @@ class ReviewQueue:
         entry = self._waiting(ukf_id, workspace)
         if BLAMED in reasons(entry):
             entry = self._decide_blame(entry, REJECTED, reviewer, active=False, reason=reason)
-        if mining_note(entry).get("status") in UNDECIDED:
-            reject(self.store, [entry.id], by=reviewer)
+        if mining_note(entry).get("status") in UNDECIDED or is_gate_rejected(entry):
+            reject(self.store, [entry.id], by=reviewer, overrule_gate=True)
         return self.store.get(entry.id)
 
     def edit(

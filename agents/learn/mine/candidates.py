@@ -57,10 +57,30 @@ def is_undecided(entry: BaseUKF) -> bool:
     return entry.inactive_mark and mining_note(entry).get("status") in UNDECIDED
 
 
+GATE = "gate"
+"""Who the regression gate's decisions are by (``metadata["mining"]["by"]``)."""
+
+
+def is_gate_rejected(entry: BaseUKF) -> bool:
+    """A mined entry the regression gate rejected, no person having decided on it since."""
+    note = mining_note(entry)
+    return entry.inactive_mark and note.get("status") == REJECTED and note.get("by") == GATE
+
+
 def _set_status(
-    store: KnowledgeStore, ids: Iterable[str], status: str, *, active: bool, by: str
+    store: KnowledgeStore,
+    ids: Iterable[str],
+    status: str,
+    *,
+    active: bool,
+    by: str,
+    overrule_gate: bool = False,
 ) -> list[str]:
-    entries = [e for e in store.get_many(ids).values() if is_undecided(e)]
+    entries = [
+        e
+        for e in store.get_many(ids).values()
+        if is_undecided(e) or (overrule_gate and is_gate_rejected(e))
+    ]
     return _write_status(store, entries, status, active=active, by=by)
 
 
@@ -83,16 +103,21 @@ def _write_status(
     return [e.id for e in changed]
 
 
-def activate(store: KnowledgeStore, ids: Iterable[str], *, by: str = "system") -> list[str]:
-    """Make the candidates ``ids`` (or rolled-back entries) visible to retrieval; returns
-    the ids activated."""
-    return _set_status(store, ids, ACTIVE, active=True, by=by)
+def activate(
+    store: KnowledgeStore, ids: Iterable[str], *, by: str = "system", overrule_gate: bool = False
+) -> list[str]:
+    """Make the candidates ``ids`` (or rolled-back entries; with ``overrule_gate``, entries
+    the gate rejected: a reviewer's call) visible to retrieval; returns the ids activated."""
+    return _set_status(store, ids, ACTIVE, active=True, by=by, overrule_gate=overrule_gate)
 
 
-def reject(store: KnowledgeStore, ids: Iterable[str], *, by: str = "system") -> list[str]:
+def reject(
+    store: KnowledgeStore, ids: Iterable[str], *, by: str = "system", overrule_gate: bool = False
+) -> list[str]:
     """Keep the candidates ``ids`` inactive for good (re-mining merges into them, so a
-    rejected fact does not come back as a new candidate)."""
-    return _set_status(store, ids, REJECTED, active=False, by=by)
+    rejected fact does not come back as a new candidate); with ``overrule_gate``, also
+    confirm the gate's rejection of such entries (then by ``by``, out of the review queue)."""
+    return _set_status(store, ids, REJECTED, active=False, by=by, overrule_gate=overrule_gate)
 
 
 def activated_by(

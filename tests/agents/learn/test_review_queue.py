@@ -208,3 +208,26 @@ def test_a_flagged_schema_entry_waits_while_in_use_and_a_rejection_retires_it(ge
     with pytest.raises(ReviewQueueError) as again:
         queue.approve(column.id, "rita", workspace=None)
     assert again.value.status == 409
+
+
+def test_a_gate_rejected_entry_waits_until_a_reviewer_overrules_or_confirms_the_gate(geo):
+    from agents.learn.mine import reject
+
+    store, db = geo
+    mine(store, db, NC, SPOT)
+    nc, spot = by_name(store, "NC"), by_name(store, "lowest spot")
+    reject(store, [nc.id, spot.id], by="gate")  # as the regression gate rejects
+    queue = ReviewQueue(store)
+    items, total = queue.waiting(workspace=None, flt=QueueFilter(reason="gate_rejected"))
+    assert total == 2 and {i.entry.id for i in items} == {nc.id, spot.id}
+    assert all(reasons(i.entry) == ["gate_rejected"] for i in items)
+    assert nc.id not in found(store, NC[0])
+
+    approved = queue.approve(nc.id, "rita", workspace=None)  # the reviewer overrules the gate
+    assert not approved.inactive_mark and approved.metadata["mining"]["by"] == "rita"
+    assert nc.id in found(store, NC[0])
+    confirmed = queue.reject(spot.id, "rita", workspace=None)
+    assert confirmed.inactive_mark and confirmed.metadata["mining"]["status"] == "rejected"
+    assert queue.waiting(workspace=None)[1] == 0
+    with pytest.raises(ReviewQueueError, match="not in the review queue"):
+        queue.approve(spot.id, "rita", workspace=None)  # a person's rejection is final here
