@@ -85,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="a stratified sample of N questions (by difficulty, then database), seeded",
     )
+    run.add_argument(
+        "--data-dictionary",
+        action="store_true",
+        help="apply the data dictionary a benchmark ships (Spider's tables.json: natural"
+        " table and column names) to each database's knowledge base (kb.dictionary)",
+    )
     models = run.add_argument_group("LLM systems")
     models.add_argument("--model", help="default model: packaged name or GGUF path")
     models.add_argument("--small-model", help="small cascade tier: packaged name or GGUF path")
@@ -199,6 +205,8 @@ def run_command(args: argparse.Namespace) -> int:
         "sliced_schema": args.sliced_schema,
         "questions": len(dataset),
     }
+    if args.data_dictionary:  # only then: earlier runs' manifests stay valid for resuming
+        manifest["data_dictionary"] = True
     if args.mine_every:  # only then: earlier runs' manifests stay valid for resuming
         manifest["mine_every"] = args.mine_every
         manifest["mine_gate"] = (
@@ -284,6 +292,8 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
     options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if args.sliced_schema:
         options["sliced_schema"] = True
+    if args.data_dictionary:
+        options["data_dictionary"] = True
     return options
 
 

@@ -74,7 +74,11 @@ class _LLMSystem:
 
     def __init__(self, **options: Any) -> None:
         self.choice = _choice(options)
-        self.workspace = AgentWorkspace(options.get("store_url"), options.get("embedder"))
+        self.workspace = AgentWorkspace(
+            options.get("store_url"),
+            options.get("embedder"),
+            data_dictionary=bool(options.get("data_dictionary")),
+        )
         # a given ``llm`` (tests: a scripted model) replaces the default model
         self.llm: LLM = options.get("llm") or load_llm(self.choice.model, self.choice)
         self._lock = threading.Lock()

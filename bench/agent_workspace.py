@@ -3,8 +3,11 @@
 ``AgentWorkspace`` owns one knowledge store (SQLite in a temporary folder unless given) that
 holds every benchmark database's profile; a database is profiled the first time one of its
 questions comes, and a knowledge pack lying beside its SQLite file (``knowledge.jsonl``, as
-AutoFin writes it) is imported then. Models are loaded once per process and optionally wrapped
-in the response cache (``agents.llm.cache``) so reruns cost nothing.
+AutoFin writes it) is imported then. With ``data_dictionary=True`` a data dictionary shipped
+by the benchmark (Spider's ``tables.json``, found in the folders above the SQLite file) is
+applied too (:mod:`kb.dictionary`): its natural-language table and column names become
+descriptions and synonyms of the database's entries. Models are loaded once per process and
+optionally wrapped in the response cache (``agents.llm.cache``) so reruns cost nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from bench.datasets import Example
 from indices.embeddings import Embedder, shared_minilm
 from indices.index_set import IndexSet
 from indices.retriever import Retriever
+from kb.dictionary import DataDictionary, DictionaryError, apply_dictionary, read_dictionary
 from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
 from kb.target.database import Database
@@ -32,6 +36,8 @@ from ukf import ExperienceUKF
 
 log = logging.getLogger(__name__)
 KNOWLEDGE_PACK = "knowledge.jsonl"
+DATA_DICTIONARY = "tables.json"
+DICTIONARY_LEVELS = 3  # database/<db>/<db>.sqlite: tables.json is three folders up
 _LLMS: dict[tuple[str, str | None, str | None], LLM] = {}
 _LLMS_LOCK = threading.Lock()
 
@@ -103,7 +109,15 @@ def _model_file(name_or_path: str, data_dir: Path | None) -> Path:
 class AgentWorkspace:
     """Profiles benchmark databases into one store and keeps their connections."""
 
-    def __init__(self, store_url: str | None = None, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        store_url: str | None = None,
+        embedder: Embedder | None = None,
+        *,
+        data_dictionary: bool = False,
+    ) -> None:
+        self.data_dictionary = data_dictionary
+        self._dictionaries: dict[Path, DataDictionary] = {}
         if store_url is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="almanac-bench-")
             store_url = f"sqlite:///{Path(self._tmp.name) / 'knowledge.db'}"
@@ -128,6 +142,8 @@ class AgentWorkspace:
                     database, self.store, database_name=name, options=ProfileOptions(progress=False)
                 )
                 self._import_pack(url)
+                if self.data_dictionary:
+                    self._apply_dictionary(name, url)
                 self.databases[name] = database
             return self.databases[name]
 
@@ -167,6 +183,29 @@ class AgentWorkspace:
         if pack.exists():
             count = self.store.import_jsonl(pack)
             log.info("imported %d knowledge entries from %s", count, pack)
+
+    def _apply_dictionary(self, name: str, url: str) -> None:
+        """Apply the benchmark's ``tables.json`` records about database ``name``, if any."""
+        database = make_url(url).database
+        if not database:
+            return
+        folders = Path(database).resolve().parents
+        for folder in list(folders)[:DICTIONARY_LEVELS]:
+            path = folder / DATA_DICTIONARY
+            if not path.exists():
+                continue
+            if path not in self._dictionaries:
+                self._dictionaries[path] = read_dictionary(path)
+            dictionary = self._dictionaries[path]
+            if name not in dictionary.databases():
+                continue
+            try:
+                report = apply_dictionary(self.store, dictionary, database=name)
+            except DictionaryError as exc:
+                log.warning("data dictionary %s not applied to %s: %s", path, name, exc)
+                return
+            log.info("data dictionary %s on %s: %s", path, name, report.summary())
+            return
 
     def close(self) -> None:
         if self._indices is not None:

@@ -24,7 +24,9 @@ then the new record applied, so an unchanged dictionary gives every entry exactl
 (nothing written, the store version does not move), and a changed one replaces its old
 descriptions and synonyms; an entry the new version no longer mentions gets back what it had
 before (``retracted``). A record whose table or column is not in the store is ``unknown``
-(listed, not written). Everything is written in one transaction, or not at all (``dry_run``).
+(listed, not written); one that only repeats the name in another spelling (Spider's
+``song name`` for ``Song_Name``) is ``uninformative`` (counted, not written). Everything is
+written in one transaction, or not at all (``dry_run``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class DictionaryReport:
     written: int = 0
     unchanged: int = 0
     retracted: int = 0
+    uninformative: int = 0
     unknown: list[dict[str, str]] = field(default_factory=list)
     kept: list[dict[str, str]] = field(default_factory=list)
     missing_databases: list[str] = field(default_factory=list)
@@ -82,6 +85,7 @@ class DictionaryReport:
             "written": self.written,
             "unchanged": self.unchanged,
             "retracted": self.retracted,
+            "uninformative": self.uninformative,
             "unknown": len(self.unknown),
             "unknown_records": self.unknown,
             "kept": self.kept,
@@ -149,8 +153,12 @@ def apply_dictionary(
                 report.unknown.append(_unknown(name, record))
                 report.count(name, record.table, "unknown")
                 continue
-            seen.add(key)
             report.matched += 1
+            if _says_nothing(entry, record):
+                report.uninformative += 1
+                report.count(name, record.table, "uninformative")
+                continue
+            seen.add(key)
             updated = _applied(entry, record, dictionary, overwrite, report)
             _note(report, name, record.table, entry, updated, changed)
             entries[key] = updated
@@ -306,6 +314,13 @@ def _retracted(entry: BaseUKF) -> BaseUKF:
     return entry.model_copy(
         update={"description": description, "synonyms": synonyms, "metadata": metadata}
     )
+
+
+def _says_nothing(entry: BaseUKF, record: DictionaryRecord) -> bool:
+    """Whether the record only repeats the entry's name (Spider's ``song name`` for
+    ``Song_Name``): nothing to write."""
+    name = fold(entry.name)
+    return all(fold(text) == name for text in (record.description, *record.synonyms) if text)
 
 
 def _is_name(text: str) -> bool:
