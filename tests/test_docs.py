@@ -43,6 +43,7 @@ from tests.support.markdown import (
     table_rows,
 )
 from tests.support.postgres import free_port
+from tests.support.prebuilt import copy_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
@@ -63,7 +64,7 @@ DEMO_TIER = {
     "max_wait_s": 600,
 }
 READY_STATES = frozenset({"ok", "ready"})
-SERVER_START_S = 900  # AutoFin is generated and profiled first: minutes on a busy machine
+SERVER_START_S = 900  # the models load and the indices build: minutes on a busy machine
 FILE_TIMEOUT_S = 600
 MARKER = "@@docs-block"
 
@@ -226,8 +227,14 @@ def sandbox(tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def demo_server(sandbox) -> Iterator[dict[str, str]]:
-    """``almanac demo`` on a free port with the tests' model; the variables of server blocks."""
+def demo_server(sandbox, request) -> Iterator[dict[str, str]]:
+    """``almanac demo`` on a free port with the tests' model; the variables of server blocks.
+    A data folder that no block wrote into yet starts as the session's ``almanac demo
+    --no-serve`` build left it (built once, tests/conftest.py): the demo reuses its AutoFin
+    database and knowledge base as a second ``make demo`` does."""
+    data = Path(sandbox["ALMANAC_DATA_DIR"])
+    if [path.name for path in data.iterdir()] == ["models"]:
+        copy_demo(request.getfixturevalue("demo_build"), data)
     port = free_port()
     env = {
         **sandbox,

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from agents.llm.llamacpp import LlamaCppLLM
-from agents.llm.models import TEST_MODEL, pull
 from bench.datasets.registry import default_data_root
 from indices.index_set import IndexSet
 from indices.retriever import Retriever
@@ -37,12 +36,6 @@ def concert(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, Database, Retrieve
     yield store, database, IndexSet.build(store).retriever()
     database.close()
     store.close()
-
-
-@pytest.fixture(scope="session")
-def embedded_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real embedded test model's GGUF file (Qwen2.5-Coder 0.5B), assembled once."""
-    return pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False)
 
 
 @pytest.fixture(scope="session")

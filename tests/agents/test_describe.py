@@ -19,7 +19,6 @@ from agents.learn.describe import (
 )
 from agents.llm.base import LLMOutputError, Message
 from agents.llm.llamacpp import LlamaCppLLM
-from agents.llm.models import TEST_MODEL, pull
 from kb.profile.entries import name_variants
 from kb.profile.profiler import (
     ColumnProfile,
@@ -255,11 +254,10 @@ def test_profiling_stores_what_the_describer_says(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def one_thread_llm(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppLLM:
+def one_thread_llm(embedded_model_path: Path) -> LlamaCppLLM:
     """The real 0.5B model on one thread: two threads crawl when other processes share the
     two cores (measured 1-6 tok/s against 20-30 with one)."""
-    path = pull(TEST_MODEL, tmp_path_factory.getbasetemp() / "one-thread-model", progress=False)
-    return LlamaCppLLM(str(path), n_ctx=4096, n_threads=1, seed=11)
+    return LlamaCppLLM(str(embedded_model_path), n_ctx=4096, n_threads=1, seed=11)
 
 
 @pytest.mark.slow

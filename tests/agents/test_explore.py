@@ -10,7 +10,6 @@ import pytest
 
 from agents.llm.base import LLMOutputError
 from agents.llm.llamacpp import LlamaCppLLM
-from agents.llm.models import TEST_MODEL, pull
 from agents.rag.explore import Exploration, Explorer
 from agents.tools.toolkit import Toolkit
 from indices.facet import FacetIndex
@@ -243,11 +242,10 @@ def test_the_rag_hook_returns_the_entries(shop) -> None:
 
 # ------------------------------------------------------------------ real model
 @pytest.fixture(scope="module")
-def one_thread_llm(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppLLM:
+def one_thread_llm(embedded_model_path: Path) -> LlamaCppLLM:
     """The real 0.5B model on one thread: two threads crawl when other processes share the
     two cores (measured 1-6 tok/s against 20-30 with one)."""
-    path = pull(TEST_MODEL, tmp_path_factory.getbasetemp() / "one-thread-model", progress=False)
-    return LlamaCppLLM(str(path), n_ctx=4096, n_threads=1, seed=11)
+    return LlamaCppLLM(str(embedded_model_path), n_ctx=4096, n_threads=1, seed=11)
 
 
 @pytest.mark.slow

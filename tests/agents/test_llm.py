@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -21,7 +22,6 @@ from agents.llm.base import (
     continue_reply,
 )
 from agents.llm.llamacpp import LlamaCppLLM
-from agents.llm.models import TEST_MODEL, pull
 from agents.llm.openai_compat import OpenAICompatibleLLM
 
 ASK = [
@@ -31,9 +31,8 @@ ASK = [
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppLLM:
-    path = pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False)
-    return LlamaCppLLM(str(path), n_ctx=2048, seed=7)
+def llama(embedded_model_path: Path) -> LlamaCppLLM:
+    return LlamaCppLLM(str(embedded_model_path), n_ctx=2048, seed=7)
 
 
 def test_a_reply_prefix_is_continued_up_to_the_stop(llama):

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +27,6 @@ from agents.llm.base import (
     current_cancellation,
 )
 from agents.llm.llamacpp import LlamaCppLLM
-from agents.llm.models import TEST_MODEL, pull
 from agents.llm.openai_compat import OpenAICompatibleLLM
 
 STOPPED_WITHIN_S = 10.0
@@ -44,9 +44,8 @@ COUNTING = [{"role": "user", "content": "Write the numbers from 1 to 600, one pe
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppLLM:
-    path = pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False)
-    return LlamaCppLLM(str(path), n_ctx=4096, seed=7)
+def llama(embedded_model_path: Path) -> LlamaCppLLM:
+    return LlamaCppLLM(str(embedded_model_path), n_ctx=4096, seed=7)
 
 
 @pytest.fixture(scope="module")

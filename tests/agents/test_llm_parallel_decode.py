@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import llama_cpp
 import pytest
 
 from agents.llm.base import LLMError, LLMTimeoutError
 from agents.llm.llamacpp import LlamaCppLLM
-from agents.llm.models import TEST_MODEL, pull
 from agents.llm.parallel_decode import SequenceRequest, decode_parallel
 from agents.llm.prompt_cache import PromptStateCache, cache_folder
 from agents.llm.variants import Variant, chat_variants
@@ -26,8 +27,8 @@ GREEDY = Variant(0.0, 0, "```sql\n", ("```",))
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False))
+def model_path(embedded_model_path: Path) -> str:
+    return str(embedded_model_path)
 
 
 @pytest.fixture(scope="module")

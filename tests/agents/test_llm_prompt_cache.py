@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from agents.llm.llamacpp import LlamaCppLLM
-from agents.llm.models import TEST_MODEL, pull
 from agents.llm.prompt_cache import PromptStateCache, cache_folder, shared_prefix
 
 SCHEMA = "\n".join(
@@ -29,8 +28,8 @@ def ask(schema: str, question: str) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False))
+def model_path(embedded_model_path: Path) -> str:
+    return str(embedded_model_path)
 
 
 def load(model_path: str, cache: PromptStateCache | None) -> LlamaCppLLM:

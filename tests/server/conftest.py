@@ -21,6 +21,7 @@ from kb.profile.model import ColumnProfile, Description, TableProfile
 from server.app import create_app
 from server.settings import JobSettings, LimitSettings, Settings
 from server.state import AppState, build_state
+from tests.support.served import Initialized, init_data_dir
 
 PEPPER = "test-pepper-0123456789abcdef"
 ROLES = ("analyst", "ops", "ml", "admin")
@@ -178,3 +179,14 @@ class BlockingDescriber(ScriptedDescriber):
         self.entered.set()
         assert self.release.wait(30), "the test never released the describer"
         return super().describe_table(table)
+
+
+# ------------------------------------------------------------------ a real server's data
+@pytest.fixture(scope="session")
+def initialized_concert(tmp_path_factory: pytest.TempPathFactory) -> Initialized:
+    """``almanac init`` of Spider's concert_singer with the test model and MiniLM, run once
+    (profile, indices, the model's warm-up): tests serve a copy."""
+    from tests.agents.conftest import spider_path
+
+    url = f"sqlite:///{spider_path('concert_singer')}"
+    return init_data_dir(tmp_path_factory.mktemp("concert-init") / "data", url)

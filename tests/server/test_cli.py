@@ -10,29 +10,31 @@ from kb.store import KnowledgeStore
 from server.auth import Identity, Role
 from server.cli import main
 from server.jobs import JobQueue
+from tests.support.prebuilt import copy_demo
 from tests.support.samples import every_template
 
 
-@pytest.mark.slow
-def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, capsys):
-    assert main(["--data-dir", str(tmp_path), "demo", "--no-serve"]) == 0
-    out = capsys.readouterr().out
+@pytest.mark.slow  # the session's demo build (tests/conftest.py), shared with other tests
+def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(demo_build, tmp_path, capsys):
+    out = demo_build.output  # `almanac demo --no-serve` into a new data folder
+    assert "Generating the AutoFin demo database" in out and "Profiling autofin.sqlite" in out
     assert "Queued a describe job" in out and "Authorization: Bearer " in out
     assert "http://127.0.0.1:8421/v1/ask" in out  # the server's default port
     assert "curl -s -X DELETE http://127.0.0.1:8421/v1/jobs/" in out  # how to cancel it
-    assert (tmp_path / "autofin" / "autofin.sqlite").exists()
-    engine = create_engine(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    assert (demo_build.folder / "autofin" / "autofin.sqlite").exists()
+    data = copy_demo(demo_build, tmp_path / "data")  # what follows writes: into a copy
+    engine = create_engine(f"sqlite:///{data / 'knowledge.db'}")
     (job,) = JobQueue(engine).list(state="queued", kind="describe")
     engine.dispose()
     submitter = Identity.from_dict(job.submitter)  # what the job runner reads: it must parse
     assert submitter.role is Role.OPS and submitter.user == "demo-ops"
-    target = json.loads((tmp_path / "target.json").read_text())  # what `almanac ask` asks
+    target = json.loads((data / "target.json").read_text())  # what `almanac ask` asks
     assert target["name"] == "autofin" and target["url"].endswith("autofin/autofin.sqlite")
     assert (
         main(
             [
                 "--data-dir",
-                str(tmp_path),
+                str(data),
                 "kb",
                 "search",
                 "--tag",
@@ -44,18 +46,18 @@ def test_demo_builds_autofin_creates_keys_and_queues_a_describe_job(tmp_path, ca
         == 0
     )
     assert "income_nova" in capsys.readouterr().out
-    store = KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    store = KnowledgeStore(f"sqlite:///{data / 'knowledge.db'}")
     experiences = store.count(type="experience")
     assert experiences == 147  # AutoFin's train questions, labeled
     store.close()
-    assert main(["--data-dir", str(tmp_path), "demo", "--no-serve"]) == 0  # reuses everything
+    assert main(["--data-dir", str(data), "demo", "--no-serve"]) == 0  # reuses everything
     out = capsys.readouterr().out
-    store = KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    store = KnowledgeStore(f"sqlite:///{data / 'knowledge.db'}")
     assert store.count(type="experience") == experiences  # replaced, not duplicated
     store.close()
     assert "Profiling" not in out and "Queued a describe job" not in out
     assert "/v1/jobs/" in out  # the describe job still queued, still cancellable
-    assert main(["--data-dir", str(tmp_path), "keys", "list"]) == 0
+    assert main(["--data-dir", str(data), "keys", "list"]) == 0
     assert capsys.readouterr().out.count("demo") >= 4
 
 

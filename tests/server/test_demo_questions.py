@@ -1,7 +1,8 @@
 """The questions `make demo` prints are answered right.
 
 AutoFin and its knowledge base are built as ``almanac demo`` builds them (``prepare_demo``:
-generated database, profiled schema, knowledge pack, the train questions as worked examples),
+generated database, profiled schema, knowledge pack, the train questions as worked examples;
+a copy of the session's ``almanac demo --no-serve`` build, which ``prepare_demo`` reuses),
 the model tiers are the demo's (``demo_settings``: small 0.5B, then the default 1.5B), and
 each printed question is asked as its printed request asks it (the ``/v1/ask`` body: its
 context, default options, so the default 1.5B answers). Its rows must be the gold query's
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm.models import DEFAULT_MODEL, TEST_MODEL, default_data_dir, pull
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 from agents.pipeline_options import PipelineOptions
 from agents.sql.generate import GenerateOptions
@@ -25,6 +25,7 @@ from bench.autofin.questions.slots import TRAITS
 from bench.metrics.exact import execution_accuracy
 from server.cli import demo_examples, demo_settings, prepare_demo
 from server.settings import load_settings
+from tests.support.prebuilt import DemoBuild, copy_demo
 from ukf import QueryContext
 
 # A loaded 2-core machine can take minutes to read a cold AutoFin prompt, past the 120 s a
@@ -45,7 +46,7 @@ def test_the_demo_prints_every_question_with_its_trait_and_context():
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_build: DemoBuild) -> Iterator[Pipeline]:
     from indices.index_set import IndexSet
     from kb.store import KnowledgeStore
     from kb.target.database import Database
@@ -53,10 +54,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     from server.metrics import Metrics
     from server.state import configured_embedder
 
-    data_dir = tmp_path_factory.mktemp("demo")
-    for name in (DEFAULT_MODEL, TEST_MODEL):  # assembled once where `make demo` puts them
-        pull(name, default_data_dir(), progress=False)
-    (data_dir / "models").symlink_to(default_data_dir() / "models")
+    # the session's `almanac demo --no-serve` build (tests/conftest.py), models linked
+    data_dir = copy_demo(demo_build, tmp_path_factory.mktemp("demo") / "data")
     settings = load_settings(data_dir=data_dir)
     with KnowledgeStore(settings.resolved_store_url) as store:
         folder = prepare_demo(settings, store)
@@ -77,7 +76,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
         )
 
 
-@pytest.mark.slow  # builds the demo (~1 min) and asks the 1.5B each question (~0.5-2 min)
+@pytest.mark.slow  # builds the demo once (~1 min) and asks the 1.5B each question (~0.5-2 min)
 @pytest.mark.parametrize("question", DEMO_QUESTIONS, ids=lambda q: q.trait)
 def test_the_demo_question_is_answered_with_the_gold_rows(
     demo: Pipeline, question: DemoQuestion, tmp_path: Path

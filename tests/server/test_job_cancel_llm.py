@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,6 @@ import pytest
 from agents.learn.describe import LLMDescriber
 from agents.llm.base import ChatResult
 from agents.llm.llamacpp import LlamaCppLLM
-from agents.llm.models import TEST_MODEL, pull
 
 STOPPED_WITHIN_S = 10.0
 COUNTING = [{"role": "user", "content": "Write the numbers from 1 to 400, one per line."}]
@@ -29,9 +29,8 @@ def store_url(tmp_path) -> str:
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> LlamaCppLLM:
-    path = pull(TEST_MODEL, tmp_path_factory.mktemp("models"), progress=False)
-    return LlamaCppLLM(str(path), n_ctx=4096, seed=7)
+def llama(embedded_model_path: Path) -> LlamaCppLLM:
+    return LlamaCppLLM(str(embedded_model_path), n_ctx=4096, seed=7)
 
 
 class WatchedLLM:

@@ -1,8 +1,8 @@
 """End to end: ``almanac serve`` as a real uvicorn process with the real embedded model (the
-test profile's, ``TEST_MODEL``, as ``test_uvicorn_ask._env`` configures it). A
-question asked the moment the port answers, during the warm-up, waits for it and is answered
-(not 503); /v1/health goes from starting or warming to ready, and serve prints a line per
-component and one when it is ready."""
+test profile's, ``TEST_MODEL``, as ``tests.support.served`` configures it), over the session's
+``almanac init`` of concert_singer (``initialized_concert``). A question asked the moment the
+port answers, during the warm-up, waits for it and is answered (not 503); /v1/health goes from
+starting or warming to ready, and serve prints a line per component and one when it is ready."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.agents.conftest import spider_path
-from tests.server.test_uvicorn_ask import _cli, _env
 from tests.support.postgres import free_port
+from tests.support.served import Initialized, run_almanac, served_env
 
 pytestmark = pytest.mark.slow
 WARM_UP_S = 300  # the model's load and prefill on a loaded 2-core machine
@@ -31,20 +31,23 @@ def _health(base: str, headers: dict[str, str]) -> dict[str, Any] | None:
         return None
 
 
-def test_a_question_asked_during_the_warm_up_is_answered_and_health_turns_ready(tmp_path):
-    url = f"sqlite:///{spider_path('concert_singer')}"
-    assert "profiled concert_singer" in _cli(tmp_path, "init", "--db", url)
-    keys = {
-        role: _cli(tmp_path, "keys", "create", "--role", role, "--user", role).splitlines()[-1]
+def test_a_question_asked_during_the_warm_up_is_answered_and_health_turns_ready(
+    initialized_concert: Initialized, tmp_path: Path
+):
+    assert "profiled concert_singer" in initialized_concert.output  # `almanac init`, once
+    data, url = initialized_concert.copy(tmp_path / "data"), initialized_concert.target_url
+    created = {
+        role: run_almanac(data, url, "keys", "create", "--role", role, "--user", role)
         for role in ("analyst", "ops")
     }
+    keys = {role: printed.splitlines()[-1] for role, printed in created.items()}
     asker = {"Authorization": f"Bearer {keys['analyst']}"}
     watcher = {"Authorization": f"Bearer {keys['ops']}"}  # ops may see the health details
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-        env=_env(tmp_path),
+        env=served_env(data, url),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

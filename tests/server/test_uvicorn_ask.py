@@ -1,10 +1,9 @@
-"""End to end: ``almanac init`` a Spider database, ``almanac serve`` it as a real uvicorn
-process with the real embedded model, ask over HTTP, stream, and give feedback."""
+"""End to end: ``almanac init`` a Spider database (once per session, shared with
+test_readiness_e2e: ``initialized_concert``), ``almanac serve`` it as a real uvicorn process
+with the real embedded model, ask over HTTP, stream, and give feedback."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import time
@@ -13,47 +12,24 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agents.llm.models import TEST_MODEL
-from tests.agents.conftest import spider_path
 from tests.support.postgres import free_port
+from tests.support.served import Initialized, run_almanac, served_env
 
 pytestmark = pytest.mark.slow
 
 
-def _env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
-    env.update(
-        ALMANAC_DATA_DIR=str(data_dir),
-        ALMANAC_CONFIG=str(data_dir / "absent.toml"),
-        ALMANAC_EMBEDDER="minilm",
-        ALMANAC_LLM_TIERS=json.dumps([{"name": "default", "model": TEST_MODEL, "n_threads": 2}]),
-        ALMANAC_TARGET_URL=f"sqlite:///{spider_path('concert_singer')}",
-        ALMANAC_TARGET_NAME="concert_singer",
-    )
-    return env
-
-
-def _cli(data_dir: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "server.cli", *args],
-        env=_env(data_dir),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
-
-
-def test_ask_and_feedback_on_a_real_server_with_the_embedded_model(tmp_path):
-    url = f"sqlite:///{spider_path('concert_singer')}"
-    assert "profiled concert_singer" in _cli(tmp_path, "init", "--db", url)
-    key = _cli(tmp_path, "keys", "create", "--role", "analyst", "--user", "ana").splitlines()[-1]
-    headers = {"Authorization": f"Bearer {key}"}
+def test_ask_and_feedback_on_a_real_server_with_the_embedded_model(
+    initialized_concert: Initialized, tmp_path: Path
+):
+    assert "profiled concert_singer" in initialized_concert.output  # `almanac init`, once
+    data, url = initialized_concert.copy(tmp_path / "data"), initialized_concert.target_url
+    key = run_almanac(data, url, "keys", "create", "--role", "analyst", "--user", "ana")
+    headers = {"Authorization": f"Bearer {key.splitlines()[-1]}"}
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-        env=_env(tmp_path),
+        env=served_env(data, url),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
