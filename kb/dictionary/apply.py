@@ -25,7 +25,8 @@ then the new record applied, so an unchanged dictionary gives every entry exactl
 descriptions and synonyms; an entry the new version no longer mentions gets back what it had
 before (``retracted``). A record whose table or column is not in the store is ``unknown``
 (listed, not written); one that only repeats the name in another spelling (Spider's
-``song name`` for ``Song_Name``) is ``uninformative`` (counted, not written). Everything is
+``song name`` for ``Song_Name``) is ``uninformative`` (counted, not written); a second record
+about the same entry is a ``duplicate`` (counted per table; the first one wins). Everything is
 written in one transaction, or not at all (``dry_run``).
 """
 
@@ -152,6 +153,9 @@ def apply_dictionary(
             if entry is None:
                 report.unknown.append(_unknown(name, record))
                 report.count(name, record.table, "unknown")
+                continue
+            if key in seen:  # the first record about an entry wins
+                report.count(name, record.table, "duplicate")
                 continue
             report.matched += 1
             if _says_nothing(entry, record):

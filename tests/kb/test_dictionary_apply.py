@@ -135,3 +135,12 @@ def test_the_opaque_column_is_found_by_its_description_through_the_retriever(fin
     )
     assert nearest[0].ukf_id == c14.id
     indices.stop()
+
+
+def test_the_first_record_about_an_entry_wins_and_a_repeated_name_says_nothing(finance, tmp_path):
+    text = CSV + "finrev_fed_17,c14,Another text,\nfinrev_fed_17,state_code,State Code,\n"
+    report = _import(finance, tmp_path, text)
+    assert report["per_table"]["school_finance.finrev_fed_17"]["duplicate"] == 1
+    assert report["uninformative"] == 1 and report["matched"] == 5 and report["written"] == 4
+    assert _column(finance, "c14").description == TITLE_1
+    assert not _column(finance, "state_code").description
