@@ -26,6 +26,7 @@ from typing import Any
 from server.settings import Settings
 
 DICTIONARY_ACTION = "dictionary"
+MISSING_SHOWN = 10
 
 
 def add_dictionary_command(kb_actions: Any) -> None:
@@ -99,8 +100,11 @@ def _text(summary: str, report: dict[str, Any]) -> str:
             f"  kept the description of {kept['subject']} ({kept['record']}): "
             f"{kept['kept']!r}, not {kept['dictionary']!r} (--overwrite replaces it)"
         )
-    if report["missing_databases"]:
-        lines.append(f"  not profiled here: {', '.join(report['missing_databases'])}")
+    missing = report["missing_databases"]
+    if missing:
+        more = ", ..." if len(missing) > MISSING_SHOWN else ""
+        shown = ", ".join(missing[:MISSING_SHOWN]) + more
+        lines.append(f"  {len(missing)} databases of the dictionary not profiled here: {shown}")
     return "\n".join(lines)
 
 

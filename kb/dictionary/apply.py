@@ -100,7 +100,8 @@ class DictionaryReport:
         return (
             f"{self.file}: {self.matched} matched, {verb} {self.written}, "
             f"{self.unchanged} unchanged, {len(self.unknown)} unknown, "
-            f"{len(self.kept)} descriptions kept, {self.retracted} retracted"
+            f"{len(self.kept)} descriptions kept, {self.retracted} retracted, "
+            f"{self.uninformative} only repeat a name"
         )
 
 
