@@ -193,7 +193,7 @@ def _records_by_database(
         if name is None:
             raise DictionaryError(
                 f"{dictionary.name}: {record.where}: the record names no database; "
-                "say which (--database)"
+                "say which (almanac kb dictionary --database, the job's database_name)"
             )
         if database is not None and name != database:
             continue
