@@ -82,6 +82,7 @@ class LlamaCppLLM:
     ) -> None:
         from llama_cpp import Llama
 
+        _keep_process_output()
         self.name = f"llama.cpp:{model_path.rsplit('/', 1)[-1]}"
         self.seed = seed
         self._llama = Llama(
@@ -386,3 +387,35 @@ def _chat_template(llama: Any) -> Any:
         return llama.detokenize([token], special=True).decode("utf-8", errors="replace")
 
     return Jinja2ChatFormatter(template, text(eos), text(bos), stop_token_ids=[eos])
+
+
+class _NoRedirect:
+    """Stands in for llama-cpp-python's ``suppress_stdout_stderr`` (same signature)."""
+
+    def __init__(self, disable: bool = True) -> None:
+        self.disable = disable
+
+    def __enter__(self) -> _NoRedirect:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+def _keep_process_output() -> None:
+    """Stop llama-cpp-python from silencing the whole process while it loads a model.
+
+    With ``verbose=False`` it wraps loading in ``suppress_stdout_stderr``, which points file
+    descriptors 1 and 2 *of the process* at /dev/null: whatever another thread prints
+    meanwhile is lost (``almanac init`` loads the model in the background while it prints
+    what it profiled; ``serve`` logs while tiers load). llama.cpp's own messages go through
+    its log callback, which ``verbose=False`` already limits to errors, so nothing is
+    printed without the redirection either. Every module of it that imports the redirection
+    gets the stand-in. Idempotent; done at the first model load, not at import.
+    """
+    import importlib
+
+    for name in ("llama_cpp.llama", "llama_cpp._internals", "llama_cpp.llama_chat_format"):
+        module = importlib.import_module(name)
+        if getattr(module, "suppress_stdout_stderr", _NoRedirect) is not _NoRedirect:
+            setattr(module, "suppress_stdout_stderr", _NoRedirect)  # noqa: B010

@@ -207,3 +207,26 @@ def test_a_prompt_longer_than_the_context_is_an_llm_error(llama):
     too_long = [{"role": "user", "content": "SELECT 1; " * 3000}]
     with pytest.raises(LLMError, match="context"):
         llama.chat(too_long, max_tokens=8)
+
+
+def test_loading_a_model_does_not_silence_other_threads(embedded_model_path: Path, capfd):
+    """llama-cpp-python (verbose=False) used to point the process's stdout at /dev/null while
+    it loaded a model, losing what other threads printed meanwhile (almanac init's lines)."""
+    stop, printed = threading.Event(), []
+
+    def chatter() -> None:
+        while not stop.is_set():
+            line = f"line {len(printed)}"
+            print(line, flush=True)
+            printed.append(line)
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=chatter)
+    thread.start()
+    try:
+        LlamaCppLLM(str(embedded_model_path), n_ctx=512)
+    finally:
+        stop.set()
+        thread.join()
+    out = capfd.readouterr().out.splitlines()
+    assert printed and out == printed
