@@ -16,8 +16,9 @@ results agree, with trust ``unlabeled``) and activates them:
   no candidate of the round was mined from (at most ``gate_held``, in the SHA-256 order of
   their ids, as ``server.mine_gate`` picks them); a round with no such experience (a first
   round where every question seen gave a candidate) keeps its candidates waiting and they are
-  gated at the next round, against the experiences observed since. After ``--learn-split`` the gate's held set is taken out
-  of the revealed questions before mining (they are revealed as worked examples, not mined).
+  gated at the next round, against the experiences observed since. After ``--learn-split``
+  the gate's held set is taken out of the revealed questions before mining (they are
+  revealed as worked examples, not mined).
   The gate asks the held questions with the system's own models: that is its cost, recorded
   per round (``gate_seconds``, questions asked, LLM calls where known).
 
