@@ -176,5 +176,9 @@ def test_the_real_small_model_votes_through_the_servers_tier(tmp_path):
             assert remembered["samples"] == 3 and remembered["ran"] >= 0
         mined = _mined(state.store)
         assert {e.metadata["mining"]["trust"] for e in mined} <= {"unlabeled"}
-        assert bool(mined) == (job["result"]["mined_experiences"] > 0)
+        assert len(mined) == job["result"]["merge"].get("inserted", 0)  # a kept question
+        # may teach nothing new (its words already known): then no entry, no insertion
+        result = job["result"]
+        assert result["mined_experiences"] <= vote["kept"]
+        assert result["mined_experiences"] + len(result["skipped"]) == 2
         assert len(_experiences(server)) == 2
