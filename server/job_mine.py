@@ -49,12 +49,11 @@ from agents.learn.mine import labeled_experiences, mine_labeled
 from agents.learn.mine.labeled import MiningReport
 from agents.learn.mine.pairer import LLMPairer, Pairer
 from agents.learn.mine.unlabeled import mine_unlabeled, unlabeled_experiences
-from agents.pipeline import ModelTier
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from server.auth import Identity, Role
 from server.mine_gate import DEFAULT_BATCH, DEFAULT_HELD, GATE_ACTION, run_gate
-from server.mine_vote import describe_vote, job_asker, vote_thresholds
+from server.mine_vote import background_ask_tiers, describe_vote, job_asker, vote_thresholds
 from server.worker import JobCancelledError, JobContext, JobInterruptedError
 from ukf import ExperienceUKF
 
@@ -315,15 +314,10 @@ def _gate(
 ) -> dict[str, Any]:
     """The regression gate on the job's new candidates (:mod:`server.mine_gate`); decisions
     are audited; a cancelled gate audits what it decided, then the job ends cancelled."""
-    from server.llm_factory import BackgroundLLM
 
     llms, target = state.llms, state.target
     assert llms is not None and target is not None  # _check_gate
-    names: list[str | None] = [*state.asks.tier_names] or [None]  # None: the default tier
-    tiers = [
-        ModelTier(name or "default", BackgroundLLM(llms.get(name), state.llm_gate))
-        for name in names
-    ]
+    tiers = background_ask_tiers(state)
 
     def step(fraction: float, message: str) -> None:
         # a stop is not raised here: the gate sees the job's token at the next question

@@ -80,7 +80,6 @@ def describe_vote(vote: dict[str, Any] | None) -> str:
 def job_asker(state: AppState, database: str | None, target_name: str | None) -> VoteAsker:
     """The vote's asker on the server's target (:mod:`server.mine_vote`), each LLM call a
     background turn; refused before anything is mined when it cannot run."""
-    from server.llm_factory import BackgroundLLM
 
     if state.llms is None or state.target is None or target_name is None:
         raise RuntimeError(
@@ -92,17 +91,25 @@ def job_asker(state: AppState, database: str | None, target_name: str | None) ->
             f"mode 'unlabeled': questions of database {database!r} cannot be asked on the "
             f"target {target_name!r}"
         )
-    llms = state.llms
-    names: list[str | None] = [*state.asks.tier_names] or [None]
-    tiers = [
-        ModelTier(name or "default", BackgroundLLM(llms.get(name), state.llm_gate))
-        for name in names
-    ]
     return vote_asker(
-        tiers,
+        background_ask_tiers(state),
         store=state.store,
         retriever=state.indices.retriever,
         database=state.target,
         database_name=state.asks.database_name,
         options=state.asks.options,
     )
+
+
+def background_ask_tiers(state: AppState) -> list[ModelTier]:
+    """The server's ask tiers (the default one alone without a cascade), each LLM call a
+    background turn at the LLM gate: how jobs (the vote, the gate) ask questions."""
+    from server.llm_factory import BackgroundLLM
+
+    llms = state.llms
+    assert llms is not None
+    names: list[str | None] = [*state.asks.tier_names] or [None]  # None: the default tier
+    return [
+        ModelTier(name or "default", BackgroundLLM(llms.get(name), state.llm_gate))
+        for name in names
+    ]

@@ -421,8 +421,9 @@ def test_a_job_whose_worker_died_resumes_without_duplicates(idle_servers, dies):
     assert {e.metadata["mining"]["job_id"] for e in _mined(broken.state.store)} == {job_id}
 
 
-def _real_model_state(tmp_path: Any) -> Any:
-    """A server state on GeoQuery whose one tier is the real 0.5B test model."""
+def _real_model_state(tmp_path: Any, **overrides: Any) -> Any:
+    """A server state on GeoQuery whose one tier is the real 0.5B test model (``overrides``:
+    more settings)."""
     pull(TEST_MODEL, default_data_dir(), progress=False)
     (tmp_path / "models").symlink_to(default_data_dir() / "models")
     settings = make_settings(
@@ -431,6 +432,7 @@ def _real_model_state(tmp_path: Any) -> Any:
         target_url=f"sqlite:///{GEOQUERY}",
         target_name=DATABASE,
         llm_tiers=[{"name": "default", "model": TEST_MODEL}],
+        **overrides,
     )
     return build_state(settings, embedder=HashingEmbedder())
 

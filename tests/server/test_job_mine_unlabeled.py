@@ -11,14 +11,11 @@ from typing import Any
 import pytest
 
 from agents.llm.base import LLMCancelledError, current_cancellation
-from agents.llm.models import TEST_MODEL, default_data_dir, pull
-from indices.embeddings import HashingEmbedder
-from server.state import build_state
 from tests.agents.learn.conftest import GEOQUERY, labeled
 from tests.agents.learn.test_gate import knowledge_of
 from tests.agents.scripted import ScriptedLLM, sql_reply
-from tests.server.conftest import Server, make_settings, running_server
-from tests.server.test_job_mine import DATABASE, OneTier, _mined, _submit
+from tests.server.conftest import Server, running_server
+from tests.server.test_job_mine import DATABASE, OneTier, _mined, _real_model_state, _submit
 from ukf import ExperienceUKF
 
 HOUSTON = "how many people live in houston"
@@ -153,17 +150,10 @@ def test_the_real_small_model_votes_through_the_servers_tier(tmp_path):
     mined with trust ``unlabeled`` or refused with a reason."""
     if not GEOQUERY.is_file():
         pytest.skip(f"benchmark database {GEOQUERY} not found (set ALMANAC_BENCH_DATA)")
-    pull(TEST_MODEL, default_data_dir(), progress=False)
-    (tmp_path / "models").symlink_to(default_data_dir() / "models")
-    settings = make_settings(
+    state = _real_model_state(
         tmp_path,
-        f"sqlite:///{tmp_path / 'knowledge.db'}",
-        target_url=f"sqlite:///{GEOQUERY}",
-        target_name=DATABASE,
-        llm_tiers=[{"name": "default", "model": TEST_MODEL}],
         jobs={"mine_vote_samples": 3, "mine_vote_min_ran": 2, "mine_vote_min_share": 0.6},
     )
-    state = build_state(settings, embedder=HashingEmbedder())
     with running_server(state) as server:
         assert server.wait_job(_submit(server, {}, kind="profile"))["state"] == "succeeded"
         state.store.upsert_many([asked(HOUSTON), asked("what is the capital of texas")])
