@@ -11,6 +11,8 @@ its table (lower-cased names, as the profiled schema spells them):
 - ``predicates``: a column compared with literals: ``=``, ``<>``, ``<``..``>=``, ``IN``,
   ``BETWEEN``, ``LIKE`` (a string cast to a date or time, ``DATE '2024-01-01'``, reads as
   the string);
+- ``links``: a column tested against a subquery's one column (``a.x IN (SELECT b.y FROM
+  b ...)``, ``a.x = (SELECT b.y ...)``): the semi-joins a query writes instead of a join;
 - ``formulas``: computed expressions over columns (``SUM(a - b)``, ``population / area``),
   written with table names instead of aliases;
 - ``group_by`` and ``order_by`` columns.
@@ -105,6 +107,7 @@ class SqlFacts:
     tables: list[str] = field(default_factory=list)
     columns: list[ColumnRef] = field(default_factory=list)
     joins: list[JoinFact] = field(default_factory=list)
+    links: list[JoinFact] = field(default_factory=list)
     predicates: list[PredicateFact] = field(default_factory=list)
     formulas: list[FormulaFact] = field(default_factory=list)
     group_by: list[ColumnRef] = field(default_factory=list)
@@ -207,6 +210,7 @@ def sql_facts(sql: str, dialect: str = "sqlite") -> SqlFacts:
 
     facts.columns = refs(tree)
     facts.joins = _joins(tree, ref)
+    facts.links = _links(tree, ref)
     facts.predicates = _predicates(tree, ref)
     facts.formulas = _formulas(tree, ref, scopes, dialect)
     for group in tree.find_all(exp.Group):
@@ -243,6 +247,27 @@ def _joins(tree: exp.Expression, ref: _Ref) -> list[JoinFact]:
         if (lt, lc) > (rt, rc):
             lt, lc, rt, rc = rt, rc, lt, lc
         found[JoinFact(lt, lc, rt, rc)] = None
+    return list(found)
+
+
+def _links(tree: exp.Expression, ref: _Ref) -> list[JoinFact]:
+    found: dict[JoinFact, None] = {}
+    for node in tree.find_all(exp.In, exp.EQ):
+        outer = node.this
+        inner = node.args.get("query") if isinstance(node, exp.In) else node.expression
+        if isinstance(inner, exp.Subquery):
+            inner = inner.this
+        if not isinstance(outer, exp.Column) or not isinstance(inner, exp.Select):
+            continue
+        selected = inner.expressions
+        if len(selected) != 1 or not isinstance(selected[0].unalias(), exp.Column):
+            continue
+        left_ref, right_ref = ref(outer), ref(selected[0].unalias())
+        if left_ref is None or right_ref is None or None in (left_ref[0], right_ref[0]):
+            continue
+        (lt, lc), (rt, rc) = sorted([left_ref, right_ref], key=str)
+        if lt != rt:
+            found[JoinFact(str(lt), lc, str(rt), rc)] = None
     return list(found)
 
 
