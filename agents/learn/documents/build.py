@@ -1,0 +1,323 @@
+"""A section's extracted items → UKF entries, each checked against the profiled schema.
+
+What each kind of item becomes (the UKF types mining uses, :mod:`agents.learn.mine.entries`):
+
+- **term** naming a column or a table: a :class:`ukf.SynonymUKF` for the term and one for each
+  alias, → that element; naming none: a glossary :class:`ukf.KnowledgeUKF` (its meaning as the
+  content, its aliases as synonyms), as the hand-written AutoFin pack has them;
+- **metric**: a :class:`ukf.MetricUKF` (aliases as synonyms), its formula parsed by sqlglot and
+  every column it names found in the schema (``uses_column`` relations);
+- **rule**: a :class:`ukf.RuleUKF` with triggers: a time ("before the 10th", "in December")
+  → ``query_time_window`` (kind ``temporal``); a role or a region → ``user_profile_match``;
+- **value mapping**: a phrase → a stored value: a synonym of the value's Enum entry when the
+  value is in the enum catalog, else a :class:`ukf.PredicateUKF` ``table.column = 'value'``
+  when the target holds it (or cannot be asked: then *unchecked*, and counted);
+- **taxonomy**: a :class:`ukf.TaxonomyUKF` over two or more existing columns.
+
+Items that fail a check are dropped and counted by reason (``unknown_column``,
+``formula_unparsable``, ``value_not_found``...). Every entry is a candidate (``source="auto"``,
+inactive, ``metadata["mining"]`` with ``miner="documents"``), its parent the document's entry,
+and its provenance in ``metadata["document"]``: path, content hash and section locator.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import expressions as exp
+
+from agents.learn.mine.candidates import CANDIDATE, MINING
+from agents.learn.mine.entries import MINED_COLLECTION, phrase_name, qualified
+from agents.learn.mine.schema_view import SchemaView
+from kb.documents import Document
+from ukf import BaseUKF, KnowledgeUKF, MetricUKF, PredicateUKF, RuleUKF, SynonymUKF, TaxonomyUKF
+
+MINER = "documents"
+MINER_VERSION = 1
+DOCUMENT = "document"
+GLOSSARY_COLLECTION = "glossary"
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ("january", "february", "march", "april", "may", "june", "july", "august"), 1
+    )
+} | {"september": 9, "october": 10, "november": 11, "december": 12}
+_BEFORE = re.compile(r"\b(?:before|until|up to)\s+the\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
+_FROM = re.compile(r"\b(?:from|after|on or after|since)\s+the\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the entries of one section come from."""
+
+    job_id: str
+    database: str
+    document: Document
+    document_id: str
+    locator: str
+
+    def fields(self, how: str) -> dict[str, Any]:
+        """Constructor fields every extracted entry shares."""
+        mining = {
+            "status": CANDIDATE,
+            "job_id": self.job_id,
+            "miner": MINER,
+            "miner_version": MINER_VERSION,
+            "trust": DOCUMENT,
+            "how": how,
+        }
+        document = {
+            "path": self.document.path,
+            "name": self.document.name,
+            "sha256": self.document.sha256,
+            "locator": self.locator,
+        }
+        return {
+            "source": "auto",
+            "parents": [self.document_id],
+            "inactive_mark": True,
+            "metadata": {MINING: mining, DOCUMENT: document},
+        }
+
+
+@dataclass
+class Built:
+    entries: list[BaseUKF] = field(default_factory=list)
+    dropped: Counter[str] = field(default_factory=Counter)
+    unchecked_values: int = 0
+
+
+def build_entries(
+    items: dict[str, list[dict[str, Any]]], view: SchemaView, origin: Origin
+) -> Built:
+    """The checked entries of one section's ``items`` (see the module docstring)."""
+    built = Built()
+    builders = {
+        "terms": _term,
+        "metrics": _metric,
+        "rules": _rule,
+        "value_mappings": _value,
+        "taxonomies": _taxonomy,
+    }
+    for kind, builder in builders.items():
+        for item in items.get(kind, []):
+            try:
+                builder(item, view, origin, built)
+            except _Drop as drop:
+                built.dropped[drop.reason] += 1
+    return built
+
+
+class _Drop(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _text(item: dict[str, Any], key: str) -> str:
+    value = item.get(key)
+    return " ".join(str(value).split()) if isinstance(value, str | int | float) else ""
+
+
+def _words(item: dict[str, Any], key: str) -> list[str]:
+    value = item.get(key)
+    words = value if isinstance(value, list) else []
+    return list(dict.fromkeys(w for w in (" ".join(str(v).split()) for v in words) if w))
+
+
+def _column(view: SchemaView, table: str, column: str) -> BaseUKF:
+    found = view.column(table or None, column, among=list(view.tables))
+    if found is None:
+        raise _Drop("unknown_column")
+    return found
+
+
+def _term(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
+    term, table, column = _text(item, "term"), _text(item, "table"), _text(item, "column")
+    if not term:
+        raise _Drop("empty")
+    aliases = [a for a in _words(item, "aliases") if a.casefold() != term.casefold()]
+    if column:
+        target = _column(view, table, column)
+    elif table:
+        target = view.table(table)
+        if target is None:
+            raise _Drop("unknown_table")
+    else:
+        meaning = _text(item, "meaning")
+        if not meaning:
+            raise _Drop("no_meaning")
+        built.entries.append(
+            KnowledgeUKF.create(
+                term,
+                f"{term}: {meaning}",
+                database=origin.database,
+                synonyms=aliases,
+                collection=GLOSSARY_COLLECTION,
+                content_resources={"kind": "glossary"},
+                **origin.fields("term"),
+            )
+        )
+        return
+    label = qualified(target)
+    phrases = [p for p in (term, *aliases) if _fold(p) not in {_fold(target.name), _fold(label)}]
+    if not phrases:
+        raise _Drop("repeats_name")
+    for phrase in phrases:
+        built.entries.append(
+            SynonymUKF.create(
+                phrase_name(phrase),
+                target,
+                target_name=label,
+                database=origin.database,
+                collection=MINED_COLLECTION,
+                description=_text(item, "meaning"),
+                **origin.fields("term"),
+            )
+        )
+
+
+def _metric(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
+    name, formula = _text(item, "name"), _text(item, "formula")
+    if not name or not formula:
+        raise _Drop("empty")
+    columns = formula_columns(formula, view)
+    built.entries.append(
+        MetricUKF.create(
+            name,
+            formula,
+            database=origin.database,
+            columns=columns,
+            description=_text(item, "description"),
+            synonyms=[a for a in _words(item, "aliases") if a.casefold() != name.casefold()],
+            content_resources={"columns": [qualified(c) for c in columns]},
+            **origin.fields("metric"),
+        )
+    )
+
+
+def formula_columns(formula: str, view: SchemaView) -> list[BaseUKF]:
+    """The column entries a formula names; :class:`_Drop` when it is no SQL expression or
+    names a column the schema does not have."""
+    try:
+        parsed = sqlglot.parse_one(formula)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
+        raise _Drop("formula_unparsable") from None
+    if parsed is None:
+        raise _Drop("formula_unparsable")
+    if isinstance(parsed, exp.Query | exp.Command):
+        raise _Drop("formula_not_expression")
+    found: dict[str, BaseUKF] = {}
+    for column in parsed.find_all(exp.Column):
+        entry = _column(view, column.table, column.name)
+        found.setdefault(entry.id, entry)
+    return list(found.values())
+
+
+def _rule(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
+    name, rule = _text(item, "name"), _text(item, "rule")
+    if not name or not rule:
+        raise _Drop("empty")
+    when = {k: _text(item, k) for k in ("time", "role", "region") if _text(item, k)}
+    triggers: dict[str, dict[str, Any]] = {}
+    window = time_window(when.get("time", ""))
+    if window:
+        triggers["query_time_window"] = window
+    profile = {k: when[k] for k in ("role", "region") if k in when}
+    if profile:
+        triggers["user_profile_match"] = profile
+    built.entries.append(
+        RuleUKF.create(
+            name,
+            rule,
+            kind="temporal" if "time" in when else "general",
+            database=origin.database,
+            triggers=triggers,
+            content_resources={"when": when} if when else {},
+            **origin.fields("rule"),
+        )
+    )
+
+
+def time_window(text: str) -> dict[str, Any]:
+    """``query_time_window`` arguments for a time phrase: "before the 10th" → day 1-9,
+    "from the 10th" → day 10 on, month names → ``months``; ``{}`` when none is recognised."""
+    window: dict[str, Any] = {}
+    before, since = _BEFORE.search(text), _FROM.search(text)
+    if before and 1 < int(before.group(1)) <= 31:
+        window["day_of_month_to"] = int(before.group(1)) - 1
+    if since and 1 <= int(since.group(1)) <= 31:
+        window["day_of_month_from"] = int(since.group(1))
+    months = [n for word, n in _MONTHS.items() if re.search(rf"\b{word}\b", text, re.I)]
+    if months:
+        window["months"] = months
+    return window
+
+
+def _value(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
+    phrase, value = _text(item, "phrase"), _text(item, "value")
+    if not phrase or not value:
+        raise _Drop("empty")
+    column = _column(view, _text(item, "table"), _text(item, "column"))
+    r = column.content_resources
+    enum = view.enum(column, value)
+    if enum is not None:
+        stored = enum.content_resources.get("value")
+        if _fold(phrase) == _fold(str(stored)):
+            raise _Drop("repeats_name")
+        built.entries.append(
+            SynonymUKF.create(
+                phrase_name(phrase),
+                enum,
+                target_name=f"{r['column']} = '{stored}'",
+                database=origin.database,
+                collection=MINED_COLLECTION,
+                **origin.fields("value"),
+            )
+        )
+        return
+    check = view.value_check(column, value)
+    if check == "missing":
+        raise _Drop("value_not_found")
+    built.unchecked_values += check == "unchecked"
+    literal = exp.convert(value).sql()
+    built.entries.append(
+        PredicateUKF.create(
+            phrase_name(phrase),
+            f"{r['table']}.{r['column']} = {literal}",
+            database=origin.database,
+            columns=[column],
+            **origin.fields("value"),
+        )
+    )
+
+
+def _taxonomy(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
+    name = _text(item, "name")
+    levels = item.get("levels") if isinstance(item.get("levels"), list) else []
+    if not name:
+        raise _Drop("empty")
+    columns = [
+        _column(view, _text(level, "table"), _text(level, "column"))
+        for level in levels
+        if isinstance(level, dict)
+    ]
+    if len({c.id for c in columns}) < 2:
+        raise _Drop("too_few_levels")
+    built.entries.append(
+        TaxonomyUKF.create(
+            name,
+            columns,
+            database=origin.database,
+            description=" > ".join(qualified(c) for c in columns),
+            **origin.fields("taxonomy"),
+        )
+    )
+
+
+def _fold(text: str) -> str:
+    return " ".join(re.split(r"[\s_\-.]+", text)).strip().casefold()

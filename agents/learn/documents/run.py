@@ -1,0 +1,311 @@
+"""``extract_documents``: documents → checked candidate knowledge, merged into the store.
+
+For each document (:mod:`kb.documents`), each section (cut into parts the model can read,
+:mod:`agents.learn.documents.parts`) is read by the model (:mod:`agents.learn.documents.
+extractor`) and its items built into checked UKF entries (:mod:`agents.learn.documents.build`).
+The entries go through :func:`kb.merge.merge_mined` as candidates, as mined entries do (the
+review queue lists them; ``activate=True`` activates the inserted ones at once, for benches).
+
+- **Idempotent**: a document whose content hash is the one its last complete extraction had
+  is skipped: no model call, no write (:mod:`agents.learn.documents.checkpoint`).
+- **Replace on change**: a new version's entries replace what the old version gave: old
+  entries the new version does not give again (same id and content) are purged first (an
+  entry other documents gave too only loses this document as a parent), so they never
+  conflict with the new ones in the merge.
+- **Resumable**: after each section part the checkpoint is written (not in a dry run); a run
+  stopped half-way and started again does not ask the model about the parts already read.
+- **Failures**: a part the model answers with garbage is counted as failed (with the error)
+  and the rest goes on; it is not asked again for that version.
+- **Cancellable**: ``cancellation`` (default: the current token) is checked before each call.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agents.learn.documents.build import Built, Origin, build_entries
+from agents.learn.documents.checkpoint import document_entry, document_id, stored_state
+from agents.learn.documents.extractor import SectionExtractor, SectionFailed
+from agents.learn.documents.parts import schema_text, section_parts
+from agents.learn.mine.candidates import activate as activate_ids
+from agents.learn.mine.labeled import kind_of
+from agents.learn.mine.schema_view import SchemaView
+from agents.llm.base import Cancellation, current_cancellation
+from kb.documents import Document
+from kb.merge import merge_mined
+from kb.store import KnowledgeStore
+from kb.target.database import Database
+from ukf import BaseUKF
+
+MAX_PART_CHARS = 2500
+Progress = Callable[[int, int, str], None]
+
+
+class ExtractionError(ValueError):
+    """Extraction cannot start (the database is not profiled); nothing was written."""
+
+
+@dataclass
+class ExtractionReport:
+    """What one extraction run did (JSON-ready through :meth:`to_dict`)."""
+
+    job_id: str
+    database: str
+    dry_run: bool = False
+    documents: list[dict[str, Any]] = field(default_factory=list)
+    parts: int = 0
+    read_parts: int = 0
+    resumed_parts: int = 0
+    failed_parts: list[dict[str, str]] = field(default_factory=list)
+    llm_calls: int = 0
+    extracted: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    unchecked_values: int = 0
+    merge: dict[str, int] = field(default_factory=dict)
+    candidate_ids: list[str] = field(default_factory=list)
+    activated_ids: list[str] = field(default_factory=list)
+    retracted_ids: list[str] = field(default_factory=list)
+    store_version: int | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["extracted"], data["dropped"] = dict(self.extracted), dict(self.dropped)
+        return data
+
+    @property
+    def written_ids(self) -> list[str]:
+        return [*self.candidate_ids, *self.retracted_ids]
+
+    def summary(self) -> str:
+        unchanged = sum(d["status"] == "unchanged" for d in self.documents)
+        return (
+            f"{len(self.documents)} document(s), {unchanged} unchanged; "
+            f"{self.read_parts} part(s) read, {self.resumed_parts} resumed, "
+            f"{len(self.failed_parts)} failed; extracted {sum(self.extracted.values())}, "
+            f"dropped {sum(self.dropped.values())}; merge {self.merge}; "
+            f"{len(self.retracted_ids)} retracted, {len(self.activated_ids)} activated"
+        )
+
+
+def extract_documents(
+    store: KnowledgeStore,
+    documents: Sequence[Document],
+    extractor: SectionExtractor,
+    *,
+    database: str,
+    job_id: str | None = None,
+    target: Database | None = None,
+    dry_run: bool = False,
+    activate: bool = False,
+    by: str = "system",
+    max_part_chars: int = MAX_PART_CHARS,
+    progress: Progress | None = None,
+    cancellation: Cancellation | None = None,
+) -> ExtractionReport:
+    """Extract ``documents`` into ``store`` for ``database`` (see the module docstring).
+
+    Args:
+        extractor: reads one section part (an :class:`LLMSectionExtractor`, or a script).
+        target: the read-only database, to check values not profiled as enums.
+        dry_run: report without writing anything (no checkpoint either).
+        activate: activate the inserted candidates at once (by ``by``).
+        progress: called with (parts done, parts in all, document name) after each part.
+
+    Raises:
+        ExtractionError: ``database`` has no profiled tables in ``store``.
+    """
+    started = time.perf_counter()
+    report = ExtractionReport(job_id or uuid.uuid4().hex[:12], database, dry_run)
+    view = SchemaView(store, database, target=target)
+    if not view.profiled:
+        raise ExtractionError(f"database {database!r} has no profiled tables in the store")
+    token = cancellation if cancellation is not None else current_cancellation()
+    schema = schema_text(view)
+    plans = [_plan(store, d, database, max_part_chars) for d in documents]
+    total = sum(len(p.todo) for p in plans)
+    done = 0
+    for plan in plans:
+        if plan.unchanged:
+            report.documents.append(plan.summary("unchanged"))
+            continue
+        for key, locator, text in plan.todo:
+            if key in plan.sections:
+                report.resumed_parts += 1
+            else:
+                if token is not None:
+                    token.raise_if_cancelled("document extraction")
+                plan.sections[key] = _read(extractor, report, database, schema, plan, locator, text)
+                if not dry_run:
+                    store.upsert(plan.entry(complete=False))
+            report.parts += 1
+            done += 1
+            if progress is not None:
+                progress(done, total, plan.document.name)
+        _finish(store, plan, view, report, dry_run=dry_run, activate=activate, by=by)
+    report.store_version = store.version
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+@dataclass
+class _Plan:
+    document: Document
+    database: str
+    entry_id: str
+    todo: list[tuple[str, str, str]]  # (checkpoint key, locator, text) per part
+    sections: dict[str, dict[str, Any]]
+    previous: list[str]  # ids the last complete version gave
+    unchanged: bool
+    job_id: str = ""
+    gave: list[str] = field(default_factory=list)
+
+    def entry(self, *, complete: bool) -> BaseUKF:
+        state = {
+            "sha256": self.document.sha256,
+            "path": self.document.path,
+            "job_id": self.job_id,
+            "complete": complete,
+            "sections": self.sections,
+            "entries": self.gave if complete else self.previous,
+        }
+        return document_entry(self.document, self.database, state)
+
+    def summary(self, status: str, **more: Any) -> dict[str, Any]:
+        return {
+            "file": self.document.name,
+            "path": self.document.path,
+            "sha256": self.document.sha256,
+            "status": status,
+            "parts": len(self.todo),
+            **more,
+        }
+
+
+def _plan(store: KnowledgeStore, document: Document, database: str, max_chars: int) -> _Plan:
+    entry_id = document_id(document, database)
+    state = stored_state(store, entry_id)
+    same = state.get("sha256") == document.sha256
+    todo = [
+        (f"{i}.{j}:{section.locator}", section.locator, text)
+        for i, section in enumerate(document.sections)
+        for j, text in enumerate(section_parts(section, max_chars))
+    ]
+    previous = [str(i) for i in state.get("entries") or []]
+    sections = dict(state.get("sections") or {}) if same else {}
+    unchanged = same and bool(state.get("complete"))
+    todo = [] if unchanged else todo
+    return _Plan(document, database, entry_id, todo, sections, previous, unchanged)
+
+
+def _read(
+    extractor: SectionExtractor,
+    report: ExtractionReport,
+    database: str,
+    schema: str,
+    plan: _Plan,
+    locator: str,
+    text: str,
+) -> dict[str, Any]:
+    report.read_parts += 1
+    report.llm_calls += 1
+    try:
+        items = extractor.extract(
+            database=database,
+            schema=schema,
+            document=plan.document.name,
+            locator=locator,
+            text=text,
+        )
+    except SectionFailed as exc:
+        return {"status": "failed", "error": str(exc)}
+    return {"status": "done", "items": items}
+
+
+def _finish(
+    store: KnowledgeStore,
+    plan: _Plan,
+    view: SchemaView,
+    report: ExtractionReport,
+    *,
+    dry_run: bool,
+    activate: bool,
+    by: str,
+) -> None:
+    plan.job_id = report.job_id
+    built = Built()
+    for key, locator, _text in plan.todo:
+        state = plan.sections.get(key) or {}
+        if state.get("status") != "done":
+            failure = {"document": plan.document.name, "locator": locator}
+            report.failed_parts.append({**failure, "error": str(state.get("error", ""))})
+            continue
+        origin = Origin(report.job_id, view.database, plan.document, plan.entry_id, locator)
+        part = build_entries(state["items"], view, origin)
+        built.entries += part.entries
+        built.dropped.update(part.dropped)
+        built.unchecked_values += part.unchecked_values
+    entries = _unique(built.entries)
+    report.extracted.update(kind_of(e) for e in entries)
+    report.dropped.update(built.dropped)
+    report.unchecked_values += built.unchecked_values
+    retracted = _retract(store, plan, entries, dry_run=dry_run)
+    report.retracted_ids += retracted
+    merged = merge_mined(store, entries, apply=not dry_run, include_inactive=True)
+    for action, count in merged.counts().items():
+        report.merge[action] = report.merge.get(action, 0) + count
+    inserted = [d.ukf_id for d in merged.of("inserted")]
+    report.candidate_ids += inserted
+    plan.gave = list(
+        dict.fromkeys([*inserted, *(d.existing_id for d in merged.of("merged") if d.existing_id)])
+    )
+    if not dry_run:
+        store.upsert(plan.entry(complete=True))
+        if activate and inserted:
+            report.activated_ids += activate_ids(store, inserted, by=by)
+    report.documents.append(
+        plan.summary(
+            "extracted",
+            entries=len(entries),
+            inserted=len(inserted),
+            retracted=len(retracted),
+            failed=sum(1 for f in report.failed_parts if f["document"] == plan.document.name),
+        )
+    )
+
+
+def _unique(entries: list[BaseUKF]) -> list[BaseUKF]:
+    """One entry per (id, content); the same fact from two sections once."""
+    seen: dict[tuple[str, str], BaseUKF] = {}
+    for entry in entries:
+        seen.setdefault((entry.id, entry.content_hash), entry)
+    return list(seen.values())
+
+
+def _retract(
+    store: KnowledgeStore, plan: _Plan, entries: list[BaseUKF], *, dry_run: bool
+) -> list[str]:
+    """Take off what the previous version gave and the new one does not give again."""
+    again = {(e.id, e.content_hash) for e in entries}
+    purge: list[str] = []
+    keep: list[BaseUKF] = []
+    for old in store.get_many(plan.previous).values():
+        if (old.id, old.content_hash) in again or plan.entry_id not in old.parents:
+            continue
+        others = [p for p in old.parents if p != plan.entry_id]
+        if others and old.source == "auto":
+            keep.append(old.clone(parents=others))
+        else:
+            purge.append(old.id)
+    if not dry_run:
+        if keep:
+            store.upsert_many(keep)
+        if purge:
+            store.remove(purge)
+            store.purge(purge)
+    return [*purge, *(e.id for e in keep)]
