@@ -101,6 +101,7 @@ def synthetic_pair(
         "source": SYNTHETIC,
         "source_experience": source.id,
         "source_question": source.question,
+        "source_sql": source.sql,
         "transform": variant.transform,
         "change": variant.change,
         "detail": variant.detail,

@@ -279,13 +279,12 @@ def synthesize(
     report = SynthesisReport(job_id or uuid.uuid4().hex[:12])
     token = cancellation if cancellation is not None else current_cancellation()
     grouped = records.by_database(s for s in sources if not records.is_synthetic(s) and s.sql)
+    without = [d for d in grouped if d not in targets]
+    if without:
+        report.skipped["no target"] = sum(len(grouped.pop(d)) for d in without)
     total, done = sum(len(g) for g in grouped.values()), 0
-    report.sources = total
+    report.sources = total + report.skipped.get("no target", 0)
     for database, group in sorted(grouped.items()):
-        if database not in targets:
-            report.skipped["no target"] = report.skipped.get("no target", 0) + len(group)
-            done += len(group)
-            continue
         state = _Run(store, database, targets[database], writer, ask, report, options, token)
         try:
             for index, source in enumerate(group, 1):
