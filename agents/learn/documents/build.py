@@ -308,15 +308,16 @@ def _taxonomy(item: dict[str, Any], view: SchemaView, origin: Origin, built: Bui
     ]
     if len({c.id for c in columns}) < 2:
         raise _Drop("too_few_levels")
-    built.entries.append(
-        TaxonomyUKF.create(
-            name,
-            columns,
-            database=origin.database,
-            description=" > ".join(qualified(c) for c in columns),
-            **origin.fields("taxonomy"),
-        )
+    fields = origin.fields("taxonomy")
+    sources = fields.pop("parents")  # TaxonomyUKF.create's ``parents`` are its levels' parents
+    taxonomy = TaxonomyUKF.create(
+        name,
+        columns,
+        database=origin.database,
+        description=" > ".join(qualified(c) for c in columns),
+        **fields,
     )
+    built.entries.append(taxonomy.clone(parents=sources))
 
 
 def _fold(text: str) -> str:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agents.learn.documents.build import Built, Origin, build_entries
+from agents.learn.documents.build import DOCUMENT, Built, Origin, build_entries
 from agents.learn.documents.checkpoint import document_entry, document_id, stored_state
 from agents.learn.documents.extractor import SectionExtractor, SectionFailed
 from agents.learn.documents.parts import schema_text, section_parts
@@ -290,16 +290,25 @@ def _unique(entries: list[BaseUKF]) -> list[BaseUKF]:
 def _retract(
     store: KnowledgeStore, plan: _Plan, entries: list[BaseUKF], *, dry_run: bool
 ) -> list[str]:
-    """Take off what the previous version gave and the new one does not give again."""
-    again = {(e.id, e.content_hash) for e in entries}
+    """Take off what the previous version gave and the new one does not give again; what it
+    gives again keeps its status and takes the new version's provenance."""
+    again = {(e.id, e.content_hash): e for e in entries}
     purge: list[str] = []
+    unlinked: list[str] = []  # given by other documents too: only this one's link goes
     keep: list[BaseUKF] = []
     for old in store.get_many(plan.previous).values():
-        if (old.id, old.content_hash) in again or plan.entry_id not in old.parents:
+        if plan.entry_id not in old.parents:
+            continue
+        new = again.get((old.id, old.content_hash))
+        if new is not None:
+            note = new.metadata.get(DOCUMENT)
+            if old.metadata.get(DOCUMENT) != note:
+                keep.append(old.clone(metadata={**old.metadata, DOCUMENT: note}))
             continue
         others = [p for p in old.parents if p != plan.entry_id]
         if others and old.source == "auto":
             keep.append(old.clone(parents=others))
+            unlinked.append(old.id)
         else:
             purge.append(old.id)
     if not dry_run:
@@ -308,4 +317,4 @@ def _retract(
         if purge:
             store.remove(purge)
             store.purge(purge)
-    return [*purge, *(e.id for e in keep)]
+    return [*purge, *unlinked]
