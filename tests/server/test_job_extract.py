@@ -1,0 +1,117 @@
+"""The ``extract`` job's runner: documents from the import folder, the report, the audit,
+who may run it, and refused documents failing with nothing written (store on SQLite and
+PostgreSQL). The kind is called directly (its registration lives in ``server.job_kinds``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agents.learn.documents import LLMSectionExtractor
+from kb.documents import DocumentError
+from server.access import AccessDeniedError
+from server.auth import Identity, Role
+from server.job_extract import ExtractParams, extract_job
+from tests.agents.scripted import ScriptedLLM
+
+HANDBOOK = """# Shop handbook
+
+## Terms
+
+Clients are the people in the customers table. Settled orders have status 'paid'.
+"""
+ANSWER = {
+    "terms": [
+        {"term": "clients", "aliases": ["clientele"], "meaning": "customers",
+         "table": "customers", "column": ""},
+    ],
+    "metrics": [
+        {"name": "order value", "aliases": [], "description": "", "formula": "SUM(orders.amount)"},
+        {"name": "margin", "aliases": [], "description": "", "formula": "SUM(orders.margin)"},
+    ],
+    "rules": [],
+    "value_mappings": [
+        {"phrase": "settled", "table": "orders", "column": "status", "value": "paid"},
+    ],
+    "taxonomies": [],
+}  # fmt: skip
+
+
+class _Context:
+    """What the runner uses of a JobContext: id, submitter, progress, log, cancellation."""
+
+    def __init__(self, identity: Identity) -> None:
+        self.job_id, self.submitter = "job-x", identity.to_dict()
+        self.cancellation = None
+        self.progress_calls: list[tuple[float | None, str | None]] = []
+        self.lines: list[str] = []
+
+    def progress(self, fraction: float | None, message: str | None = None) -> None:
+        self.progress_calls.append((fraction, message))
+
+    def log(self, line: str, level: str = "info") -> None:
+        self.lines.append(line)
+
+
+def _ops() -> Identity:
+    return Identity("k-olga", Role.OPS, "olga")
+
+
+@pytest.fixture
+def shop(make_server, sqlite_target):
+    server = make_server(target_url=sqlite_target, target_name="shop")
+    reply = server.request("POST", "/v1/jobs", "ops", json={"kind": "profile", "params": {}})
+    assert server.wait_job(reply.json()["id"])["state"] == "succeeded"
+    folder = server.state.settings.resolved_import_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "shop.md").write_text(HANDBOOK, encoding="utf-8")
+    return server
+
+
+def _run(server, params: dict[str, Any], identity: Identity | None = None):
+    context = _Context(identity or _ops())
+    llm = ScriptedLLM([json.dumps(ANSWER)])
+    result = extract_job(server.state, context, ExtractParams(**params), LLMSectionExtractor(llm))  # type: ignore[arg-type]
+    return result, context, llm
+
+
+def test_the_job_extracts_reports_and_audits(shop):
+    state = shop.state
+    version = state.store.version
+    dry, _, _ = _run(shop, {"paths": ["shop.md"], "dry_run": True})
+    assert dry["merge"] == {"inserted": 4} and state.store.version == version
+
+    result, context, llm = _run(shop, {"paths": ["shop.md"], "activate": True})
+    assert len(llm.calls) == 1
+    assert result["extracted"] == {"table_synonym": 2, "metric": 1, "value_synonym": 1}
+    assert result["dropped"] == {"unknown_column": 1}
+    assert len(result["activated_ids"]) == 4 and result["database"] == "shop"
+    assert context.progress_calls[-1][0] == pytest.approx(0.95)
+    assert "1 document(s)" in context.lines[0]
+    audit = shop.request("GET", "/v1/audit", "admin", params={"action": "extract"}).json()
+    item = audit["items"][0]
+    assert item["job_id"] == "job-x" and item["entry_count"] == 4
+
+    again, _, llm = _run(shop, {"paths": ["shop.md"]})
+    assert llm.calls == [] and again["documents"][0]["status"] == "unchanged"
+
+
+def test_refusals_name_the_file_and_write_nothing(shop):
+    state = shop.state
+    folder = state.settings.resolved_import_dir
+    (folder / "empty.md").write_bytes(b"")
+    (folder / "junk.pdf").write_bytes(bytes(range(256)) * 8)
+    version = state.store.version
+    for name, words in (("empty.md", "the file is empty"), ("junk.pdf", "not a PDF")):
+        with pytest.raises(DocumentError, match=words) as raised:
+            _run(shop, {"paths": ["shop.md", name]})
+        assert name in str(raised.value)
+    assert state.store.version == version
+    with pytest.raises(ValueError, match="outside the import folder"):
+        _run(shop, {"paths": ["../shop.md"]})
+    scoped = Identity("k-sam", Role.OPS, "sam", "sales")
+    with pytest.raises(AccessDeniedError):
+        _run(shop, {"paths": ["shop.md"]}, scoped)
+    assert state.store.version == version
