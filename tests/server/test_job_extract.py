@@ -115,3 +115,43 @@ def test_refusals_name_the_file_and_write_nothing(shop):
     with pytest.raises(AccessDeniedError):
         _run(shop, {"paths": ["shop.md"]}, scoped)
     assert state.store.version == version
+
+
+def test_the_cli_command_extracts_and_refuses(tmp_path, sqlite_target, capsys):
+    import argparse
+
+    from kb.engine import create_store_engine
+    from kb.profile.profiler import ProfileOptions, profile_database
+    from kb.store import KnowledgeStore
+    from kb.target.database import Database
+    from server.audit import AuditLog
+    from server.cli_extract import run_extract_command
+    from server.settings import Settings
+
+    url = f"sqlite:///{tmp_path / 'knowledge.db'}"
+    with KnowledgeStore(url) as store:
+        target = Database(sqlite_target)
+        profile_database(
+            target, store, database_name="shop", options=ProfileOptions(progress=False)
+        )
+        target.close()
+    settings = Settings(data_dir=tmp_path, store_url=url, target_name="shop", embedder="none")
+    document = tmp_path / "shop.md"
+    document.write_text(HANDBOOK, encoding="utf-8")
+
+    def args(*files, **flags):
+        options = {"database": None, "dry_run": False, "activate": False, "json": True, **flags}
+        return argparse.Namespace(files=list(files), **options)
+
+    extractor = LLMSectionExtractor(ScriptedLLM([json.dumps(ANSWER)]))
+    assert run_extract_command(args(document), settings, extractor=extractor) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["merge"] == {"inserted": 4} and report["database"] == "shop"
+    engine = create_store_engine(url)
+    audit = AuditLog(engine).list(action="extract")
+    engine.dispose()
+    assert audit and audit[0].entry_count == 4 and audit[0].detail["by"].startswith("cli:")
+    empty = tmp_path / "empty.md"
+    empty.write_bytes(b"")
+    assert run_extract_command(args(document, empty), settings, extractor=extractor) == 2
+    assert f"{empty}: the file is empty" in capsys.readouterr().err
