@@ -16,8 +16,9 @@ gets exactly one outcome, counted per transform in the :class:`SynthesisReport`:
 - ``stored``: kept as a synthetic experience (:mod:`agents.learn.synth.records`).
 
 ``ran`` counts the variants that ran (``generated - known - failed``). The run stops once
-``limit`` pairs are stored. A cancelled run keeps the pairs it stored and remembers what it
-dropped, then raises :class:`LLMCancelledError`.
+``limit`` pairs are stored. A cancelled run (or one whose ``progress`` raised) keeps the
+pairs it stored and remembers what it dropped, then raises :class:`LLMCancelledError` (the
+``progress`` callback's error).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from agents.learn.synth.question import QuestionError, QuestionWriter
 from agents.learn.synth.results import degenerate, run, same_result
 from agents.learn.synth.variants import TRANSFORMS, SynthSchema, Variant, sql_key
 from agents.learn.synth.vary import vary
-from agents.llm.base import Cancellation, LLMCancelledError, current_cancellation
+from agents.llm.base import Cancellation, current_cancellation
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from kb.target.sql_guard import sqlglot_dialect
@@ -297,10 +298,8 @@ def synthesize(
                     records.remember(store, state.notes)
                 if progress is not None:
                     progress(done, total)
-        except LLMCancelledError:
+        finally:  # stopped or not, what was dropped is remembered
             records.remember(store, state.notes)
-            raise
-        records.remember(store, state.notes)
         if report.limit_reached:
             break
     log.info(report.summary())
