@@ -1,0 +1,213 @@
+"""NL-CoT-SQL training tuples from the verified experiences of a knowledge store.
+
+``build_dataset`` turns every experience that can teach (:mod:`distill.sources`: human,
+mined, synthetic) into a tuple:
+
+- ``messages``: exactly the system and user messages the agent chain sends for the question
+  at ask time (:class:`distill.prompts.ChainPrompts`: the same RAG agent and SQL writer, the
+  experience itself held out of the retrieved examples), asked in the experience's context
+  (query time, user profile);
+- ``target``: the reply the chain asks its model for: a ```sql block with the CoT as its
+  ``-- Reasoning:`` line (when one is stored) and the SQL; at ask time the chain opens the
+  fence itself (``reply_prefix``), so the text after ```` ```sql\\n ```` is what is learned;
+- the provenance (source, vote share, CoT check), the SQL skeleton, the curation score
+  (:mod:`distill.curation`) and the split (:mod:`distill.split`).
+
+Every target SQL is executed read-only on its database first; one that fails is dropped and
+counted. The output folder holds ``train.jsonl``, ``validation.jsonl`` and ``manifest.json``
+(:mod:`distill.manifest`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from agents.learn.mine.unlabeled import VoteThresholds
+from agents.pipeline_options import PipelineOptions
+from distill.curation import CurationWeights, curate
+from distill.manifest import Tokenizer, write_manifest
+from distill.prompts import ChainPrompts
+from distill.sources import TeachingExample, teaching_examples
+from distill.split import SplitRule
+from indices.experience_skeleton import sql_skeleton
+from indices.retriever import Retriever
+from kb.store import KnowledgeStore
+from kb.target.database import Database
+
+log = logging.getLogger(__name__)
+TRAIN, VALIDATION, MANIFEST = "train.jsonl", "validation.jsonl", "manifest.json"
+
+
+class EmptyDatasetError(ValueError):
+    """No experience could become a training tuple."""
+
+
+@dataclass
+class TrainingTuple:
+    """One NL-CoT-SQL tuple (module docstring)."""
+
+    id: str
+    database: str
+    source: str
+    question: str
+    context: dict[str, Any]
+    messages: list[dict[str, str]]
+    cot: str | None
+    sql: str
+    target: str
+    skeleton: str
+    vote_share: float | None = None
+    cot_checked: bool | None = None
+    score: dict[str, Any] = field(default_factory=dict)
+    split: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, default=str)
+
+
+@dataclass
+class DatasetOptions:
+    """What goes in and how it is split and curated.
+
+    Attributes:
+        databases: the databases to draw from (None: every database with a target).
+        split: the train/validation rule.
+        curation: the curation weights and threshold.
+        hardness: experience id → the base student's BF-β on it (optional).
+        pipeline: the chain's options (its RAG budgets shape the prompt).
+        votes: when a mined question's vote is sure enough.
+    """
+
+    databases: list[str] | None = None
+    split: SplitRule = field(default_factory=SplitRule)
+    curation: CurationWeights = field(default_factory=CurationWeights)
+    hardness: Mapping[str, float] = field(default_factory=dict)
+    pipeline: PipelineOptions = field(default_factory=PipelineOptions)
+    votes: VoteThresholds = field(default_factory=VoteThresholds)
+
+
+def target_text(sql: str, cot: str | None) -> str:
+    """The reply the chain asks for: a ```sql block, the CoT as its reasoning line."""
+    reasoning = f"-- Reasoning: {cot}\n" if cot else ""
+    return f"```sql\n{reasoning}{sql}\n```"
+
+
+def build_tuples(
+    store: KnowledgeStore,
+    targets: Mapping[str, Database],
+    retriever: Retriever | Callable[[], Retriever],
+    options: DatasetOptions | None = None,
+    *,
+    counts: dict[str, int] | None = None,
+    show_progress: bool = False,
+) -> list[TrainingTuple]:
+    """The tuples, scored and split (kept and dropped alike; ``score["kept"]`` says which).
+
+    ``targets``: database name → its read-only target. ``counts`` receives why experiences
+    were dropped before scoring."""
+    options = options or DatasetOptions()
+    counts = counts if counts is not None else {}
+    wanted = options.databases if options.databases is not None else list(targets)
+    missing = sorted(set(wanted) - set(targets))
+    if missing:
+        raise ValueError(f"no target database for {missing}; known: {sorted(targets)}")
+    examples = teaching_examples(store, wanted, options.votes)
+    prompts = {
+        name: ChainPrompts(store, name, targets[name].dialect, retriever, options.pipeline)
+        for name in sorted({e.database for e in examples})
+    }
+    same_question: dict[tuple[str, str], list[str]] = {}
+    for e in examples:
+        key = (e.database, " ".join(e.question.lower().split()))
+        same_question.setdefault(key, []).append(e.experience.id)
+    tuples = []
+    for example in tqdm(examples, desc="tuples", unit="q", disable=not show_progress):
+        results = targets[example.database].execute(example.sql, max_rows=1)
+        if not results.ok:
+            counts["not_executable"] = counts.get("not_executable", 0) + 1
+            log.info("dropped %s: its SQL failed: %s", example.experience.id, results.error)
+            continue
+        key = (example.database, " ".join(example.question.lower().split()))
+        held_out = same_question[key]
+        messages = prompts[example.database].messages(
+            example.question.strip(), example.experience.context, held_out
+        )
+        tuples.append(_tuple(example, messages))
+    scores = curate(tuples, options.curation, options.hardness)
+    for t in tuples:
+        t.score = scores[t.id].as_dict()
+    train, validation = options.split.split(tuples)
+    for t in train:
+        t.split = "train"
+    for t in validation:
+        t.split = "validation"
+    return tuples
+
+
+def _tuple(example: TeachingExample, messages: list[dict[str, str]]) -> TrainingTuple:
+    return TrainingTuple(
+        id=example.experience.id,
+        database=example.database,
+        source=example.source,
+        question=example.question.strip(),
+        context=example.experience.context.record(),
+        messages=[dict(m) for m in messages],
+        cot=example.cot,
+        sql=example.sql,
+        target=target_text(example.sql, example.cot),
+        skeleton=sql_skeleton(example.sql, example.dialect),
+        vote_share=example.vote_share,
+        cot_checked=example.cot_checked,
+    )
+
+
+def build_dataset(
+    store: KnowledgeStore,
+    targets: Mapping[str, Database],
+    retriever: Retriever | Callable[[], Retriever],
+    out_dir: Path,
+    options: DatasetOptions | None = None,
+    *,
+    tokenizer: Tokenizer | None = None,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """Write ``train.jsonl``, ``validation.jsonl`` (kept tuples) and ``manifest.json`` into
+    ``out_dir``; return the manifest. :class:`EmptyDatasetError` when nothing is kept."""
+    options = options or DatasetOptions()
+    counts: dict[str, int] = {}
+    tuples = build_tuples(
+        store, targets, retriever, options, counts=counts, show_progress=show_progress
+    )
+    kept = [t for t in tuples if t.score.get("kept")]
+    if not kept:
+        raise EmptyDatasetError(
+            f"no training tuple from databases {options.databases or sorted(targets)}: "
+            f"{len(tuples)} scored, none kept; dropped before scoring: {counts or 'none'}"
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, split in ((TRAIN, "train"), (VALIDATION, "validation")):
+        lines = [t.to_json() for t in kept if t.split == split]
+        (out_dir / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return write_manifest(
+        out_dir / MANIFEST, store, tuples, options, dropped=counts, tokenizer=tokenizer
+    )
+
+
+def read_tuples(path: Path) -> list[dict[str, Any]]:
+    """The tuples of a JSONL file; a malformed line raises ``ValueError`` naming it."""
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{number}: not JSON: {exc.msg}") from None
+    return rows
