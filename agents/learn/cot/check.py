@@ -1,0 +1,420 @@
+"""The CoT consistency checker: does an explanation agree with its SQL's AST?
+
+An explanation (short numbered steps) is accepted when
+
+- it is numbered steps at all;
+- every name it gives is in the SQL: backticked text is read with sqlglot's tokenizer (each
+  identifier must be a table, column, alias or function of the SQL, each string or number a
+  literal of it), quoted text must be a literal or a name of the SQL or a phrase of the
+  question, bare identifier-like words (``Song_release_year``, ``t.c``) that are table or
+  column names of the profiled schema must be in the SQL, and bare numbers must be literals of
+  the SQL (``LIMIT`` included) or numbers of the question;
+- every part of the SQL is explained: each filter (an atomic ``WHERE``/``HAVING`` condition
+  that is not a join: one of its columns named and each of its literals given), each join
+  (both tables named, and the join column or a joining word), each grouping and ordering
+  column (named, with a grouping or ordering word), and each aggregate (its word, such as
+  "count" or "average", and its column).
+
+The SQL's facts come from :func:`agents.learn.mine.sql_facts.sql_facts` (tables, columns,
+joins, grouping, ordering); the checker reads from the same parse what those facts do not
+keep (aggregates, every filter, literals, aliases). A column or table counts as named by its
+name, by its words (``song release year``) or by two or more consecutive of them, plural
+``s``/``es`` allowed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import expressions as exp
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import Tokenizer, TokenType
+
+from agents.learn.mine.sql_facts import QUOTED_STRING_DIALECTS, SqlFacts, SqlFactsError, sql_facts
+
+STEP = re.compile(r"^\s*(?:step\s*)?(\d+)\s*[.):]\s*(.+)$", re.IGNORECASE)
+_BACKTICKED = re.compile(r"`([^`\n]+)`")
+_QUOTED = re.compile(r"(?<![A-Za-z0-9])'([^'\n]+?)'(?![A-Za-z0-9])|\"([^\"\n]+?)\"")
+_WORD = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\b")
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w]|\.\d)")
+_AGGREGATE_WORDS = {
+    "count": r"count|number|how many|many|total",
+    "sum": r"sum|total|add",
+    "avg": r"average|avg|mean",
+    "min": r"min|minimum|lowest|smallest|least|fewest|youngest|earliest|shortest|cheapest",
+    "max": r"max|maximum|highest|largest|most|greatest|oldest|latest|longest|biggest",
+}
+_GROUPING = r"group|each|per|every|by"
+_ORDERING = (
+    r"order|sort|rank|highest|lowest|most|least|top|largest|smallest|greatest|fewest|"
+    r"ascending|descending|first|last|biggest|oldest|youngest|max|min|best|worst|longest|"
+    r"shortest|ascend|descend|increasing|decreasing"
+)
+_JOINING = r"join|link|connect|match|combin|relat|through|via"
+
+
+class CotCheckError(ValueError):
+    """The SQL to check an explanation against does not parse; carries the SQL."""
+
+    def __init__(self, sql: str, problem: str) -> None:
+        super().__init__(f"cannot check an explanation of this SQL ({problem}): {sql[:300]!r}")
+        self.sql = sql
+
+
+@dataclass
+class CotVerdict:
+    """The checker's answer: ``unexplained`` parts of the SQL, names ``absent`` from it, and
+    ``problems`` of form (no numbered steps)."""
+
+    unexplained: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not (self.unexplained or self.absent or self.problems)
+
+    @property
+    def reasons(self) -> list[str]:
+        """Every reason it failed, one line each (empty when it passed)."""
+        return [
+            *self.problems,
+            *(f"unexplained {part}" for part in self.unexplained),
+            *(f"named but not in the SQL: {name}" for name in self.absent),
+        ]
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kinds of failure (``unexplained filter``, ``absent column``, ...), for counts."""
+        kinds = [p.split(":")[0] for p in self.problems]
+        kinds += ["unexplained " + part.split(" ", 1)[0] for part in self.unexplained]
+        kinds += ["absent " + name.split(" ", 1)[0] for name in self.absent]
+        return list(dict.fromkeys(kinds))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "passed": self.passed,
+            "unexplained": list(self.unexplained),
+            "absent": list(self.absent),
+            "problems": list(self.problems),
+        }
+
+
+def steps_of(explanation: str) -> list[str]:
+    """The numbered steps of ``explanation`` (a step's continuation lines joined to it)."""
+    steps: list[str] = []
+    for line in explanation.splitlines():
+        matched = STEP.match(line)
+        if matched:
+            steps.append(matched.group(2).strip())
+        elif steps and line.strip():
+            steps[-1] += " " + line.strip()
+    return steps
+
+
+@dataclass
+class _Sql:
+    """What the checker needs of one statement (see the module docstring)."""
+
+    facts: SqlFacts
+    names: set[str]
+    functions: set[str]
+    strings: set[str]
+    numbers: set[str]
+    filters: list[tuple[str, list[str], list[str | float | int]]]
+    aggregates: list[tuple[str, str, list[str]]]
+    ordering: list[tuple[str, list[str], str | None]]
+
+
+def read_sql(sql: str, dialect: str = "sqlite") -> _Sql:
+    """Parse ``sql`` once for :func:`check_cot` (:class:`CotCheckError` if it does not)."""
+    try:
+        facts = sql_facts(sql, dialect)
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except (SqlFactsError, SqlglotError) as exc:
+        raise CotCheckError(sql, str(exc).splitlines()[0]) from None
+    assert tree is not None
+    quoted_strings = dialect in QUOTED_STRING_DIALECTS
+    names = {t.lower() for t in facts.tables} | {c.lower() for _, c in facts.columns}
+    names |= {t.alias.lower() for t in tree.find_all(exp.Table) if t.alias}
+    names |= {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
+    names |= {q.alias.lower() for q in tree.find_all(exp.Subquery) if q.alias}
+    names |= {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    functions = {f.sql_name().lower() for f in tree.find_all(exp.Func)}
+    strings: set[str] = set()
+    numbers: set[str] = set()
+    for literal in tree.find_all(exp.Literal):
+        text = str(literal.this)
+        (strings if literal.is_string else numbers).add(text.lower())
+        if literal.is_string and _is_number(text):
+            numbers.add(_number_text(text))
+        if not literal.is_string:
+            numbers.add(_number_text(text))
+    if quoted_strings:  # col = "text" is a string there (sql_facts reads it so)
+        strings |= {str(p.values[0]).lower() for p in facts.predicates if p.is_text}
+    return _Sql(
+        facts=facts,
+        names=names,
+        functions=functions,
+        strings={s.strip("%").lower() for s in strings},
+        numbers=numbers,
+        filters=_filters(tree, facts, quoted_strings),
+        aggregates=_aggregates(tree),
+        ordering=_ordering(tree),
+    )
+
+
+def check_cot(
+    question: str,
+    sql: str,
+    explanation: str,
+    *,
+    dialect: str = "sqlite",
+    schema_names: Iterable[str] = (),
+) -> CotVerdict:
+    """Check ``explanation`` of ``sql`` (answering ``question``) as the module docstring
+    says; ``schema_names``: the profiled tables and columns of the database (bare words
+    that name one of them must be in the SQL)."""
+    parsed = read_sql(sql, dialect)
+    verdict = CotVerdict()
+    steps = steps_of(explanation)
+    if not steps:
+        verdict.problems.append("not numbered steps: no line starts with '1.'")
+        return verdict
+    text = "\n".join(steps)
+    lower = text.lower()
+    schema = {name.lower() for name in schema_names}
+    verdict.absent = _absent_names(text, question, parsed, schema, dialect)
+    verdict.unexplained = _unexplained(lower, parsed)
+    return verdict
+
+
+# ------------------------------------------------------------------- names and literals
+def _absent_names(text: str, question: str, sql: _Sql, schema: set[str], dialect: str) -> list[str]:
+    absent: dict[str, None] = {}
+    asked = question.lower()
+    rest = text
+    for matched in _BACKTICKED.finditer(text):
+        for problem in _backticked(matched.group(1), asked, sql, schema, dialect):
+            absent[problem] = None
+        rest = rest.replace(matched.group(0), " ")
+    for matched in _QUOTED.finditer(rest):
+        quoted = (matched.group(1) or matched.group(2) or "").strip()
+        for problem in _quoted(quoted, asked, sql, schema, dialect):
+            absent[problem] = None
+        rest = rest.replace(matched.group(0), " ")
+    for matched in _WORD.finditer(rest):
+        first, second = matched.group(1), matched.group(2)
+        for word in (first, second) if second else (first,):
+            key = word.lower() if word else ""
+            if key and _identifier_like(word) and key in schema and key not in sql.names:
+                absent[f"name {word}"] = None
+    for matched in _NUMBER.finditer(rest):
+        number = _number_text(matched.group(1))
+        if number not in sql.numbers and not re.search(rf"(?<![\w.]){number}(?![\w])", asked):
+            absent[f"number {matched.group(1)}"] = None
+    return list(absent)
+
+
+def _backticked(mention: str, asked: str, sql: _Sql, schema: set[str], dialect: str) -> list[str]:
+    try:
+        tokens = Tokenizer(dialect=dialect).tokenize(mention) if dialect else []
+    except (SqlglotError, ValueError):
+        tokens = []
+    if not tokens:
+        problem = _name_problem(mention.strip(), asked, sql, schema)
+        return [problem] if problem else []
+    problems = []
+    for index, token in enumerate(tokens):
+        following = tokens[index + 1].token_type if index + 1 < len(tokens) else None
+        if token.token_type == TokenType.STRING:
+            if _string_problem(token.text, sql):
+                problems.append(f"literal '{token.text}'")
+        elif token.token_type == TokenType.NUMBER:
+            if _number_text(token.text) not in sql.numbers:
+                problems.append(f"number {token.text}")
+        elif token.token_type == TokenType.VAR and following == TokenType.L_PAREN:
+            if token.text.lower() not in sql.functions:
+                problems.append(f"function {token.text.upper()}")
+        elif token.token_type in (TokenType.VAR, TokenType.IDENTIFIER):
+            problem = _name_problem(token.text, asked, sql, schema)
+            if problem:
+                problems.append(problem)
+    return problems
+
+
+def _name_problem(name: str, asked: str, sql: _Sql, schema: set[str]) -> str | None:
+    key = name.lower()
+    if not key or key in sql.names or key in sql.strings or key in sql.functions:
+        return None
+    if "." in key:
+        parts = [p for p in key.split(".") if p]
+        missing = [p for p in parts if p not in sql.names]
+        return f"name {name}" if missing else None
+    if key in schema:
+        return f"name {name}"
+    if key in asked:
+        return None  # a question phrase in backticks
+    return f"name {name}"
+
+
+def _quoted(quoted: str, asked: str, sql: _Sql, schema: set[str], dialect: str) -> list[str]:
+    """Problems of a quoted mention: a literal or name of the SQL, a phrase of the question,
+    or a fragment of SQL (read like backticked text) pass."""
+    key = quoted.lower().strip("%")
+    if not key or key in sql.strings or key in sql.names or key in sql.functions:
+        return []
+    if key in schema:
+        return [f"name {quoted}"]
+    if key in asked or (_is_number(key) and _number_text(key) in sql.numbers):
+        return []
+    if re.fullmatch(r"[\w\s]+", quoted) and len(quoted.split()) < 2:
+        return [f"literal '{quoted}'"]
+    return _backticked(quoted, asked, sql, schema, dialect)
+
+
+def _string_problem(value: str, sql: _Sql) -> bool:
+    key = value.lower().strip("%")
+    return bool(key) and key not in sql.strings
+
+
+def _identifier_like(word: str) -> bool:
+    """A word that reads as a name, not as English: an underscore, a digit, or camelCase."""
+    return "_" in word.strip("_") or any(c.isdigit() for c in word) or _camel(word)
+
+
+def _camel(word: str) -> bool:
+    return any(a.islower() and b.isupper() for a, b in itertools.pairwise(word))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _number_text(text: str) -> str:
+    value = float(text)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+# ------------------------------------------------------------------ what must be explained
+def _unexplained(text: str, sql: _Sql) -> list[str]:
+    missing: dict[str, None] = {}
+    for shown, columns, literals in sql.filters:
+        named = not columns or any(_mentions(text, c) for c in columns)
+        given = all(_literal_given(text, v) for v in literals)
+        if not (named and given):
+            missing[f"filter {shown}"] = None
+    for join in sql.facts.joins:
+        tables = all(_mentions(text, t) for t in (join.left, join.right))
+        how = _mentions(text, join.left_column) or _mentions(text, join.right_column)
+        if not (tables and (how or re.search(_JOINING, text))):
+            missing[f"join {join.condition}"] = None
+    for table, column in dict.fromkeys(sql.facts.group_by):
+        if not (_mentions(text, column) and re.search(rf"\b(?:{_GROUPING})\b", text)):
+            where = f"{table}.{column}" if table else column
+            missing[f"grouping by {where}"] = None
+    for shown, columns, aggregate in sql.ordering:
+        named = any(_mentions(text, c) for c in columns) if columns else True
+        if aggregate is not None:
+            named = named and bool(re.search(_AGGREGATE_WORDS.get(aggregate, aggregate), text))
+        if not (named and re.search(_ORDERING, text)):
+            missing[f"ordering by {shown}"] = None
+    for shown, name, columns in sql.aggregates:
+        words = _AGGREGATE_WORDS.get(name, re.escape(name))
+        named = not columns or any(_mentions(text, c) for c in columns)
+        if not (named and re.search(rf"(?:{words})", text)):
+            missing[f"aggregate {shown}"] = None
+    return list(missing)
+
+
+def _mentions(text: str, name: str) -> bool:
+    """``name`` (a table or column) is named in ``text`` (lower-case): see the module
+    docstring."""
+    words = [w for w in re.split(r"[_\s]+|(?<=[a-z])(?=[A-Z])", name) if w]
+    candidates = {name.lower(), " ".join(words).lower()}
+    lowered = [w.lower() for w in words]
+    for size in range(2, len(lowered)):
+        for start in range(len(lowered) - size + 1):
+            candidates.add(" ".join(lowered[start : start + size]))
+    return any(
+        re.search(rf"(?<![a-z0-9]){re.escape(c)}(?:s|es)?(?![a-z0-9])", text) for c in candidates
+    )
+
+
+def _literal_given(text: str, value: str | float | int) -> bool:
+    if isinstance(value, str) and not _is_number(value):
+        key = value.strip("%").lower()
+        return not key or key in text
+    number = _number_text(str(value))
+    return bool(re.search(rf"(?<![\w.]){re.escape(number)}(?:\.0+)?(?![\w]|\.\d)", text))
+
+
+def _filters(
+    tree: exp.Expression, facts: SqlFacts, quoted_strings: bool
+) -> list[tuple[str, list[str], list[str | float | int]]]:
+    """Each atomic WHERE/HAVING condition that is not a join: (its SQL, its own columns,
+    its own literals)."""
+    joins = {(j.left_column, j.right_column) for j in facts.joins}
+    joins |= {(b, a) for a, b in joins}
+    found: list[tuple[str, list[str], list[str | float | int]]] = []
+    for clause in [*tree.find_all(exp.Where), *tree.find_all(exp.Having)]:
+        for atom in _atoms(clause.this):
+            own = [
+                c
+                for c in atom.find_all(exp.Column)
+                if c.find_ancestor(exp.Subquery, exp.Select) is atom.find_ancestor(exp.Select)
+            ]
+            if (
+                isinstance(atom, exp.EQ)
+                and len(own) == 2
+                and all(isinstance(side, exp.Column) for side in (atom.this, atom.expression))
+                and (own[0].name.lower(), own[1].name.lower()) in joins
+            ):
+                continue
+            literals: list[str | float | int] = []
+            for literal in atom.find_all(exp.Literal):
+                if literal.find_ancestor(exp.Select) is atom.find_ancestor(exp.Select):
+                    literals.append(str(literal.this) if literal.is_string else literal.this)
+            columns = []
+            for column in own:
+                if quoted_strings and column.this.quoted and not column.table:
+                    literals.append(column.name)  # col = "text": a string (sql_facts)
+                else:
+                    columns.append(column.name)
+            found.append((atom.sql(), list(dict.fromkeys(columns)), literals))
+    return found
+
+
+def _atoms(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Paren | exp.Not):
+        return _atoms(node.this)
+    if isinstance(node, exp.And | exp.Or):
+        return [*_atoms(node.this), *_atoms(node.expression)]
+    return [node]
+
+
+def _aggregates(tree: exp.Expression) -> list[tuple[str, str, list[str]]]:
+    found: dict[str, tuple[str, str, list[str]]] = {}
+    for node in tree.find_all(exp.AggFunc):
+        name = node.key.lower()
+        columns = list(dict.fromkeys(c.name for c in node.find_all(exp.Column)))
+        found.setdefault(node.sql(), (node.sql(), name, columns))
+    return list(found.values())
+
+
+def _ordering(tree: exp.Expression) -> list[tuple[str, list[str], str | None]]:
+    found: list[tuple[str, list[str], str | None]] = []
+    for ordered in tree.find_all(exp.Ordered):
+        inner = ordered.this
+        aggregate = inner.key.lower() if isinstance(inner, exp.AggFunc) else None
+        columns = list(dict.fromkeys(c.name for c in inner.find_all(exp.Column)))
+        found.append((inner.sql(), columns, aggregate))
+    return found
