@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.answer import Candidate
+from agents.learn.cot.record import checked_cot
 from agents.llm.base import LLM, ChatResult, LLMCancelledError, LLMError, Message
 from agents.llm.variants import Variant, chat_variants
 from agents.rag.agent import RagContext
 from agents.sql.extract import NoSQLError, extract_sql
 from agents.templates import render
 from kb.target.results import Results
-from ukf import QueryContext
+from ukf import BaseUKF, QueryContext
 
 log = logging.getLogger(__name__)
 DIALECT_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL"}
@@ -52,6 +53,11 @@ class GenerateOptions:
     n = 5: EX 0.683 with free samples, 0.633 with all fenced; n = 1: 0.650). A small cascade
     tier fences them: the 0.5B's free samples ran 150-320 tokens of mostly wrong reasoning
     where its query takes 12-70.
+
+    ``show_cot`` shows each example's checked CoT (:mod:`agents.learn.cot`: numbered steps
+    tying the question to the SQL, stored on the experience) as comment lines above its SQL,
+    in place of its one-line reasoning; off by default, and an example without a passing CoT
+    is shown as before.
     """
 
     max_tokens: int = 320
@@ -60,6 +66,7 @@ class GenerateOptions:
     seed: int = 0
     fence_greedy: bool = True
     fence_samples: bool = False
+    show_cot: bool = False
 
 
 class SqlGenerator:
@@ -83,6 +90,7 @@ class SqlGenerator:
                 "question": e.content_resources.get("question", e.name),
                 "sql": (e.content_resources.get("sql") or "").strip().rstrip(";"),
                 "cot": _one_line(e.content_resources.get("cot") or ""),
+                "steps": self._steps(e),
                 "asked": asked_differently(e.content_resources.get("context") or {}, context),
             }
             for e in rag.examples
@@ -100,6 +108,12 @@ class SqlGenerator:
             dates=rag.dates,
             resolved=rag.resolved,
         )
+
+    def _steps(self, example: BaseUKF) -> list[str]:
+        """The example's checked CoT steps when ``show_cot`` is on (else none)."""
+        if not self.options.show_cot:
+            return []
+        return [_one_line(step) for step in checked_cot(example) or []]
 
     def sample(self, messages: list[Message], index: int) -> Candidate:
         """Candidate number ``index`` (0 = greedy)."""
