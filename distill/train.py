@@ -1,0 +1,225 @@
+"""Supervised fine-tuning of a student on a dataset of NL-CoT-SQL tuples (trl + peft).
+
+``train(config)`` checks everything it can before loading a weight: the base model folder
+(``config.json`` and a tokenizer), the device (``device: cuda`` without a GPU is refused),
+the dataset (an empty one is refused; tuples longer than ``max_seq_len`` tokens, prompt and
+target together, are dropped and counted), and the last checkpoint when resuming (a corrupt
+one is refused, :mod:`distill.checkpoints`). Then trl's ``SFTTrainer`` trains on
+prompt-completion pairs: the prompt is the chain's messages, the completion the target reply,
+and the loss counts the completion's tokens only (``completion_only_loss``). With LoRA (the
+default) only the adapter trains; ``full_finetune`` trains every weight.
+
+The run directory (``output_dir``) holds ``config.json`` (the config as run), the dataset's
+``manifest.json``, ``metrics.jsonl`` (one line per logged step: loss, learning rate, epoch,
+elapsed seconds, ETA; then the evaluation), the ``checkpoint-<step>/`` folders and, at the
+end, ``final/`` (the adapter or the model, with the tokenizer). Several GPUs: the same
+command under ``accelerate launch``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distill.checkpoints import check_checkpoint, last_checkpoint
+from distill.config import TrainConfig
+from distill.dataset import MANIFEST, TRAIN, VALIDATION, EmptyDatasetError, read_tuples
+
+log = logging.getLogger(__name__)
+METRICS = "metrics.jsonl"
+
+
+class UnknownBaseModelError(ValueError):
+    """The base model path is not a Hugging Face model folder."""
+
+
+class DeviceMissingError(RuntimeError):
+    """The configured device is not present on this machine."""
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    steps: int
+    losses: list[float] = field(default_factory=list)
+    eval_loss: float | None = None
+    dropped_over_length: int = 0
+    train_tuples: int = 0
+    resumed_from: Path | None = None
+    seconds: float = 0.0
+
+
+def check_base_model(path: Path) -> None:
+    """Raise :class:`UnknownBaseModelError` unless ``path`` holds a model and a tokenizer."""
+    if not (path / "config.json").is_file():
+        raise UnknownBaseModelError(
+            f"base model {path} is not a Hugging Face model folder (no config.json); "
+            "see distill.base_weights for how to make one from the packaged GGUF"
+        )
+    if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")):
+        raise UnknownBaseModelError(f"base model {path} has no tokenizer (tokenizer.json)")
+
+
+def device_for(config: TrainConfig) -> str:
+    """The device to train on; :class:`DeviceMissingError` when the configured one is absent."""
+    import torch
+
+    device = config.resolved_device(torch.cuda.is_available())
+    if device == "cuda" and not torch.cuda.is_available():
+        raise DeviceMissingError(
+            "the config asks for device 'cuda' but this machine has no CUDA GPU; run it on a "
+            "GPU node, or set device: cpu (small models only)"
+        )
+    return device
+
+
+def pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tuples as trl's conversational prompt-completion records."""
+    return [
+        {
+            "prompt": row["messages"],
+            "completion": [{"role": "assistant", "content": row["target"]}],
+        }
+        for row in rows
+    ]
+
+
+def within_length(records: list[dict[str, Any]], tokenizer: Any, max_len: int) -> list[dict]:
+    """The records whose prompt and completion together fit ``max_len`` tokens."""
+    kept = []
+    for record in records:
+        ids = tokenizer.apply_chat_template(record["prompt"] + record["completion"], tokenize=True)
+        ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+        if len(ids) <= max_len:
+            kept.append(record)
+    return kept
+
+
+def load_records(config: TrainConfig, tokenizer: Any) -> tuple[list[dict], list[dict], int]:
+    """(train, validation, dropped over length); :class:`EmptyDatasetError` when no train
+    tuple is left."""
+    path = config.data / TRAIN
+    if not path.is_file():
+        raise EmptyDatasetError(f"no {TRAIN} in {config.data}: build it with `distill data`")
+    train = pairs(read_tuples(path))
+    validation_path = config.data / VALIDATION
+    validation = pairs(read_tuples(validation_path)) if validation_path.is_file() else []
+    if not train:
+        raise EmptyDatasetError(f"{path} holds no tuple")
+    fitting = within_length(train, tokenizer, config.max_seq_len)
+    dropped = len(train) - len(fitting)
+    validation_fitting = within_length(validation, tokenizer, config.max_seq_len)
+    dropped += len(validation) - len(validation_fitting)
+    if not fitting:
+        raise EmptyDatasetError(
+            f"all {len(train)} training tuples of {path} are longer than max_seq_len "
+            f"{config.max_seq_len} tokens"
+        )
+    if dropped:
+        log.warning("dropped %d tuples longer than %d tokens", dropped, config.max_seq_len)
+    return fitting, validation_fitting, dropped
+
+
+def prepare_run_dir(config: TrainConfig) -> None:
+    config.output_dir.mkdir(parents=True, exist_ok=True)
+    (config.output_dir / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
+    manifest = config.data / MANIFEST
+    if manifest.is_file():
+        shutil.copyfile(manifest, config.output_dir / MANIFEST)
+
+
+def train(config: TrainConfig, *, resume: bool = True) -> TrainResult:
+    """Train as ``config`` says (module docstring); resume from the run's last checkpoint
+    when there is one and ``resume``."""
+    from transformers import AutoTokenizer
+
+    check_base_model(config.base_model)
+    device = device_for(config)
+    resumed_from = last_checkpoint(config.output_dir) if resume else None
+    if resumed_from is not None:
+        check_checkpoint(resumed_from)
+    tokenizer = AutoTokenizer.from_pretrained(str(config.base_model))
+    train_rows, validation_rows, dropped = load_records(config, tokenizer)
+    prepare_run_dir(config)
+    started = time.perf_counter()
+    trainer = _trainer(config, device, tokenizer, train_rows, validation_rows, dropped)
+    trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
+    result = TrainResult(
+        config.output_dir,
+        trainer.state.global_step,
+        [e["loss"] for e in trainer.state.log_history if "loss" in e],
+        dropped_over_length=dropped,
+        train_tuples=len(train_rows),
+        resumed_from=resumed_from,
+    )
+    if validation_rows:
+        metrics = trainer.evaluate()
+        result.eval_loss = metrics.get("eval_loss")
+        _append(config.output_dir / METRICS, {"event": "eval", **metrics})
+    trainer.save_model(str(config.output_dir / "final"))
+    tokenizer.save_pretrained(str(config.output_dir / "final"))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _trainer(
+    config: TrainConfig, device: str, tokenizer: Any, train_rows, validation_rows, dropped
+):
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from distill.progress import ProgressCallback
+
+    dtype = torch.bfloat16 if config.bf16(device) else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(str(config.base_model), dtype=dtype)
+    args = SFTConfig(
+        output_dir=str(config.output_dir),
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
+        per_device_eval_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accumulation,
+        learning_rate=config.learning_rate,
+        logging_steps=config.logging_steps,
+        save_steps=config.save_steps,
+        save_total_limit=config.save_total_limit,
+        bf16=config.bf16(device),
+        use_cpu=device == "cpu",
+        max_length=config.max_seq_len,
+        completion_only_loss=True,
+        report_to=[],
+        seed=config.seed,
+        disable_tqdm=True,
+    )
+    peft_config = None
+    if not config.full_finetune:
+        peft_config = LoraConfig(
+            r=config.lora.rank,
+            lora_alpha=config.lora.alpha,
+            lora_dropout=config.lora.dropout,
+            target_modules=config.lora.target_modules,
+            task_type="CAUSAL_LM",
+        )
+    callback = ProgressCallback(config.output_dir / METRICS, dropped_over_length=dropped)
+    return SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(train_rows),
+        eval_dataset=Dataset.from_list(validation_rows) if validation_rows else None,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[callback],
+    )
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(row, default=str) + "\n")
