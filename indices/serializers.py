@@ -1,7 +1,9 @@
 """Serializers: the texts an entry is embedded by, one vector index per serializer.
 
 Experiences are found by their question (``query``), its structure (``sketch``), their tags,
-their SQL, the SQL's comment header and their reasoning (``cot``); every other entry by its
+their SQL, the SQL's comment header, their reasoning (``cot``) and their checked CoT
+(``cot_profile``: the numbered steps :mod:`agents.learn.cot` stores in ``profile["cot"]``
+when they passed the checker); every other entry by its
 name, synonyms and description (``name_description``). A serializer returns None when the
 entry has nothing to say for it.
 """
@@ -13,7 +15,15 @@ from collections.abc import Callable
 from ukf import BaseUKF
 
 Serializer = Callable[[BaseUKF], str | None]
-EXPERIENCE_SERIALIZERS = ("query", "sketch", "tags", "sql", "comment_header", "cot")
+EXPERIENCE_SERIALIZERS = (
+    "query",
+    "sketch",
+    "tags",
+    "sql",
+    "comment_header",
+    "cot",
+    "cot_profile",
+)
 GENERAL_SERIALIZER = "name_description"
 
 
@@ -32,6 +42,15 @@ def comment_header(sql: str | None) -> str | None:
         elif stripped:
             break
     return " ".join(lines) or None
+
+
+def cot_profile(entry: BaseUKF) -> str | None:
+    """An experience's checked CoT text (``profile["cot"]`` that passed), else None."""
+    record = entry.profile.get("cot") if entry.type == "experience" else None
+    if not isinstance(record, dict) or not record.get("passed"):
+        return None
+    text = record.get("text")
+    return text if isinstance(text, str) and text.strip() else None
 
 
 def name_description(entry: BaseUKF) -> str | None:
@@ -56,5 +75,6 @@ def serializers(sketch: Callable[[str], str] | None = None) -> dict[str, Seriali
         "sql": lambda e: _resource(e, "sql"),
         "comment_header": lambda e: comment_header(_resource(e, "sql")),
         "cot": lambda e: _resource(e, "cot"),
+        "cot_profile": cot_profile,
         GENERAL_SERIALIZER: name_description,
     }

@@ -52,9 +52,9 @@ _GROUPING = r"group|each|per|every|by"
 _ORDERING = (
     r"order|sort|rank|highest|lowest|most|least|top|largest|smallest|greatest|fewest|"
     r"ascending|descending|first|last|biggest|oldest|youngest|max|min|best|worst|longest|"
-    r"shortest|ascend|descend|increasing|decreasing"
+    r"shortest|ascend|descend|increasing|decreasing|maximum|minimum"
 )
-_JOINING = r"join|link|connect|match|combin|relat|through|via"
+_JOINING = r"join|link|connect|match|combine|relate|relation|through|via|pair"
 
 
 class CotCheckError(ValueError):
@@ -315,24 +315,29 @@ def _unexplained(text: str, sql: _Sql) -> list[str]:
     for join in sql.facts.joins:
         tables = all(_mentions(text, t) for t in (join.left, join.right))
         how = _mentions(text, join.left_column) or _mentions(text, join.right_column)
-        if not (tables and (how or re.search(_JOINING, text))):
+        if not (tables and (how or _said(_JOINING, text))):
             missing[f"join {join.condition}"] = None
     for table, column in dict.fromkeys(sql.facts.group_by):
-        if not (_mentions(text, column) and re.search(rf"\b(?:{_GROUPING})\b", text)):
+        if not (_mentions(text, column) and _said(_GROUPING, text)):
             where = f"{table}.{column}" if table else column
             missing[f"grouping by {where}"] = None
     for shown, columns, aggregate in sql.ordering:
         named = any(_mentions(text, c) for c in columns) if columns else True
         if aggregate is not None:
-            named = named and bool(re.search(_AGGREGATE_WORDS.get(aggregate, aggregate), text))
-        if not (named and re.search(_ORDERING, text)):
+            named = named and _said(_AGGREGATE_WORDS.get(aggregate, aggregate), text)
+        if not (named and _said(_ORDERING, text)):
             missing[f"ordering by {shown}"] = None
     for shown, name, columns in sql.aggregates:
         words = _AGGREGATE_WORDS.get(name, re.escape(name))
         named = not columns or any(_mentions(text, c) for c in columns)
-        if not (named and re.search(rf"(?:{words})", text)):
+        if not (named and _said(words, text)):
             missing[f"aggregate {shown}"] = None
     return list(missing)
+
+
+def _said(words: str, text: str) -> bool:
+    """One of the ``words`` (a regex alternation) is a word of ``text``, inflected or not."""
+    return bool(re.search(rf"\b(?:{words})(?:s|es|ed|d|ing|ly)?\b", text))
 
 
 def _mentions(text: str, name: str) -> bool:
