@@ -6,7 +6,9 @@ What each kind of item becomes (the UKF types mining uses, :mod:`agents.learn.mi
   alias, → that element; naming none: a glossary :class:`ukf.KnowledgeUKF` (its meaning as the
   content, its aliases as synonyms), as the hand-written AutoFin pack has them;
 - **metric**: a :class:`ukf.MetricUKF` (aliases as synonyms), its formula parsed by sqlglot and
-  every column it names found in the schema (``uses_column`` relations);
+  every column it names found in the schema (``uses_column`` relations); a "formula" that is a
+  condition (``Country = 'Netherlands'``, ``a IN (...)``) is a named filter: a
+  :class:`ukf.PredicateUKF`, its compared values checked as a value mapping's are;
 - **rule**: a :class:`ukf.RuleUKF` with triggers: a time ("before the 10th", "in December")
   → ``query_time_window`` (kind ``temporal``); a role or a region → ``user_profile_match``;
 - **value mapping**: a phrase → a stored value: a synonym of the value's Enum entry when the
@@ -15,7 +17,9 @@ What each kind of item becomes (the UKF types mining uses, :mod:`agents.learn.mi
 - **taxonomy**: a :class:`ukf.TaxonomyUKF` over two or more existing columns.
 
 Items that fail a check are dropped and counted by reason (``unknown_column``,
-``formula_unparsable``, ``value_not_found``...). Every entry is a candidate (``source="auto"``,
+``formula_unparsable``, ``value_not_found``...); a term or alias that is the name of another
+table or column (a small model's "singer" → ``singer.Song_release_year``) is dropped as
+``names_other_element``. Every entry is a candidate (``source="auto"``,
 inactive, ``metadata["mining"]`` with ``miner="documents"``), its parent the document's entry,
 and its provenance in ``metadata["document"]``: path, content hash and section locator.
 """
@@ -164,9 +168,14 @@ def _term(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
         )
         return
     label = qualified(target)
+    others = _element_names(view) - {_fold(target.name)}
     phrases = [p for p in (term, *aliases) if _fold(p) not in {_fold(target.name), _fold(label)}]
     if not phrases:
         raise _Drop("repeats_name")
+    clashing = [p for p in phrases if _fold(p) in others]
+    if clashing:
+        built.dropped["names_other_element"] += len(clashing)
+    phrases = [p for p in phrases if p not in clashing]
     for phrase in phrases:
         built.entries.append(
             SynonymUKF.create(
@@ -186,6 +195,21 @@ def _metric(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built
     if not name or not formula:
         raise _Drop("empty")
     columns = formula_columns(formula, view)
+    if isinstance(sqlglot.parse_one(formula), _CONDITIONS):  # a filter, not a measure
+        _check_literals(formula, view)
+        built.entries.append(
+            PredicateUKF.create(
+                name,
+                formula,
+                database=origin.database,
+                columns=columns,
+                description=_text(item, "description"),
+                synonyms=[a for a in _words(item, "aliases") if a.casefold() != name.casefold()],
+                content_resources={"columns": [qualified(c) for c in columns]},
+                **origin.fields("metric"),
+            )
+        )
+        return
     built.entries.append(
         MetricUKF.create(
             name,
@@ -216,6 +240,28 @@ def formula_columns(formula: str, view: SchemaView) -> list[BaseUKF]:
         entry = _column(view, column.table, column.name)
         found.setdefault(entry.id, entry)
     return list(found.values())
+
+
+_CONDITIONS = (
+    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.ILike,
+    exp.Between, exp.And, exp.Or, exp.Not, exp.Is,
+)  # fmt: skip
+
+
+def _check_literals(condition: str, view: SchemaView) -> None:
+    """Each ``column = 'value'`` / ``column IN (...)`` of a condition names a value the column
+    holds (:class:`_Drop` ``value_not_found`` otherwise; unchecked values pass)."""
+    parsed = sqlglot.parse_one(condition)
+    for node in parsed.find_all(exp.EQ, exp.In):
+        column = node.this if isinstance(node.this, exp.Column) else None
+        values = node.expressions if isinstance(node, exp.In) else [node.expression]
+        if column is None:
+            continue
+        entry = _column(view, column.table, column.name)
+        for value in values:
+            literal = isinstance(value, exp.Literal) and value.is_string
+            if literal and view.value_check(entry, value.this) == "missing":
+                raise _Drop("value_not_found")
 
 
 def _rule(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
@@ -318,6 +364,13 @@ def _taxonomy(item: dict[str, Any], view: SchemaView, origin: Origin, built: Bui
         **fields,
     )
     built.entries.append(taxonomy.clone(parents=sources))
+
+
+def _element_names(view: SchemaView) -> set[str]:
+    """Every table and column name of the schema, folded: a term that is one of them names
+    that element, not another one."""
+    names = {_fold(str(t.content_resources.get("table") or t.name)) for t in view.tables.values()}
+    return names | {_fold(str(c.content_resources["column"])) for c in view.columns.values()}
 
 
 def _fold(text: str) -> str:

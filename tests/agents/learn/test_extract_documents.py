@@ -55,6 +55,8 @@ ANSWERS: dict[str, Any] = {
              "table": "stadium", "column": "capacity"},
             {"term": "encore", "aliases": [], "meaning": "an extra song", "table": "",
              "column": ""},
+            {"term": "tune", "aliases": ["singer"], "meaning": "a song", "table": "singer",
+             "column": "Song_Name"},
         ],
         "value_mappings": [
             {"phrase": "Dutch", "table": "singer", "column": "Country", "value": "Netherlands"},
@@ -68,6 +70,10 @@ ANSWERS: dict[str, Any] = {
             {"name": "ticket revenue", "aliases": [], "description": "",
              "formula": "SUM(stadium.ticket_price)"},
             {"name": "broken", "aliases": [], "description": "", "formula": "SUM((Capacity"},
+            {"name": "French singers", "aliases": [], "description": "",
+             "formula": "singer.Country = 'France'"},
+            {"name": "Martian singers", "aliases": [], "description": "",
+             "formula": "Country IN ('Mars', 'France')"},
         ],
         "taxonomies": [
             {"name": "venue hierarchy",
@@ -127,16 +133,22 @@ def test_markdown_extraction_checks_merges_and_queues(concert, tmp_path):
     assert len(llm.calls) == 4  # Terms, Metrics, Rules, Notes (the title holds no text)
     assert report.extracted == {
         "table_synonym": 2,
-        "column_synonym": 2,
+        "column_synonym": 3,
         "knowledge": 1,
         "value_synonym": 1,
         "metric": 1,
         "taxonomy": 1,
         "rule": 1,
+        "predicate": 1,
     }
-    assert report.dropped == {"value_not_found": 1, "unknown_column": 1, "formula_unparsable": 1}
+    assert report.dropped == {
+        "value_not_found": 2,
+        "unknown_column": 1,
+        "formula_unparsable": 1,
+        "names_other_element": 1,  # "singer" as a name of the column Song_Name
+    }
     assert [f["locator"] for f in report.failed_parts] == ["Concert handbook > Notes"]
-    assert report.merge == {"inserted": 9}
+    assert report.merge == {"inserted": 11}
     entries = store.get_many(report.candidate_ids)
     assert all(is_candidate(e) for e in entries.values())
     sha = read_document(path).sha256
@@ -155,7 +167,8 @@ def test_markdown_extraction_checks_merges_and_queues(concert, tmp_path):
         "user_profile_match": {"role": "manager"},
     }
     waiting, total = ReviewQueue(store).waiting(workspace=None)
-    assert total == 9 and {item.to_dict()["id"] for item in waiting} == set(report.candidate_ids)
+    assert by_name["French singers"].type == "predicate"
+    assert total == 11 and {item.to_dict()["id"] for item in waiting} == set(report.candidate_ids)
     # candidates are invisible until activated
     found = StringIndex.from_store(store).search("dutch singers")
     assert not [m for m in found if m.text.lower() == "dutch"]
@@ -178,7 +191,7 @@ def test_a_dry_run_writes_nothing(concert, tmp_path):
     path.write_text(HANDBOOK, encoding="utf-8")
     version = store.version
     report = _extract(store, database, path, ScriptedLLM([scripted_reply(ANSWERS)]), dry_run=True)
-    assert report.merge == {"inserted": 9} and store.version == version
+    assert report.merge == {"inserted": 11} and store.version == version
 
 
 def test_pdf_extraction_records_the_page(concert, tmp_path):

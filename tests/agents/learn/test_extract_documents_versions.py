@@ -58,7 +58,7 @@ def test_a_changed_document_replaces_its_old_entries(concert, tmp_path):  # noqa
     kept = store.get(dutch.id)
     assert not kept.inactive_mark and dutch.id not in second.retracted_ids
     assert kept.metadata["document"]["sha256"] == new_sha
-    assert second.merge.get("merged", 0) == 6 and second.merge.get("inserted") == 1
+    assert second.merge.get("merged", 0) == 8 and second.merge.get("inserted") == 1
 
 
 def test_a_stopped_run_resumes_without_reading_done_parts_again(concert, tmp_path):  # noqa: F811
@@ -87,4 +87,4 @@ def test_a_stopped_run_resumes_without_reading_done_parts_again(concert, tmp_pat
     llm = ScriptedLLM([scripted_reply(ANSWERS)])
     report = _extract(store, database, path, llm)
     assert len(llm.calls) == 2 and report.resumed_parts == 2 and report.read_parts == 2
-    assert report.merge == {"inserted": 9}
+    assert report.merge == {"inserted": 11}
