@@ -53,6 +53,8 @@ class CotReport:
     failures: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     stopped: str | None = None
+    written_ids: list[str] = field(default_factory=list)
+    store_version: int | None = None
 
     @property
     def pass_share(self) -> float | None:
@@ -192,7 +194,7 @@ def profile_cot(
                     )
             pending[experience.id] = record
             if apply and len(pending) >= checkpoint:
-                report.written += _store(store, pending)
+                report.written_ids += _store(store, pending)
             if progress is not None:
                 progress(done, len(todo))
     except LLMCancelledError as exc:
@@ -200,7 +202,9 @@ def profile_cot(
         raise
     finally:
         if apply:
-            report.written += _store(store, pending)
+            report.written_ids += _store(store, pending)
+            report.store_version = store.version
+        report.written = len(report.written_ids)
         report.seconds = time.monotonic() - started
     return report
 
@@ -248,11 +252,11 @@ def _record(experience: ExperienceUKF, attempt: CotAttempt, job_id: str) -> dict
     return record
 
 
-def _store(store: KnowledgeStore, pending: dict[str, dict[str, Any]]) -> int:
+def _store(store: KnowledgeStore, pending: dict[str, dict[str, Any]]) -> list[str]:
     """Write ``pending`` records onto their experiences (read afresh; one whose SQL changed
-    meanwhile is left alone); return how many passing ones were written; forget them."""
+    meanwhile is left alone); return the ids given a passing CoT; forget them."""
     if not pending:
-        return 0
+        return []
     current = store.get_many(list(pending))
     updated = []
     for uid, entry in current.items():
@@ -273,4 +277,4 @@ def _store(store: KnowledgeStore, pending: dict[str, dict[str, Any]]) -> int:
     if updated:
         store.upsert_many(updated)
     pending.clear()
-    return sum(1 for e in updated if e.profile[COT]["passed"])
+    return [e.id for e in updated if e.profile[COT]["passed"]]
