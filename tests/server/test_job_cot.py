@@ -198,3 +198,32 @@ def test_the_feedback_hook_submits_one_background_job_at_a_time(concert):
     assert request_cot(state, DATABASE) is not None  # none queued now: a new one
     state.llms = None
     assert request_cot(state, DATABASE) is None  # no teacher: nothing submitted
+
+
+# ---------------------------------------------------------------------------------- CLI
+def test_the_cli_explains_what_is_missing_and_prints_the_report(tmp_path, capsys):
+    import argparse
+    import json
+
+    from kb.store import KnowledgeStore
+    from server.cli_cot import add_cot_command, run_cot_command
+
+    if not TARGET.is_file():
+        pytest.skip(f"benchmark database {TARGET} not found (set ALMANAC_BENCH_DATA)")
+    url = f"sqlite:///{tmp_path / 'knowledge.db'}"
+    with KnowledgeStore(url) as store:
+        store.upsert_many([labeled(q, sql, DATABASE) for q, sql, _ in PAIRS])
+    parser = argparse.ArgumentParser()
+    add_cot_command(parser.add_subparsers(dest="action"))
+    settings = make_settings(tmp_path, url, target_name=DATABASE)
+    teacher = Teacher()
+    args = parser.parse_args(["cot", "--limit", "2", "--json"])
+    assert run_cot_command(args, settings, llm=teacher) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["asked"], report["passed"], report["skipped"]) == (2, 2, {"over the limit": 1})
+    assert run_cot_command(parser.parse_args(["cot"]), settings, llm=teacher) == 0
+    out = capsys.readouterr().out
+    assert (
+        out.startswith("CoT by teacher: 1 passed (100% of those asked)") and len(teacher.calls) == 3
+    )
+    assert run_cot_command(parser.parse_args(["cot", "--limit", "0"]), settings, llm=teacher) == 2
