@@ -1,0 +1,109 @@
+"""The whole loop on a tiny random Qwen2 student: Spider experiences → tuples → LoRA steps
+(the loss falls) → resume → merge → GGUF → llama.cpp loads it and answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distill.config import LoraSettings, TrainConfig
+from distill.dataset import DatasetOptions, build_dataset
+from distill.export import export
+from distill.split import SplitRule
+from distill.train import TrainResult, train
+from tests.distill.conftest import DB, experiences, spider_store
+from tests.distill.tiny import tiny_student
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainConfig, TrainResult]:
+    root = tmp_path_factory.mktemp("loop")
+    built = spider_store(root / "store", experiences())
+    options = DatasetOptions(split=SplitRule(validation_share=0.2))
+    build_dataset(built.store, {DB: built.database}, built.retriever, root / "data", options)
+    built.database.close()
+    rows = [json.loads(x) for x in (root / "data" / "train.jsonl").read_text().splitlines()]
+    texts = [m["content"] for r in rows for m in r["messages"]] + [r["target"] for r in rows]
+    base = tiny_student(root / "base", texts)
+    config = TrainConfig(
+        base_model=base,
+        data=root / "data",
+        output_dir=root / "run",
+        lora=LoraSettings(rank=8, alpha=16, dropout=0.0),
+        learning_rate=1e-2,
+        max_steps=8,
+        batch_size=2,
+        save_steps=4,
+        max_seq_len=2048,
+    )
+    return config, train(config)
+
+
+def test_a_few_lora_steps_lower_the_loss(trained):
+    config, result = trained
+    assert result.steps == 8 and len(result.losses) == 8
+    assert result.train_tuples > 10 and result.dropped_over_length == 0
+    assert sum(result.losses[-2:]) / 2 < sum(result.losses[:2]) / 2 - 0.1
+    assert result.eval_loss is not None
+    run = config.output_dir
+    assert (run / "final" / "adapter_model.safetensors").is_file()
+    assert json.loads((run / "manifest.json").read_text())["counts"]["kept"]["human"] == 24
+    assert json.loads((run / "config.json").read_text())["learning_rate"] == 1e-2
+    steps = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    logged = [s for s in steps if s["event"] == "step"]
+    assert [s["step"] for s in logged] == list(range(1, 9))
+    assert logged[-1]["eta_s"] == 0 and logged[0]["eta_s"] > 0
+
+
+def test_training_resumes_from_the_last_checkpoint(trained):
+    config, _ = trained
+    result = train(config.model_copy(update={"max_steps": 10}))
+    assert result.resumed_from is not None and result.resumed_from.name == "checkpoint-8"
+    assert result.steps == 10
+    starts = [
+        json.loads(x)
+        for x in (config.output_dir / "metrics.jsonl").read_text().splitlines()
+        if '"start"' in x
+    ]
+    assert starts[-1]["resumed_at_step"] == 8
+
+
+def test_the_exported_gguf_loads_in_llama_cpp_and_answers(trained, tmp_path: Path):
+    import torch
+    from llama_cpp import Llama
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from agents.llm.llamacpp import LlamaCppLLM
+    from agents.sql.generate import FENCE_END, SQL_FENCE
+
+    config, _ = trained
+    gguf_path = export(config.output_dir / "final", config.base_model, tmp_path, dtype="f32")
+    merged = tmp_path / "hf"
+    tokenizer = AutoTokenizer.from_pretrained(str(merged))
+    text = "SELECT count(*) FROM singer WHERE country = 'France'"
+    ids = tokenizer.encode(text)
+    llama = Llama(str(gguf_path), n_ctx=256, logits_all=True, verbose=False, n_threads=2)
+    try:
+        assert llama.tokenize(text.encode(), add_bos=False, special=False) == ids
+        llama.eval(ids)
+        theirs = np.array(llama.scores[: len(ids)])
+    finally:
+        llama.close()
+    model = AutoModelForCausalLM.from_pretrained(str(merged), dtype=torch.float32)
+    with torch.no_grad():
+        ours = model(torch.tensor([ids])).logits[0].numpy()
+    assert np.abs(theirs - ours).max() < 0.05  # the same network, merged adapter included
+    top2 = np.sort(ours, axis=-1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 0.05  # where the next token is not a near-tie
+    assert (theirs.argmax(-1) == ours.argmax(-1))[clear].all()
+    llm = LlamaCppLLM(str(gguf_path), n_ctx=2048, n_threads=2, seed=1)
+    messages = [{"role": "user", "content": "How many singers do we have?"}]
+    reply = llm.chat(
+        messages, max_tokens=8, temperature=0.0, reply_prefix=SQL_FENCE, stop=[FENCE_END]
+    )
+    assert reply.text.startswith(SQL_FENCE) and reply.completion_tokens >= 1
