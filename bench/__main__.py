@@ -7,6 +7,7 @@ questions; for streaming runs also their learning curves on one chart (``--out``
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -154,6 +155,15 @@ def _parser() -> argparse.ArgumentParser:
         default=5,
         help="--stream unlabeled: samples of each question's vote (kept when 80%% agree)",
     )
+    cot = run.add_argument_group("CoT", "checked step-by-step explanations (agents/learn/cot)")
+    cot.add_argument(
+        "--cot",
+        action="store_true",
+        help="almanac systems: before the questions, the default model (as teacher) explains"
+        " the labeled experiences (--learn-split) in checked steps, shown beside the examples"
+        " (report in cot_report.json)",
+    )
+    cot.add_argument("--cot-limit", type=int, metavar="N", help="--cot: explain at most N")
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
     compare = commands.add_parser(
@@ -207,6 +217,8 @@ def run_command(args: argparse.Namespace) -> int:
     }
     if args.data_dictionary:  # only then: earlier runs' manifests stay valid for resuming
         manifest["data_dictionary"] = True
+    if args.cot:  # only then, as above
+        manifest["cot"] = {"limit": args.cot_limit}
     if args.mine_every:  # only then: earlier runs' manifests stay valid for resuming
         manifest["mine_every"] = args.mine_every
         manifest["mine_gate"] = (
@@ -217,6 +229,8 @@ def run_command(args: argparse.Namespace) -> int:
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
     if args.learn_split:
         _learn_split(system, full.filter(split=args.learn_split).examples, args, out_dir)
+    if args.cot:
+        _profile_cot(system, args, out_dir)
     config = RunConfig(
         out_dir=out_dir,
         workers=args.workers,
@@ -277,6 +291,19 @@ def _learn_split(
         record_mining(out_dir, system.mine(phase="learn-split", after_question=0))
 
 
+def _profile_cot(system: System, args: argparse.Namespace, out_dir: Path) -> None:
+    """Explain the labeled experiences with checked CoT (``--cot``), report in
+    ``cot_report.json``."""
+    profile = getattr(system, "profile_cot", None)
+    if profile is None:
+        raise ValueError(f"system {args.system!r} does not show CoT (--cot)")
+    report = profile(limit=args.cot_limit)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(report.to_dict(), indent=2, sort_keys=True)
+    (out_dir / "cot_report.json").write_text(data + "\n")
+    print(report.summary())
+
+
 def _system_options(args: argparse.Namespace) -> dict[str, object]:
     keys = (
         "model",
@@ -294,6 +321,8 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         options["sliced_schema"] = True
     if args.data_dictionary:
         options["data_dictionary"] = True
+    if args.cot:
+        options["cot"] = True
     return options
 
 

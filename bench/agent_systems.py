@@ -33,12 +33,13 @@ from typing import Any
 from tqdm import tqdm
 
 from agents.answer import Answer, CandidateSummary
+from agents.learn.cot import CotReport, CotWriter, cot_experiences, profile_cot
 from agents.learn.gate import PipelineFactory
 from agents.llm.base import LLM
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
 from agents.rag.agent import RagOptions
 from agents.rag.schema_slice import SchemaCatalog
-from agents.sql.generate import SqlGenerator, prompt_messages
+from agents.sql.generate import GenerateOptions, SqlGenerator, prompt_messages
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
 from bench.datasets import Example
 from bench.stream_mining import MiningRound, StreamMiner, StreamMiningOptions
@@ -157,6 +158,7 @@ class _AlmanacSystem(_LLMSystem):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.stable_schema = not options.get("sliced_schema")
+        self.show_cot = bool(options.get("cot"))  # checked CoT beside the examples
         self.small = (
             load_llm(self.choice.small_model, self.choice) if self.tiers_needed > 1 else None
         )
@@ -179,7 +181,10 @@ class _AlmanacSystem(_LLMSystem):
         return tiers
 
     def pipeline_options(self) -> PipelineOptions:
-        return PipelineOptions(rag=RagOptions(stable_schema=self.stable_schema))
+        return PipelineOptions(
+            rag=RagOptions(stable_schema=self.stable_schema),
+            generate=GenerateOptions(show_cot=self.show_cot),
+        )
 
     def pipeline(self, example: Example) -> Pipeline:
         self.workspace.database(example)
@@ -228,6 +233,25 @@ class _AlmanacSystem(_LLMSystem):
                 )
             pipeline = self._vote_pipelines[name]
         return pipeline.ask(experience.question, experience.context, AskOptions(n=n))
+
+    def profile_cot(self, limit: int | None = None) -> CotReport:
+        """Checked CoT for the labeled experiences of the prepared databases that have none,
+        the default model as teacher (``limit``: ask about at most that many)."""
+        store, prepared = self.workspace.store, set(self.workspace.databases)
+        experiences = [
+            e for e in cot_experiences(store) if prepared & set(e.tag_values("DATABASE"))
+        ]
+        with tqdm(total=0, desc="explaining (CoT)", unit="sql") as bar:
+
+            def step(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            report = profile_cot(
+                store, experiences, CotWriter(self.llm), limit=limit, progress=step
+            )
+        self.workspace.indices.refresh()
+        return report
 
     def mine(self, *, phase: str = "stream", after_question: int = 0) -> MiningRound | None:
         """One mining round over what was observed since the last (None: mining is off)."""
