@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,20 @@ from transformers import TrainerCallback
 log = logging.getLogger("distill.train")
 
 
-class ProgressCallback(TrainerCallback):
-    """Appends one JSON line per log event (step, loss, learning rate, epoch, elapsed, ETA)."""
+StepHook = Callable[[dict[str, Any]], None]
+"""Called with each step's row (a job reports its progress, and may raise to stop)."""
 
-    def __init__(self, path: Path, *, dropped_over_length: int = 0) -> None:
+
+class ProgressCallback(TrainerCallback):
+    """Appends one JSON line per log event (step, loss, learning rate, epoch, elapsed, ETA)
+    and hands each step's row to ``on_step``."""
+
+    def __init__(
+        self, path: Path, *, dropped_over_length: int = 0, on_step: StepHook | None = None
+    ) -> None:
         self.path = path
         self.dropped = dropped_over_length
+        self.on_step = on_step
         self._started = 0.0
         self._first_step = 0
 

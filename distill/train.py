@@ -29,6 +29,7 @@ from typing import Any
 from distill.checkpoints import check_checkpoint, last_checkpoint
 from distill.config import TrainConfig
 from distill.dataset import MANIFEST, TRAIN, VALIDATION, EmptyDatasetError, read_tuples
+from distill.progress import ProgressCallback, StepHook
 
 log = logging.getLogger(__name__)
 METRICS = "metrics.jsonl"
@@ -133,9 +134,11 @@ def prepare_run_dir(config: TrainConfig) -> None:
         shutil.copyfile(manifest, config.output_dir / MANIFEST)
 
 
-def train(config: TrainConfig, *, resume: bool = True) -> TrainResult:
+def train(
+    config: TrainConfig, *, resume: bool = True, on_step: StepHook | None = None
+) -> TrainResult:
     """Train as ``config`` says (module docstring); resume from the run's last checkpoint
-    when there is one and ``resume``."""
+    when there is one and ``resume``. ``on_step`` gets each logged step's metrics row."""
     from transformers import AutoTokenizer
 
     check_base_model(config.base_model)
@@ -147,7 +150,10 @@ def train(config: TrainConfig, *, resume: bool = True) -> TrainResult:
     train_rows, validation_rows, dropped = load_records(config, tokenizer)
     prepare_run_dir(config)
     started = time.perf_counter()
-    trainer = _trainer(config, device, tokenizer, train_rows, validation_rows, dropped)
+    callback = ProgressCallback(
+        config.output_dir / METRICS, dropped_over_length=dropped, on_step=on_step
+    )
+    trainer = _trainer(config, device, tokenizer, train_rows, validation_rows, callback)
     trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
     result = TrainResult(
         config.output_dir,
@@ -168,15 +174,18 @@ def train(config: TrainConfig, *, resume: bool = True) -> TrainResult:
 
 
 def _trainer(
-    config: TrainConfig, device: str, tokenizer: Any, train_rows, validation_rows, dropped
-):
+    config: TrainConfig,
+    device: str,
+    tokenizer: Any,
+    train_rows: list[dict],
+    validation_rows: list[dict],
+    callback: ProgressCallback,
+) -> Any:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
-
-    from distill.progress import ProgressCallback
 
     dtype = torch.bfloat16 if config.bf16(device) else torch.float32
     model = AutoModelForCausalLM.from_pretrained(str(config.base_model), dtype=dtype)
@@ -208,7 +217,6 @@ def _trainer(
             target_modules=config.lora.target_modules,
             task_type="CAUSAL_LM",
         )
-    callback = ProgressCallback(config.output_dir / METRICS, dropped_over_length=dropped)
     return SFTTrainer(
         model=model,
         args=args,
