@@ -22,11 +22,12 @@ from bench.compare import (
     render_curves,
     write_comparison,
 )
-from bench.datasets import Example, load_dataset
+from bench.datasets import Dataset, Example, load_dataset
 from bench.report import alternative_lines, mean_scores, timeout_line, write_report
 from bench.run import MiningSystem, RunConfig, Runner, record_mining, write_run_manifest
 from bench.sampling import stratified_sample
 from bench.stream_mining import StreamMiningOptions
+from bench.synthesis import first_per_database, write_synthesis
 from bench.systems import LearningSystem, Prediction, System, make_system, system_names
 
 MINING_HELP = """\
@@ -155,6 +156,29 @@ def _parser() -> argparse.ArgumentParser:
         default=5,
         help="--stream unlabeled: samples of each question's vote (kept when 80%% agree)",
     )
+    synthesis = run.add_argument_group("synthesis", "query synthesis (bench/synthesis.py)")
+    synthesis.add_argument(
+        "--synthesize",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after --learn-split, synthesize up to N verified pairs from the revealed"
+        " examples (almanac systems; spread over the databases; report in synthesis.json)",
+    )
+    synthesis.add_argument(
+        "--synthesize-per-source",
+        type=int,
+        default=6,
+        metavar="K",
+        help="variants tried per revealed example (default 6)",
+    )
+    synthesis.add_argument(
+        "--examples-per-db",
+        type=int,
+        metavar="K",
+        help="--learn-split reveals only the first K examples of each database; answered"
+        " questions that were revealed are left out",
+    )
     cot = run.add_argument_group("CoT", "checked step-by-step explanations (agents/learn/cot)")
     cot.add_argument(
         "--cot",
@@ -185,12 +209,17 @@ def run_command(args: argparse.Namespace) -> int:
     options = {"drop_failing_gold": True} if args.drop_failing_gold else {}
     full = load_dataset(args.dataset, **options)
     dataset = full
-    if args.split or args.limit is not None:
-        dataset = dataset.filter(split=args.split, limit=args.limit)
+    revealed = _revealed(full, args)
+    # with --examples-per-db a revealed question is not asked (left out before --limit)
+    hidden = [e.id for e in revealed] if args.examples_per_db is not None else []
+    if args.split or args.limit is not None or hidden:
+        dataset = dataset.filter(split=args.split, limit=args.limit, exclude_ids=hidden)
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
     if args.mine_every and not (args.stream or args.learn_split):
         raise ValueError("--mine-every mines what a stream observes: add --stream or --learn-split")
+    if (args.synthesize or args.examples_per_db is not None) and not args.learn_split:
+        raise ValueError("--synthesize and --examples-per-db need --learn-split")
     system = make_system(args.system, **_system_options(args))
     if args.mine_every:
         _enable_mining(system, args)
@@ -217,6 +246,11 @@ def run_command(args: argparse.Namespace) -> int:
     }
     if args.data_dictionary:  # only then: earlier runs' manifests stay valid for resuming
         manifest["data_dictionary"] = True
+    if args.examples_per_db is not None:  # only then, as below
+        manifest["examples_per_db"] = args.examples_per_db
+    if args.synthesize:
+        manifest["synthesize"] = args.synthesize
+        manifest["synthesize_per_source"] = args.synthesize_per_source
     if args.cot:  # only then, as above
         manifest["cot"] = {"limit": args.cot_limit}
     if args.mine_every:  # only then: earlier runs' manifests stay valid for resuming
@@ -228,7 +262,9 @@ def run_command(args: argparse.Namespace) -> int:
             manifest["mine_vote_samples"] = args.mine_vote_samples
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
     if args.learn_split:
-        _learn_split(system, full.filter(split=args.learn_split).examples, args, out_dir)
+        _learn_split(system, revealed, args, out_dir)
+    if args.synthesize:
+        _synthesize(system, args, out_dir, {e.database for e in dataset.examples})
     if args.cot:
         _profile_cot(system, args, out_dir)
     config = RunConfig(
@@ -289,6 +325,36 @@ def _learn_split(
         system.observe(example, Prediction(), True)
     if args.mine_every and isinstance(system, MiningSystem):
         record_mining(out_dir, system.mine(phase="learn-split", after_question=0))
+
+
+def _revealed(full: Dataset, args: argparse.Namespace) -> list[Example]:
+    """The examples ``--learn-split`` reveals (the first ``--examples-per-db`` of each
+    database when given)."""
+    if not args.learn_split:
+        return []
+    revealed = full.filter(split=args.learn_split).examples
+    if args.examples_per_db is not None:
+        revealed = first_per_database(revealed, args.examples_per_db)
+    return revealed
+
+
+def _synthesize(
+    system: System, args: argparse.Namespace, out_dir: Path, databases: set[str]
+) -> None:
+    """Synthesize up to ``--synthesize`` pairs from what ``--learn-split`` revealed about
+    ``databases`` (those of the questions answered)."""
+    synthesize = getattr(system, "synthesize", None)
+    if synthesize is None:
+        raise ValueError(f"system {args.system!r} does not synthesize (--synthesize)")
+    reports = synthesize(
+        args.synthesize, per_source=args.synthesize_per_source, databases=databases
+    )
+    totals = write_synthesis(out_dir, reports)
+    print(
+        "synthesis: "
+        + ", ".join(f"{k} {v}" for k, v in totals.items())
+        + f" ({len(reports)} databases)"
+    )
 
 
 def _profile_cot(system: System, args: argparse.Namespace, out_dir: Path) -> None:

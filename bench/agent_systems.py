@@ -24,6 +24,7 @@ models; see ``bench.agent_workspace.ModelChoice``.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -35,6 +36,13 @@ from tqdm import tqdm
 from agents.answer import Answer, CandidateSummary
 from agents.learn.cot import CotReport, CotWriter, cot_experiences, profile_cot
 from agents.learn.gate import PipelineFactory
+from agents.learn.synth import (
+    QuestionWriter,
+    SynthesisReport,
+    SynthOptions,
+    synthesis_sources,
+    synthesize,
+)
 from agents.llm.base import LLM
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
 from agents.rag.agent import RagOptions
@@ -233,6 +241,38 @@ class _AlmanacSystem(_LLMSystem):
                 )
             pipeline = self._vote_pipelines[name]
         return pipeline.ask(experience.question, experience.context, AskOptions(n=n))
+
+    def synthesize(
+        self, limit: int, *, per_source: int = 6, databases: set[str] | None = None
+    ) -> dict[str, SynthesisReport]:
+        """Up to ``limit`` synthetic pairs from the labeled experiences (the revealed
+        examples) of ``databases`` (None: every prepared one), spread evenly over them (a
+        database that yields fewer leaves its share to the next); each question written by
+        the default model and back-checked by the chain as the unlabeled vote asks it
+        (n = 1, not logged)."""
+        store = self.workspace.store
+        grouped: dict[str, list[ExperienceUKF]] = {}
+        for source in synthesis_sources(store):
+            name = next(iter(source.tag_values("DATABASE")), None)
+            if name in self.workspace.databases and (databases is None or name in databases):
+                grouped.setdefault(name, []).append(source)
+        writer, reports, left = QuestionWriter(self.llm), {}, limit
+        names = sorted(grouped)
+        for index, name in enumerate(tqdm(names, desc="synthesizing", unit="db")):
+            share = math.ceil(left / (len(names) - index))
+            if share <= 0:
+                break
+            reports[name] = synthesize(
+                store,
+                grouped[name],
+                targets={name: self.workspace.databases[name]},
+                writer=writer,
+                ask=lambda draft: self._vote(draft, 1),
+                options=SynthOptions(limit=share, per_source=per_source),
+            )
+            left -= len(reports[name].stored_ids)
+        self.workspace.indices.refresh()
+        return reports
 
     def profile_cot(self, limit: int | None = None) -> CotReport:
         """Checked CoT for the labeled experiences of the prepared databases that have none,
