@@ -19,7 +19,9 @@ In order, each step claiming the question words it pairs (no word names two thin
 3. **columns** read by the query (not join keys, not filtered by a value, not inside a
    formula) get a synonym from the uncovered run that shares a word stem with their name.
 4. **tables** likewise, when a run names them.
-5. **joins** between two tables with no declared foreign key become join knowledge.
+5. **joins** between two tables with no declared foreign key become join knowledge, when
+   the two columns share values (:meth:`SchemaView.overlap`; a join of disjoint columns,
+   ``river.traverse = state.capital``, is dropped).
 6. What is left unpaired goes to the ``pairer`` (the LLM) when one is given.
 
 Already-known phrases (the string index's matches) are never learned again; an element the
@@ -336,6 +338,11 @@ class _ExperienceMiner:
             ):
                 self.out.known += 1
                 continue
+            overlap = self.view.overlap(lc, rc)
+            if overlap == "disjoint":
+                self.out.dropped["join_values_disjoint"] += 1
+                continue
+            self.out.unchecked_values += overlap == "unchecked"
             self.emit(entries.join(left, lc.name, right, rc.name, self.prov))
 
     def ask_pairer(self, pairer: Pairer | None) -> None:

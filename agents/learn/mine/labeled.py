@@ -20,10 +20,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agents.learn.mine.evidence import Evidence, screen
 from agents.learn.mine.extract import mine_experience
 from agents.learn.mine.pairer import Pairer
 from agents.learn.mine.preferences import mine_preferences
 from agents.learn.mine.schema_view import SchemaView
+from agents.learn.mine.usage import kind_of
 from indices.normalize import Lemmatizer
 from indices.string import StringIndex
 from kb.merge import merge_mined
@@ -61,25 +63,6 @@ class MiningReport:
         data = asdict(self)
         data["mined"], data["dropped"] = dict(self.mined), dict(self.dropped)
         return data
-
-
-def kind_of(entry: BaseUKF) -> str:
-    """``column_synonym``, ``table_synonym``, ``value_synonym``, ``predicate``, ``metric``,
-    ``join``, ``period`` / ``relative_period``, ``comparison`` or ``preference``."""
-    r = entry.content_resources
-    if isinstance(r.get("period"), dict):
-        return "relative_period" if r["period"].get("relative") else "period"
-    if isinstance(r.get("comparison"), dict):
-        return "comparison"
-    if isinstance(r.get("preference"), dict):
-        return "preference"
-    if entry.type == "synonym":
-        if r.get("value") is not None:
-            return "value_synonym"
-        return "column_synonym" if r.get("column") else "table_synonym"
-    if entry.type == "knowledge" and r.get("kind") == "join":
-        return "join"
-    return entry.type
 
 
 def labeled_experiences(
@@ -205,6 +188,12 @@ def mine_into(
             minable.append(experience)
         if progress is not None:
             progress(done, len(todo))
+    history = [
+        e for db in views if views[db].profiled for e in labeled_experiences(store, database=db)
+    ]
+    kept, refused = screen(mined, Evidence([*minable, *history], views, lemmatizer))
+    report.dropped.update(refused)
+    mined = kept
     if habits:
         found = mine_preferences(
             store,

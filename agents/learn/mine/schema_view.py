@@ -9,7 +9,9 @@ query on the target when a :class:`kb.target.database.Database` is given; else t
 *unchecked* (kept, and counted as such in the mining report). ``value_range`` gives the
 smallest and largest value the profile saw (what a period or a number is checked against)
 and ``calendar`` the reporting calendar the database's rules state (fiscal year, publication
-day), if any.
+day), if any. ``overlap`` says whether two columns share values (a join between columns
+of disjoint value domains joins nothing: ``river.traverse`` holds states, ``state.capital``
+cities).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from kb.target.database import Database
 from ukf import BaseUKF
 
 ValueCheck = Literal["found", "missing", "unchecked"]
+Overlap = Literal["shared", "disjoint", "unchecked"]
+MIN_OVERLAP = 0.05  # share of the smaller column's distinct values the other one must hold
 
 
 class SchemaView:
@@ -107,6 +111,54 @@ class SchemaView:
         )
         results = self.target.execute(query.sql(dialect=self.target.dialect), max_rows=1)
         return results.error is None and results.row_count > 0
+
+    def overlap(self, left: BaseUKF, right: BaseUKF) -> Overlap:
+        """Whether the two columns share values: ``disjoint`` when fewer than
+        :data:`MIN_OVERLAP` of the smaller column's distinct values occur in the other (the
+        enum values of both, else a read-only query on the target; ``unchecked`` without)."""
+        keys = [
+            (_key(c.content_resources["table"]), _key(c.content_resources["column"]))
+            for c in (left, right)
+        ]
+        if keys[0] in self.enums and keys[1] in self.enums:
+            a, b = set(self.enums[keys[0]]), set(self.enums[keys[1]])
+            shared, smaller = len(a & b), min(len(a), len(b))
+        elif self.target is None:
+            return "unchecked"
+        else:
+            counts = self._overlap_counts(left, right)
+            if counts is None:
+                return "unchecked"
+            shared, smaller = counts
+        if smaller == 0:
+            return "unchecked"
+        return "shared" if shared >= max(1, MIN_OVERLAP * smaller) else "disjoint"
+
+    def _overlap_counts(self, left: BaseUKF, right: BaseUKF) -> tuple[int, int] | None:
+        """(distinct values of ``left`` found in ``right``, the smaller distinct count)."""
+        assert self.target is not None
+        dialect = self.target.dialect
+        (lt, lc), (rt, rc) = (
+            (
+                exp.to_table(c.content_resources["table"], quoted=True),
+                exp.column(c.content_resources["column"], quoted=True),
+            )
+            for c in (left, right)
+        )
+        inner = exp.select(rc).from_(rt)
+        shared = exp.select(exp.func("COUNT", exp.Distinct(expressions=[lc]))).from_(lt)
+        queries = [
+            shared.where(lc.isin(query=inner)),
+            exp.select(exp.func("COUNT", exp.Distinct(expressions=[lc]))).from_(lt),
+            exp.select(exp.func("COUNT", exp.Distinct(expressions=[rc]))).from_(rt),
+        ]
+        found: list[int] = []
+        for query in queries:
+            results = self.target.execute(query.sql(dialect=dialect), max_rows=1)
+            if results.error is not None or not results.rows:
+                return None
+            found.append(int(results.rows[0][0] or 0))
+        return found[0], min(found[1], found[2])
 
     def value_range(self, column: BaseUKF) -> tuple[object, object] | None:
         """The smallest and largest value of ``column`` the profile saw (enum values, temporal

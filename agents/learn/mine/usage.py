@@ -92,8 +92,8 @@ class SqlUse:
             return (rest[0], rest[1]) in self.columns
         if kind == "value":
             return (rest[0], rest[1], rest[2]) in self.values
-        if kind == "threshold":
-            return (rest[0], rest[1], rest[2], rest[3]) in self.comparisons
+        if kind == "threshold":  # the same constant, either way ("not major cities": <=)
+            return any(c[:2] == (rest[0], rest[1]) and c[3] == rest[3] for c in self.comparisons)
         if kind == "columns":
             return all(tuple(c.split(".", 1)) in self.columns for c in rest)
         if kind == "join":
@@ -119,11 +119,28 @@ def _resolve(view: SchemaView, facts: SqlFacts, ref: tuple[str | None, str]) -> 
     return table.casefold(), column.casefold()
 
 
+def kind_of(entry: BaseUKF) -> str:
+    """``column_synonym``, ``table_synonym``, ``value_synonym``, ``predicate``, ``metric``,
+    ``join``, ``period`` / ``relative_period``, ``comparison`` or ``preference``."""
+    r = entry.content_resources
+    if isinstance(r.get("period"), dict):
+        return "relative_period" if r["period"].get("relative") else "period"
+    if isinstance(r.get("comparison"), dict):
+        return "comparison"
+    if isinstance(r.get("preference"), dict):
+        return "preference"
+    if entry.type == "synonym":
+        if r.get("value") is not None:
+            return "value_synonym"
+        return "column_synonym" if r.get("column") else "table_synonym"
+    if entry.type == "knowledge" and r.get("kind") == "join":
+        return "join"
+    return entry.type
+
+
 def element_of(entry: BaseUKF, columns: dict[str, tuple[str, str]]) -> Element | None:
     """What a mined entry points to (``columns``: column entry id → (table, column)); None
     for an entry the audit cannot read (a period, a preference)."""
-    from agents.learn.mine.labeled import kind_of  # labeled imports the miners
-
     r = entry.content_resources
     kind = kind_of(entry)
     if kind == "join":

@@ -72,7 +72,8 @@ def test_conflicting_facts_are_kept_apart_by_scope_and_dropped_within_one(geo):
 
     same_scope = [labeled(SIZE + " now", area), labeled(SIZE + " today", people)]
     report = mine_labeled(store, same_scope, pairer=LLMPairer(llm), targets={"geoquery": db})
-    assert report.merge == {"dropped": 2}
+    assert report.dropped["ambiguous_phrase"] == 2  # one scope, two columns: refused
+    assert report.merge == {}
     assert {e.workspace for e in synonyms(store)} == {"land", "census"}
 
 
