@@ -3,6 +3,7 @@
     python -m bench.mine_precision [--dataset geoquery] [--mine-split train]
                                    [--audit-split test] [--worst 15] [--json]
     python -m bench.mine_precision --dataset spider_dev   # per database: 2/3 mined, 1/3 audited
+    python -m bench.mine_precision --rounds 25           # mined 25 at a time, as a stream
 
 Profiles the dataset's databases into a fresh knowledge store, mines the questions of
 ``--mine-split`` (question + gold SQL, labeled) deterministically with
@@ -31,7 +32,7 @@ import argparse
 import hashlib
 import json
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -87,9 +88,11 @@ def split_examples(
 
 
 def mine(
-    examples: list[Example], urls: dict[str, str], folder: Path
+    examples: list[Example], urls: dict[str, str], folder: Path, *, rounds: int = 0
 ) -> tuple[KnowledgeStore, MiningReport]:
-    """A profiled store of the databases with ``examples`` mined into it as candidates."""
+    """A profiled store of the databases with ``examples`` mined into it as candidates:
+    at once, or (``rounds`` > 0) as a stream does, ``rounds`` experiences at a time, each
+    stored before its round (the report is the last round's, with the drops summed)."""
     store = KnowledgeStore(f"sqlite:///{folder / 'store.db'}")
     for name, url in urls.items():
         with Database(url) as database:
@@ -97,13 +100,22 @@ def mine(
                 database, store, database_name=name, options=ProfileOptions(progress=False)
             )
     targets = {n: Database(u) for n, u in urls.items()}
+    experiences = experiences_of(examples)
+    size = rounds or len(experiences)
+    dropped: Counter[str] = Counter()
     try:
-        report = mine_labeled(
-            store, experiences_of(examples), lemmatizer=default_lemmatizer(), targets=targets
-        )
+        for begin in range(0, len(experiences), size):
+            chunk = experiences[begin : begin + size]
+            if rounds:
+                store.upsert_many(chunk)
+            report = mine_labeled(
+                store, chunk, lemmatizer=default_lemmatizer(), targets=targets, job_id="audit"
+            )
+            dropped.update(report.dropped)
     finally:
         for database in targets.values():
             database.close()
+    report.dropped = dropped
     return store, report
 
 
@@ -171,7 +183,7 @@ def _print(rows: list[Audited], report: MiningReport, worst: int, heading: str) 
     print(f"## {heading}")
     print(
         f"mined {report.mined_experiences}/{report.experiences} experiences, "
-        f"{len(report.candidate_ids)} candidates inserted; mined by kind {dict(report.mined)}; "
+        f"{len(rows)} candidates in the store; mined by kind {dict(report.mined)}; "
         f"dropped {dict(report.dropped)}; merge {report.merge}; {report.seconds} s"
     )
     print("\n### entries (kind, support, triggered, agree, disagree, phrase → element)")
@@ -198,13 +210,15 @@ def _print(rows: list[Audited], report: MiningReport, worst: int, heading: str) 
         )
 
 
-def run(dataset: str, mine_split: str, audit_split: str) -> tuple[list[Audited], MiningReport]:
+def run(
+    dataset: str, mine_split: str, audit_split: str, *, rounds: int = 0
+) -> tuple[list[Audited], MiningReport]:
     options = {"drop_failing_gold": True} if dataset == "geoquery" else {}
     examples = load_dataset(dataset, **options).examples
     mined, audited = split_examples(examples, mine_split, audit_split)
     urls = {e.database: e.database_url for e in examples if e.database_url}
     with tempfile.TemporaryDirectory(prefix="mine-precision-") as folder:
-        store, report = mine(mined, urls, Path(folder))
+        store, report = mine(mined, urls, Path(folder), rounds=rounds)
         with store:
             rows = audit(store, audited, default_lemmatizer())
     return rows, report
@@ -217,8 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audit-split", default="test")
     parser.add_argument("--worst", type=int, default=15)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--rounds", type=int, default=0, help="mine N experiences at a time, as a stream does"
+    )
     args = parser.parse_args(argv)
-    rows, report = run(args.dataset, args.mine_split, args.audit_split)
+    rows, report = run(args.dataset, args.mine_split, args.audit_split, rounds=args.rounds)
     if args.json:
         figures = {
             "summary": summary(rows),
@@ -227,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(figures, indent=2, sort_keys=True, default=str))
         return 0
-    _print(rows, report, args.worst, f"{args.dataset}: mined {args.mine_split}")
+    how = f" in rounds of {args.rounds}" if args.rounds else ""
+    _print(rows, report, args.worst, f"{args.dataset}: mined {args.mine_split}{how}")
     return 0
 
 
