@@ -54,6 +54,10 @@ _ORDERING = (
     r"ascending|descending|first|last|biggest|oldest|youngest|max|min|best|worst|longest|"
     r"shortest|ascend|descend|increasing|decreasing|maximum|minimum"
 )
+PART_WORDS = frozenset(
+    {"table", "join", "filter", "grouping", "ordering", "computed", "aggregate", "limit"}
+)
+"""Words naming kinds of SQL parts (the writer's prompt lists the parts with them)."""
 _JOINING = r"join|link|connect|match|combine|relate|relation|through|via|pair"
 
 
@@ -251,6 +255,8 @@ def _name_problem(name: str, asked: str, sql: _Sql, schema: set[str]) -> str | N
     key = name.lower()
     if not key or key in sql.names or key in sql.strings or key in sql.functions:
         return None
+    if key in PART_WORDS:
+        return None  # the words the prompt lists the SQL's parts with
     if "." in key:
         parts = [p for p in key.split(".") if p]
         missing = [p for p in parts if p not in sql.names]
@@ -273,8 +279,20 @@ def _quoted(quoted: str, asked: str, sql: _Sql, schema: set[str], dialect: str) 
     if key in asked or (_is_number(key) and _number_text(key) in sql.numbers):
         return []
     if re.fullmatch(r"[\w\s]+", quoted) and len(quoted.split()) < 2:
+        if key in PART_WORDS or _is_keyword(quoted, dialect):
+            return []  # 'SELECT', 'filter': a word about SQL, not a value
         return [f"literal '{quoted}'"]
     return _backticked(quoted, asked, sql, schema, dialect)
+
+
+def _is_keyword(word: str, dialect: str) -> bool:
+    """``word`` is one SQL keyword token (``SELECT``, ``FILTER``), not a name or value."""
+    try:
+        tokens = Tokenizer(dialect=dialect).tokenize(word)
+    except (SqlglotError, ValueError):
+        return False
+    kinds = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING, TokenType.NUMBER)
+    return len(tokens) == 1 and tokens[0].token_type not in kinds
 
 
 def _string_problem(value: str, sql: _Sql) -> bool:

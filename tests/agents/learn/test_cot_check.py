@@ -68,6 +68,8 @@ def test_a_wrong_function_or_sql_fragment_fails():
     assert "unexplained aggregate COUNT(*)" in reasons
     quoted = RIGHT + "\n5. \"WHERE age > 30 AND country = 'France'\" keeps them."
     assert _reasons(quoted) == []  # a quoted SQL fragment of the SQL itself is fine
+    words = RIGHT + "\n5. 'SELECT' and 'FROM' read them; the `filter` above keeps them."
+    assert _reasons(words) == []  # SQL keywords and the prompt's part words name nothing
 
 
 def test_joins_grouping_and_ordering_must_be_explained():
