@@ -37,15 +37,26 @@ class Dequantized:
 def dequantize_gguf(gguf_file: Path, out_dir: Path, *, dtype: str = "float32") -> Dequantized:
     """Write ``gguf_file`` as a Hugging Face model folder (weights + tokenizer) to ``out_dir``."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     if not gguf_file.is_file():
         raise FileNotFoundError(f"no GGUF file at {gguf_file} (almanac models pull)")
     started = time.perf_counter()
     folder, name = str(gguf_file.parent), gguf_file.name
-    model = AutoModelForCausalLM.from_pretrained(
-        folder, gguf_file=name, dtype=getattr(torch, dtype)
+    loaded = AutoModelForCausalLM.from_pretrained(
+        folder,
+        gguf_file=name,
+        dtype=getattr(torch, dtype),
+        quantization_config=GgufConfig(dequantize=True),
     )
+    # the loader keeps its GGUF quantizer attached, which refuses to save: copy the dense
+    # weights into a plain model of the same config
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    del loaded
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir))
