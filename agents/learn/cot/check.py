@@ -2,7 +2,8 @@
 
 An explanation (short numbered steps) is accepted when
 
-- it is numbered steps at all;
+- it is numbered steps at all, and ties the question's phrases to the SQL rather than
+  quoting the list of the SQL's parts the writer's prompt gives (``"filter x = 1"``);
 - every name it gives is in the SQL: backticked text is read with sqlglot's tokenizer (each
   identifier must be a table, column, alias or function of the SQL, each string or number a
   literal of it), quoted text must be a literal or a name of the SQL or a phrase of the
@@ -40,6 +41,9 @@ STEP = re.compile(r"^\s*(?:step\s*)?(\d+)\s*[.):]\s*(.+)$", re.IGNORECASE)
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _QUOTED = re.compile(r"(?<![A-Za-z0-9])'([^'\n]+?)'(?![A-Za-z0-9])|\"([^\"\n]+?)\"")
 _WORD = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\b")
+_PARTS_LINE = re.compile(
+    r"(?:table|join|filter|grouping by|ordering by|computed)\s+\S", re.IGNORECASE
+)
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w]|\.\d)")
 _AGGREGATE_WORDS = {
     "count": r"count|number|how many|many|total",
@@ -192,9 +196,20 @@ def check_cot(
     text = "\n".join(steps)
     lower = text.lower()
     schema = {name.lower() for name in schema_names}
+    copied = [
+        q for q in _quoted_texts(text) if _PARTS_LINE.match(q) and q.lower() not in question.lower()
+    ]
+    if copied:
+        verdict.problems.append(
+            f"copied the SQL's parts list, not the question's phrases: {copied[0]!r}"
+        )
     verdict.absent = _absent_names(text, question, parsed, schema, dialect)
     verdict.unexplained = _unexplained(lower, parsed)
     return verdict
+
+
+def _quoted_texts(text: str) -> list[str]:
+    return [(m.group(1) or m.group(2) or "").strip() for m in _QUOTED.finditer(text)]
 
 
 # ------------------------------------------------------------------- names and literals

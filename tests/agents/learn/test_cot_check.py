@@ -84,6 +84,12 @@ def test_joins_grouping_and_ordering_must_be_explained():
     assert any(r.startswith("unexplained grouping by") for r in _reasons(no_group, JOINED))
 
 
+def test_copying_the_prompts_parts_list_instead_of_the_question_fails():
+    parroted = RIGHT.replace('"from France"', "\"filter country = 'France'\"")
+    verdict = check_cot(QUESTION, SQL, parroted, schema_names=SCHEMA)
+    assert verdict.kinds == ["copied the SQL's parts list, not the question's phrases"]
+
+
 def test_prose_without_numbered_steps_fails():
     verdict = check_cot(QUESTION, SQL, "It counts French singers over 30.")
     assert not verdict.passed and verdict.kinds == ["not numbered steps"]
