@@ -12,7 +12,8 @@ those whose SQL uses what the entry points to (*support*) and those whose SQL do
 - ``ambiguous_phrase``: the phrase was mined for several elements ("people" →
   ``state.population`` in questions about states, ``city.population`` in questions about
   cities) and this element holds less than :data:`MIN_SHARE_AMBIGUOUS` of the questions
-  saying it (scoping it by the words around it is left to a later miner);
+  saying it; a synonym is then scoped, where the log allows, by the word next to its
+  phrase in its question (:func:`narrowed`: "how high" → ``highest_elevation``);
 - ``conflicting_evidence``: the phrase is said more often than :data:`MIN_SHARE` allows by
   questions whose SQL does not use the element ("high" → ``highest_elevation`` while most
   questions saying "highest" ask for ``highest_point``);
@@ -32,16 +33,18 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from agents.learn.mine import entries as build
 from agents.learn.mine.align import STOPWORDS, name_lemmas
 from agents.learn.mine.candidates import mining_note
 from agents.learn.mine.schema_view import SchemaView
 from agents.learn.mine.usage import Element, SqlUse, element_of, kind_of, lemmas_of
-from indices.normalize import Lemmatizer
+from indices.normalize import Lemmatizer, tokenize
 from ukf import BaseUKF, ExperienceUKF
 
 MIN_SUPPORT = 2
 MIN_SHARE = 0.6
 MIN_SHARE_AMBIGUOUS = 0.8  # a phrase mined for several elements: one must clearly lead
+NARROWED = frozenset({"ambiguous_phrase", "conflicting_evidence"})
 EXACT_HOW = frozenset({"verbatim", "initials", "llm"})
 SUPPORTED_KINDS = frozenset({"column_synonym", "table_synonym", "value_synonym", "predicate"})
 JUDGED_KINDS = SUPPORTED_KINDS | {"metric", "comparison"}
@@ -81,6 +84,8 @@ class Evidence:
     ) -> None:
         self.lemmatizer = lemmatizer
         self.uses: dict[Scope, list[SqlUse]] = defaultdict(list)
+        self.experiences: dict[str, ExperienceUKF] = {}
+        self.elements: dict[str, BaseUKF] = {}  # tables and columns by id
         self.columns: dict[str, tuple[str, str]] = {}
         seen: set[str] = set()
         for experience in experiences:
@@ -89,11 +94,14 @@ class Evidence:
             if view is None or not experience.sql or experience.id in seen:
                 continue
             seen.add(experience.id)
+            self.experiences[experience.id] = experience
             dialect = str(experience.content_resources.get("dialect") or "sqlite")
             use = SqlUse(experience.question, experience.sql, view, lemmatizer, dialect=dialect)
             if use.parsed:
                 self.uses[scope_of(experience, database)].append(use)
         for view in views.values():
+            self.elements.update((t.id, t) for t in view.tables.values())
+            self.elements.update((c.id, c) for c in view.columns.values())
             for column in view.columns.values():
                 r = column.content_resources
                 self.columns[column.id] = (str(r["table"]).casefold(), str(r["column"]).casefold())
@@ -129,7 +137,58 @@ def screen(entries: list[BaseUKF], evidence: Evidence) -> tuple[list[BaseUKF], C
         verdicts[key] = _verdict(firsts[key], kind, weight, rivals, evidence.lemmatizer)
     dropped: Counter[str] = Counter(v for v in verdicts.values() if v is not None)
     kept = [e for e in entries if verdicts.get(_key(e)) is None]
+    for key, verdict in verdicts.items():
+        kind, scope, element, phrase = judged[key]
+        if verdict in NARROWED and kind in ("column_synonym", "table_synonym"):
+            kept += narrowed(firsts[key], scope, element, phrase, evidence)
     return kept, dropped
+
+
+def narrowed(
+    entry: BaseUKF, scope: Scope, element: Element, phrase: tuple[str, ...], evidence: Evidence
+) -> list[BaseUKF]:
+    """The synonym scoped by a word next to its phrase in a source question ("high" →
+    ``highest_elevation`` is ambiguous; "**how** high" is not), where that longer phrase
+    has :data:`MIN_SUPPORT` questions and :data:`MIN_SHARE_AMBIGUOUS` of those saying it;
+    one entry per source question that has one (``how``: ``context``)."""
+    target = evidence.elements.get(str(entry.content_resources.get("target")))
+    note = mining_note(entry)
+    found: list[BaseUKF] = []
+    for parent in dict.fromkeys(entry.parents):
+        experience = evidence.experiences.get(parent)
+        if target is None or experience is None:
+            continue
+        for start, end in _widened(experience.question, phrase, evidence.lemmatizer):
+            longer = lemmas_of(experience.question[start:end], evidence.lemmatizer)
+            weight = evidence.weigh(scope, element, longer)
+            if weight.support >= MIN_SUPPORT and weight.share >= MIN_SHARE_AMBIGUOUS:
+                prov = build.Provenance(
+                    str(note.get("job_id", "")), str(note.get("miner", "")), experience, scope[0]
+                )
+                label = str(entry.content_resources.get("target_name") or target.name)
+                text = experience.question[start:end]
+                found.append(build.synonym(text, target, label, prov, "context"))
+                break
+    return found
+
+
+def _widened(
+    question: str, phrase: tuple[str, ...], lemmatizer: Lemmatizer | None
+) -> list[tuple[int, int]]:
+    """Spans of ``phrase`` in ``question`` with the word before, then with the word after."""
+    tokens = tokenize(question, lemmatizer)
+    lemmas = [t.lemma for t in tokens]
+    n = len(phrase)
+    for i in range(len(lemmas) - n + 1):
+        if tuple(lemmas[i : i + n]) != phrase:
+            continue
+        spans = []
+        if i > 0 and tokens[i - 1].lemma.isalpha():
+            spans.append((tokens[i - 1].start, tokens[i + n - 1].end))
+        if i + n < len(tokens) and tokens[i + n].lemma.isalpha():
+            spans.append((tokens[i].start, tokens[i + n].end))
+        return spans
+    return []
 
 
 def _key(entry: BaseUKF) -> tuple[str, str]:

@@ -137,3 +137,28 @@ def test_an_exactly_aligned_phrase_needs_one_question(geo):
     report = mine_labeled(store, [exp], targets={"geoquery": db})
     assert [e.name for e in mined(store)] == ["lowest spot"]  # "lowest" is a word of the name
     assert "low_support" not in report.dropped
+
+
+def test_a_conflicting_phrase_is_kept_scoped_by_the_word_before_it(geo):
+    store, db = geo
+    exps = [
+        labeled(
+            f"how high is {state}",
+            f"SELECT highest_elevation FROM highlow WHERE state_name = '{state}'",
+        )
+        for state in ("alaska", "texas")
+    ]
+    exps += [
+        labeled(
+            f"what is the highest point of {state}",
+            f"SELECT highest_point FROM highlow WHERE state_name = '{state}'",
+        )
+        for state in ("ohio", "iowa")
+    ]
+    report = mine_labeled(store, exps, targets={"geoquery": db})
+
+    # "high": 2 of the 4 questions saying it read highest_elevation; "how high": 2 of 2
+    assert report.dropped["conflicting_evidence"] == 1
+    (entry,) = [e for e in mined(store) if kind_of(e) == "column_synonym"]
+    assert (entry.name, entry.content) == ("how high", "how high means highlow.highest_elevation")
+    assert entry.metadata["mining"]["how"] == "context"
