@@ -8,6 +8,7 @@ from agents.learn.mine import mine_labeled
 from agents.learn.mine.labeled import kind_of
 from agents.learn.mine.schema_view import SchemaView
 from agents.learn.mine.sql_facts import sql_facts
+from agents.learn.mine.usage import SqlUse, lemmas_of
 from tests.agents.learn.conftest import labeled
 
 
@@ -162,3 +163,26 @@ def test_a_conflicting_phrase_is_kept_scoped_by_the_word_before_it(geo):
     (entry,) = [e for e in mined(store) if kind_of(e) == "column_synonym"]
     assert (entry.name, entry.content) == ("how high", "how high means highlow.highest_elevation")
     assert entry.metadata["mining"]["how"] == "context"
+
+
+def test_a_question_judges_a_mined_element_by_what_its_sql_uses(geo):
+    store, _ = geo
+    view = SchemaView(store, "geoquery")
+    about_states = SqlUse(
+        "how many people live in texas",
+        "SELECT population FROM state WHERE state_name = 'texas'",
+        view,
+    )
+    people = lemmas_of("people")
+    assert about_states.judge(("column", "state", "population"), people) is True
+    assert about_states.judge(("column", "city", "population"), people) is False
+    assert about_states.judge(("column", "city", "population"), lemmas_of("folks")) is None
+    linked = SqlUse(
+        "which rivers run through states bordering texas",
+        "SELECT river_name FROM river WHERE traverse IN "
+        "(SELECT border FROM border_info WHERE state_name = 'texas')",
+        view,
+    )
+    assert linked.judge(("join", "border_info", "border", "river", "traverse"), ()) is True
+    assert linked.judge(("join", "border_info", "state_name", "river", "traverse"), ()) is False
+    assert linked.judge(("join", "city", "city_name", "state", "capital"), ()) is None
