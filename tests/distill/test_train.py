@@ -1,0 +1,47 @@
+"""What the trainer learns from: the target only; and full fine-tuning as an option."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from transformers import AutoTokenizer
+
+from distill.config import TrainConfig
+from distill.progress import ProgressCallback
+from distill.train import _trainer, pairs, train
+from tests.distill.tiny import tiny_student
+
+MESSAGES = [
+    {"role": "system", "content": "Write SQL."},
+    {"role": "user", "content": "How many singers?"},
+]
+TARGET = "```sql\nSELECT count(*) FROM singer\n```"
+
+
+def test_the_loss_counts_the_target_tokens_only(tmp_path: Path):
+    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    config = TrainConfig(base_model=base, data=tmp_path, output_dir=tmp_path / "run", max_steps=1)
+    rows = pairs([{"messages": MESSAGES, "target": TARGET}])
+    trainer = _trainer(config, "cpu", tokenizer, rows, [], ProgressCallback(tmp_path / "m"))
+    batch = trainer.data_collator([trainer.train_dataset[0]])
+    ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+    learned = tokenizer.decode([i for i, label in zip(ids, labels, strict=True) if label != -100])
+    assert learned.startswith(TARGET) and learned.strip() == TARGET + "<|im_end|>"
+    assert "How many singers?" in tokenizer.decode(ids)  # the prompt is there, unlearned
+
+
+def test_full_fine_tuning_saves_a_whole_model(tmp_path: Path):
+    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
+    data = tmp_path / "data"
+    data.mkdir()
+    line = json.dumps({"messages": MESSAGES, "target": TARGET})
+    (data / "train.jsonl").write_text(f"{line}\n{line}\n")
+    config = TrainConfig(
+        base_model=base, data=data, output_dir=tmp_path / "run", full_finetune=True, max_steps=2
+    )
+    result = train(config)
+    assert result.steps == 2 and result.eval_loss is None
+    final = tmp_path / "run" / "final"
+    assert (final / "model.safetensors").is_file() and not (final / "adapter_config.json").exists()
