@@ -6,7 +6,8 @@ For each source experience (labeled or verified, with SQL; see
 :mod:`~agents.learn.synth.vary`), interleaved and capped at ``per_source``. Each variant
 gets exactly one outcome, counted per transform in the :class:`SynthesisReport`:
 
-- ``known``: its SQL is an experience's of the database already, or it was tried before;
+- ``known``: its SQL is an experience's of the database already, or it was tried before
+  (in this run, or dropped by an earlier one: remembered on its source);
 - ``failed``: it does not run (read-only, on the database's target);
 - ``degenerate``: it runs but says nothing (:func:`agents.learn.synth.results.degenerate`),
   or (compose, vary) gives the source's result again;
@@ -43,6 +44,7 @@ from agents.learn.synth.vary import vary
 from agents.llm.base import Cancellation, current_cancellation
 from kb.store import KnowledgeStore
 from kb.target.database import Database
+from kb.target.results import Results
 from kb.target.sql_guard import sqlglot_dialect
 from ukf import ExperienceUKF
 
@@ -157,6 +159,7 @@ class _Run:
         self.schema = SynthSchema(SchemaView(store, database_name, target=target), self.dialect)
         self.known = records.known_keys(store, database_name, self.dialect)
         self.notes: dict[str, dict[str, str]] = {}
+        self.tried: set[str] = set()
 
     def full(self) -> bool:
         limit = self.options.limit
@@ -166,10 +169,9 @@ class _Run:
         assert source.sql is not None
         memory = {} if self.options.retry else records.remembered(source)
         original = run(self.target, source.sql)
-        if degenerate(original) is not None and not original.ok:
-            self.report.skipped["source SQL fails"] = (
-                self.report.skipped.get("source SQL fails", 0) + 1
-            )
+        if not original.ok:
+            skipped = self.report.skipped
+            skipped["source SQL fails"] = skipped.get("source SQL fails", 0) + 1
             return
         for variant in variants_of(source.sql, self.schema, self.options):
             if self.full():
@@ -177,12 +179,13 @@ class _Run:
                 return
             self.report.count(variant.transform, "generated")
             key = sql_key(variant.sql, self.dialect)
-            if key in self.known or key in memory:
+            if key in self.known or key in self.tried or key in memory:
                 self.report.count(variant.transform, "known")
                 continue
             outcome, reason = self._try(source, variant, key, original)
             self.report.count(variant.transform, outcome)
             if outcome != "stored":
+                self.tried.add(key)  # another source's same variant is not tried again
                 self.notes.setdefault(source.id, {})[key] = outcome
                 if len(self.report.dropped) < EXAMPLES_KEPT:
                     self.report.dropped.append(
@@ -196,7 +199,7 @@ class _Run:
                     )
 
     def _try(
-        self, source: ExperienceUKF, variant: Variant, key: str, original: Any
+        self, source: ExperienceUKF, variant: Variant, key: str, original: Results
     ) -> tuple[str, str]:
         results = run(self.target, variant.sql)
         if not results.ok:

@@ -270,7 +270,8 @@ def test_the_limit_stops_the_run_and_sources_without_a_target_are_skipped(concer
     store, database = concert
     seed(store, NAMES, COUNT_NL)
     other = labeled("how many states", "SELECT count(*) FROM state", database="geoquery")
-    store.upsert(other)
+    broken = labeled("how old are they", "SELECT oldness FROM singer", database=DB)
+    store.upsert_many([other, broken])
     report = synthesize(
         store,
         [*synthesis_sources(store)],
@@ -281,6 +282,9 @@ def test_the_limit_stops_the_run_and_sources_without_a_target_are_skipped(concer
     )
     consistent(report)
     assert len(report.stored_ids) == 2 and report.limit_reached
-    assert report.skipped == {"no target": 1}
+    assert report.skipped["no target"] == 1
+    assert report.skipped.get("source SQL fails", 0) <= 1  # when reached before the limit
+    whole = synthesize(store, [broken], targets={DB: database}, writer=writer(), ask=Chain())
+    assert whole.skipped == {"source SQL fails": 1} and whole.totals()["generated"] == 0
     with pytest.raises(ValueError, match="unknown transforms"):
         SynthOptions(transforms=("shuffle",))
