@@ -112,6 +112,10 @@ def test_parameters_and_submitters_are_checked(concert):
         ).status_code
         == 403
     )
+    llms, concert.state.llms = concert.state.llms, None
+    no_llm = concert.request("POST", "/v1/jobs", "ops", json={"kind": "synthesize", "params": {}})
+    assert no_llm.status_code == 409 and "no LLM is configured" in no_llm.text
+    concert.state.llms = llms
     other = concert.wait_job(_submit(concert, {"database_name": "world_1"}, kind="synthesize"))
     assert other["state"] == "failed" and "is not the target" in other["error"]
     limited = concert.wait_job(
