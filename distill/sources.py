@@ -17,11 +17,11 @@ CoT-profiling record about the experience's current SQL (``profile["cot"]``, see
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agents.learn.cot.record import COT, sql_hash
 from agents.learn.mine.unlabeled import VOTE, VoteThresholds
 from agents.learn.synth.records import is_synthetic
 from kb.store import KnowledgeStore
@@ -29,7 +29,7 @@ from ukf import ExperienceUKF
 
 SourceName = Literal["human", "mined", "synthetic"]
 SOURCES: tuple[SourceName, ...] = ("human", "mined", "synthetic")
-COT = "cot"
+__all__ = ["COT", "TeachingExample", "experience_cot", "sql_hash", "teaching_examples"]
 
 
 @dataclass(frozen=True)
@@ -63,14 +63,10 @@ class TeachingExample:
         return self.experience.content_resources.get("dialect") or "sqlite"
 
 
-def sql_hash(sql: str) -> str:
-    """16 hex digits of SHA-256 over ``sql`` with its whitespace collapsed (the key a CoT
-    record carries, so a CoT about an older SQL is not used)."""
-    return hashlib.sha256(" ".join(sql.split()).encode()).hexdigest()[:16]
-
-
 def cot_record(entry: ExperienceUKF, sql: str) -> dict[str, Any] | None:
-    """The CoT-profiling record about ``sql`` stored on ``entry`` (passing or not)."""
+    """The CoT-profiling record about ``sql`` stored on ``entry`` (passing or not): for a
+    mined question the voted SQL, which need not be the SQL the experience stores, so
+    :func:`agents.learn.cot.record.cot_record` (about the stored SQL) is not used."""
     record = entry.profile.get(COT)
     if not isinstance(record, dict) or record.get("sql_hash") != sql_hash(sql):
         return None
