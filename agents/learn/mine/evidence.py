@@ -45,6 +45,7 @@ MIN_SUPPORT = 2
 MIN_SHARE = 0.6
 MIN_SHARE_AMBIGUOUS = 0.8  # a phrase mined for several elements: one must clearly lead
 NARROWED = frozenset({"ambiguous_phrase", "conflicting_evidence"})
+SCOPING_STOPWORDS = frozenset({"how"})  # "how high": a degree, not a point
 EXACT_HOW = frozenset({"verbatim", "initials", "llm"})
 SUPPORTED_KINDS = frozenset({"column_synonym", "table_synonym", "value_synonym", "predicate"})
 JUDGED_KINDS = SUPPORTED_KINDS | {"metric", "comparison"}
@@ -139,7 +140,7 @@ def screen(entries: list[BaseUKF], evidence: Evidence) -> tuple[list[BaseUKF], C
     kept = [e for e in entries if verdicts.get(_key(e)) is None]
     for key, verdict in verdicts.items():
         kind, scope, element, phrase = judged[key]
-        if verdict in NARROWED and kind in ("column_synonym", "table_synonym"):
+        if verdict in NARROWED and kind == "column_synonym":
             kept += narrowed(firsts[key], scope, element, phrase, evidence)
     return kept, dropped
 
@@ -147,7 +148,7 @@ def screen(entries: list[BaseUKF], evidence: Evidence) -> tuple[list[BaseUKF], C
 def narrowed(
     entry: BaseUKF, scope: Scope, element: Element, phrase: tuple[str, ...], evidence: Evidence
 ) -> list[BaseUKF]:
-    """The synonym scoped by a word next to its phrase in a source question ("high" →
+    """The column synonym scoped by a word next to its phrase in a source question ("high" →
     ``highest_elevation`` is ambiguous; "**how** high" is not), where that longer phrase
     has :data:`MIN_SUPPORT` questions and :data:`MIN_SHARE_AMBIGUOUS` of those saying it;
     one entry per source question that has one (``how``: ``context``)."""
@@ -172,6 +173,11 @@ def narrowed(
     return found
 
 
+def _scoping(lemma: str) -> bool:
+    """A word that may scope a phrase: a content word, or "how" ("how high")."""
+    return lemma.isalpha() and (lemma not in STOPWORDS or lemma in SCOPING_STOPWORDS)
+
+
 def _widened(
     question: str, phrase: tuple[str, ...], lemmatizer: Lemmatizer | None
 ) -> list[tuple[int, int]]:
@@ -183,9 +189,9 @@ def _widened(
         if tuple(lemmas[i : i + n]) != phrase:
             continue
         spans = []
-        if i > 0 and tokens[i - 1].lemma.isalpha():
+        if i > 0 and _scoping(tokens[i - 1].lemma):
             spans.append((tokens[i - 1].start, tokens[i + n - 1].end))
-        if i + n < len(tokens) and tokens[i + n].lemma.isalpha():
+        if i + n < len(tokens) and _scoping(tokens[i + n].lemma):
             spans.append((tokens[i].start, tokens[i + n].end))
         return spans
     return []
