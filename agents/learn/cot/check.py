@@ -16,11 +16,10 @@ An explanation (short numbered steps) is accepted when
   column (named, with a grouping or ordering word), and each aggregate (its word, such as
   "count" or "average", and its column).
 
-The SQL's facts come from :func:`agents.learn.mine.sql_facts.sql_facts` (tables, columns,
-joins, grouping, ordering); the checker reads from the same parse what those facts do not
-keep (aggregates, every filter, literals, aliases). A column or table counts as named by its
-name, by its words (``song release year``) or by two or more consecutive of them, plural
-``s``/``es`` allowed.
+The SQL's parts come from :func:`agents.learn.cot.sql_parts.read_sql` (the facts of
+:func:`agents.learn.mine.sql_facts.sql_facts` and what they do not keep). A column or table
+counts as named by its name, by its words (``song release year``) or by two or more
+consecutive of them, plural ``s``/``es`` allowed.
 """
 
 from __future__ import annotations
@@ -30,12 +29,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import sqlglot
-from sqlglot import expressions as exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Tokenizer, TokenType
 
-from agents.learn.mine.sql_facts import QUOTED_STRING_DIALECTS, SqlFacts, SqlFactsError, sql_facts
+from agents.learn.cot.sql_parts import (
+    SqlParts,
+    is_number,
+    number_text,
+    read_sql,
+)
 
 STEP = re.compile(r"^\s*(?:step\s*)?(\d+)\s*[.):]\s*(.+)$", re.IGNORECASE)
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
@@ -63,14 +65,6 @@ PART_WORDS = frozenset(
 )
 """Words naming kinds of SQL parts (the writer's prompt lists the parts with them)."""
 _JOINING = r"join|link|connect|match|combine|relate|relation|through|via|pair"
-
-
-class CotCheckError(ValueError):
-    """The SQL to check an explanation against does not parse; carries the SQL."""
-
-    def __init__(self, sql: str, problem: str) -> None:
-        super().__init__(f"cannot check an explanation of this SQL ({problem}): {sql[:300]!r}")
-        self.sql = sql
 
 
 @dataclass
@@ -124,58 +118,6 @@ def steps_of(explanation: str) -> list[str]:
     return steps
 
 
-@dataclass
-class _Sql:
-    """What the checker needs of one statement (see the module docstring)."""
-
-    facts: SqlFacts
-    names: set[str]
-    functions: set[str]
-    strings: set[str]
-    numbers: set[str]
-    filters: list[tuple[str, list[str], list[str | float | int]]]
-    aggregates: list[tuple[str, str, list[str]]]
-    ordering: list[tuple[str, list[str], str | None]]
-
-
-def read_sql(sql: str, dialect: str = "sqlite") -> _Sql:
-    """Parse ``sql`` once for :func:`check_cot` (:class:`CotCheckError` if it does not)."""
-    try:
-        facts = sql_facts(sql, dialect)
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except (SqlFactsError, SqlglotError) as exc:
-        raise CotCheckError(sql, str(exc).splitlines()[0]) from None
-    assert tree is not None
-    quoted_strings = dialect in QUOTED_STRING_DIALECTS
-    names = {t.lower() for t in facts.tables} | {c.lower() for _, c in facts.columns}
-    names |= {t.alias.lower() for t in tree.find_all(exp.Table) if t.alias}
-    names |= {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
-    names |= {q.alias.lower() for q in tree.find_all(exp.Subquery) if q.alias}
-    names |= {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    functions = {f.sql_name().lower() for f in tree.find_all(exp.Func)}
-    strings: set[str] = set()
-    numbers: set[str] = set()
-    for literal in tree.find_all(exp.Literal):
-        text = str(literal.this)
-        (strings if literal.is_string else numbers).add(text.lower())
-        if literal.is_string and _is_number(text):
-            numbers.add(_number_text(text))
-        if not literal.is_string:
-            numbers.add(_number_text(text))
-    if quoted_strings:  # col = "text" is a string there (sql_facts reads it so)
-        strings |= {str(p.values[0]).lower() for p in facts.predicates if p.is_text}
-    return _Sql(
-        facts=facts,
-        names=names,
-        functions=functions,
-        strings={s.strip("%").lower() for s in strings},
-        numbers=numbers,
-        filters=_filters(tree, facts, quoted_strings),
-        aggregates=_aggregates(tree),
-        ordering=_ordering(tree),
-    )
-
-
 def check_cot(
     question: str,
     sql: str,
@@ -213,7 +155,9 @@ def _quoted_texts(text: str) -> list[str]:
 
 
 # ------------------------------------------------------------------- names and literals
-def _absent_names(text: str, question: str, sql: _Sql, schema: set[str], dialect: str) -> list[str]:
+def _absent_names(
+    text: str, question: str, sql: SqlParts, schema: set[str], dialect: str
+) -> list[str]:
     absent: dict[str, None] = {}
     asked = question.lower()
     rest = text
@@ -233,13 +177,15 @@ def _absent_names(text: str, question: str, sql: _Sql, schema: set[str], dialect
             if key and _identifier_like(word) and key in schema and key not in sql.names:
                 absent[f"name {word}"] = None
     for matched in _NUMBER.finditer(rest):
-        number = _number_text(matched.group(1))
+        number = number_text(matched.group(1))
         if number not in sql.numbers and not re.search(rf"(?<![\w.]){number}(?![\w])", asked):
             absent[f"number {matched.group(1)}"] = None
     return list(absent)
 
 
-def _backticked(mention: str, asked: str, sql: _Sql, schema: set[str], dialect: str) -> list[str]:
+def _backticked(
+    mention: str, asked: str, sql: SqlParts, schema: set[str], dialect: str
+) -> list[str]:
     try:
         tokens = Tokenizer(dialect=dialect).tokenize(mention) if dialect else []
     except (SqlglotError, ValueError):
@@ -254,7 +200,7 @@ def _backticked(mention: str, asked: str, sql: _Sql, schema: set[str], dialect: 
             if _string_problem(token.text, sql):
                 problems.append(f"literal '{token.text}'")
         elif token.token_type == TokenType.NUMBER:
-            if _number_text(token.text) not in sql.numbers:
+            if number_text(token.text) not in sql.numbers:
                 problems.append(f"number {token.text}")
         elif token.token_type == TokenType.VAR and following == TokenType.L_PAREN:
             if token.text.lower() not in sql.functions:
@@ -266,7 +212,7 @@ def _backticked(mention: str, asked: str, sql: _Sql, schema: set[str], dialect: 
     return problems
 
 
-def _name_problem(name: str, asked: str, sql: _Sql, schema: set[str]) -> str | None:
+def _name_problem(name: str, asked: str, sql: SqlParts, schema: set[str]) -> str | None:
     key = name.lower()
     if not key or key in sql.names or key in sql.strings or key in sql.functions:
         return None
@@ -283,7 +229,7 @@ def _name_problem(name: str, asked: str, sql: _Sql, schema: set[str]) -> str | N
     return f"name {name}"
 
 
-def _quoted(quoted: str, asked: str, sql: _Sql, schema: set[str], dialect: str) -> list[str]:
+def _quoted(quoted: str, asked: str, sql: SqlParts, schema: set[str], dialect: str) -> list[str]:
     """Problems of a quoted mention: a literal or name of the SQL, a phrase of the question,
     or a fragment of SQL (read like backticked text) pass."""
     key = quoted.lower().strip("%")
@@ -291,7 +237,7 @@ def _quoted(quoted: str, asked: str, sql: _Sql, schema: set[str], dialect: str) 
         return []
     if key in schema:
         return [f"name {quoted}"]
-    if key in asked or (_is_number(key) and _number_text(key) in sql.numbers):
+    if key in asked or (is_number(key) and number_text(key) in sql.numbers):
         return []
     if re.fullmatch(r"[\w\s]+", quoted) and len(quoted.split()) < 2:
         if key in PART_WORDS or _is_keyword(quoted, dialect):
@@ -310,7 +256,7 @@ def _is_keyword(word: str, dialect: str) -> bool:
     return len(tokens) == 1 and tokens[0].token_type not in kinds
 
 
-def _string_problem(value: str, sql: _Sql) -> bool:
+def _string_problem(value: str, sql: SqlParts) -> bool:
     key = value.lower().strip("%")
     return bool(key) and key not in sql.strings
 
@@ -324,21 +270,8 @@ def _camel(word: str) -> bool:
     return any(a.islower() and b.isupper() for a, b in itertools.pairwise(word))
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _number_text(text: str) -> str:
-    value = float(text)
-    return str(int(value)) if value.is_integer() else repr(value)
-
-
 # ------------------------------------------------------------------ what must be explained
-def _unexplained(text: str, sql: _Sql) -> list[str]:
+def _unexplained(text: str, sql: SqlParts) -> list[str]:
     missing: dict[str, None] = {}
     for shown, columns, literals in sql.filters:
         named = not columns or any(_mentions(text, c) for c in columns)
@@ -388,71 +321,8 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def _literal_given(text: str, value: str | float | int) -> bool:
-    if isinstance(value, str) and not _is_number(value):
+    if isinstance(value, str) and not is_number(value):
         key = value.strip("%").lower()
         return not key or key in text
-    number = _number_text(str(value))
+    number = number_text(str(value))
     return bool(re.search(rf"(?<![\w.]){re.escape(number)}(?:\.0+)?(?![\w]|\.\d)", text))
-
-
-def _filters(
-    tree: exp.Expression, facts: SqlFacts, quoted_strings: bool
-) -> list[tuple[str, list[str], list[str | float | int]]]:
-    """Each atomic WHERE/HAVING condition that is not a join: (its SQL, its own columns,
-    its own literals)."""
-    joins = {(j.left_column, j.right_column) for j in facts.joins}
-    joins |= {(b, a) for a, b in joins}
-    found: list[tuple[str, list[str], list[str | float | int]]] = []
-    for clause in [*tree.find_all(exp.Where), *tree.find_all(exp.Having)]:
-        for atom in _atoms(clause.this):
-            own = [
-                c
-                for c in atom.find_all(exp.Column)
-                if c.find_ancestor(exp.Subquery, exp.Select) is atom.find_ancestor(exp.Select)
-            ]
-            if (
-                isinstance(atom, exp.EQ)
-                and len(own) == 2
-                and all(isinstance(side, exp.Column) for side in (atom.this, atom.expression))
-                and (own[0].name.lower(), own[1].name.lower()) in joins
-            ):
-                continue
-            literals: list[str | float | int] = []
-            for literal in atom.find_all(exp.Literal):
-                if literal.find_ancestor(exp.Select) is atom.find_ancestor(exp.Select):
-                    literals.append(str(literal.this) if literal.is_string else literal.this)
-            columns = []
-            for column in own:
-                if quoted_strings and column.this.quoted and not column.table:
-                    literals.append(column.name)  # col = "text": a string (sql_facts)
-                else:
-                    columns.append(column.name)
-            found.append((atom.sql(), list(dict.fromkeys(columns)), literals))
-    return found
-
-
-def _atoms(node: exp.Expression) -> list[exp.Expression]:
-    if isinstance(node, exp.Paren | exp.Not):
-        return _atoms(node.this)
-    if isinstance(node, exp.And | exp.Or):
-        return [*_atoms(node.this), *_atoms(node.expression)]
-    return [node]
-
-
-def _aggregates(tree: exp.Expression) -> list[tuple[str, str, list[str]]]:
-    found: dict[str, tuple[str, str, list[str]]] = {}
-    for node in tree.find_all(exp.AggFunc):
-        name = node.key.lower()
-        columns = list(dict.fromkeys(c.name for c in node.find_all(exp.Column)))
-        found.setdefault(node.sql(), (node.sql(), name, columns))
-    return list(found.values())
-
-
-def _ordering(tree: exp.Expression) -> list[tuple[str, list[str], str | None]]:
-    found: list[tuple[str, list[str], str | None]] = []
-    for ordered in tree.find_all(exp.Ordered):
-        inner = ordered.this
-        aggregate = inner.key.lower() if isinstance(inner, exp.AggFunc) else None
-        columns = list(dict.fromkeys(c.name for c in inner.find_all(exp.Column)))
-        found.append((inner.sql(), columns, aggregate))
-    return found

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agents.learn.cot.check import CotCheckError, CotVerdict
+from agents.learn.cot.check import CotVerdict
 from agents.learn.cot.record import COT, cot_record, sql_hash, with_cot
+from agents.learn.cot.sql_parts import CotCheckError
 from agents.learn.cot.writer import CotAttempt, CotWriter
 from agents.learn.mine.schema_view import SchemaView
 from agents.llm.base import Cancellation, LLMCancelledError, current_cancellation

@@ -23,7 +23,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from agents.learn.cot.check import CotVerdict, check_cot, read_sql, steps_of
+from agents.learn.cot.check import CotVerdict, check_cot, steps_of
+from agents.learn.cot.sql_parts import read_sql
 from agents.llm.base import LLM, LLMCancelledError, LLMError, Message
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ class CotWriter:
         schema_names: Iterable[str] = (),
     ) -> CotAttempt:
         """A checked explanation of ``sql`` answering ``question`` (the checker's
-        :class:`agents.learn.cot.check.CotCheckError` when ``sql`` does not parse; a model
+        :class:`agents.learn.cot.sql_parts.CotCheckError` when ``sql`` does not parse; a model
         error ends the attempts, cancellation is raised)."""
         names = list(schema_names)
         messages: list[Message] = [

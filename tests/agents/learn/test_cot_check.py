@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.learn.cot.check import CotCheckError, check_cot, steps_of
+from agents.learn.cot import CotCheckError, check_cot, steps_of
 
 SCHEMA = ["singer", "concert", "stadium", "name", "country", "age", "song_release_year"]
 QUESTION = "How many singers from France are older than 30?"
