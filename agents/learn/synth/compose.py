@@ -8,7 +8,8 @@
 - ``join``: a table reached along declared foreign keys (one hop, or two through a table
   with nothing to filter on), joined and filtered on one of its enum-like columns;
 - ``window``: rows of the newest year (or month, when the data holds one year) of a temporal
-  column.
+  column, its bounds written in the column's stored format (``'202501'`` for a ``%Y%m``
+  period), on a table the query has no time condition on yet.
 
 Only a plain outer SELECT is edited (a set operation is left to ``decompose``); columns the
 query already filters on are not filtered again. Each variant is a statement to check: the
@@ -18,6 +19,7 @@ synthesizer runs it and drops what fails or says nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from sqlglot import expressions as exp
@@ -195,12 +197,16 @@ def _free_alias(table: str, taken: set[str]) -> str:
 def _windows(tree: exp.Select, schema: SynthSchema) -> Iterator[Edit]:
     taken = _filtered(tree, schema)
     for alias, table in own_tables(tree).items():
-        for resources in schema.columns(table):
+        temporal = [r for r in schema.columns(table) if schema.time_range(r) is not None]
+        if any((table.casefold(), str(r["column"]).casefold()) in taken for r in temporal):
+            continue  # the query already has a time window on this table
+        for resources in temporal:
             column = str(resources["column"])
             bounds = schema.time_range(resources)
-            if bounds is None or (table.casefold(), column.casefold()) in taken:
-                continue
-            start, end, label = _newest_period(*bounds)
+            assert bounds is not None
+            (start, end), label = _newest_period(*bounds)
+            stored = schema.time_format(resources)
+            start, end = start.strftime(stored), end.strftime(stored)
             low = _condition(alias, column, exp.GTE, start)
             high = _condition(alias, column, exp.LT, end)
             edited = tree.copy().where(exp.and_(low, high), copy=False)
@@ -209,15 +215,12 @@ def _windows(tree: exp.Select, schema: SynthSchema) -> Iterator[Edit]:
             yield edited, change, detail
 
 
-def _newest_period(low: str, high: str) -> tuple[str, str, str]:
+def _newest_period(low: str, high: str) -> tuple[tuple[datetime, datetime], str]:
     """[start, end) of the newest year of ``low``..``high`` (ISO), or of the newest month
     when both are in one year; and its name."""
-    year, month = int(high[:4]), int(high[5:7] or 1) if len(high) >= 7 else 1
+    year = int(high[:4])
+    month = int(high[5:7]) if len(high) >= 7 else 1
     if low[:4] != high[:4]:
-        return f"{year:04d}-01-01", f"{year + 1:04d}-01-01", f"the year {year}"
-    following = (year + 1, 1) if month == 12 else (year, month + 1)
-    return (
-        f"{year:04d}-{month:02d}-01",
-        f"{following[0]:04d}-{following[1]:02d}-01",
-        f"the month {year:04d}-{month:02d}",
-    )
+        return (datetime(year, 1, 1), datetime(year + 1, 1, 1)), f"the year {year}"
+    following = datetime(year + 1, 1, 1) if month == 12 else datetime(year, month + 1, 1)
+    return (datetime(year, month, 1), following), f"the month {year:04d}-{month:02d}"

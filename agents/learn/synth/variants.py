@@ -132,6 +132,12 @@ class SynthSchema:
         low, high = temporal.get("min_iso"), temporal.get("max_iso")
         return (str(low), str(high)) if low and high else None
 
+    def time_format(self, resources: dict[str, Any]) -> str:
+        """The strftime format a temporal column stores its values in (ISO date without
+        one)."""
+        temporal = (resources.get("statistics") or {}).get("temporal") or {}
+        return str(temporal.get("format") or "%Y-%m-%d")
+
     def foreign_keys(self, table: str) -> list[ForeignKey]:
         """Declared foreign keys from or to ``table``, each read from ``table``'s side."""
         found: list[ForeignKey] = []

@@ -79,19 +79,24 @@ def test_join_qualifies_the_source_columns_it_could_make_ambiguous(concert_schem
     assert run(database, variant.sql).ok
 
 
-def test_window_keeps_the_newest_year_of_a_date_column(tmp_path):
+def test_window_keeps_the_newest_year_of_a_date_column_in_its_stored_format(tmp_path):
     path = SPIDER / "dog_kennels" / "dog_kennels.sqlite"
     store, database = profiled(tmp_path, path, "dog_kennels")
     schema = SynthSchema(SchemaView(store, "dog_kennels", target=database), "sqlite")
     variants = compose("SELECT count(*) FROM Dogs", schema, "window")
     arrived = next(v for v in variants if v.detail["column"] == "date_arrived")
-    assert "Dogs.date_arrived >= '2018-01-01' AND Dogs.date_arrived < '2019-01-01'" in arrived.sql
+    assert (
+        "Dogs.date_arrived >= '2018-01-01 00:00:00' AND Dogs.date_arrived < '2019-01-01 00:00:00'"
+        in arrived.sql
+    )
     assert "the year 2018" in arrived.change
-    treated = next(v for v in variants if v.detail["column"] == "date_adopted")
-    assert treated.detail["from"] == "2018-03-01"  # one year of data: its newest month
-    assert rows(database, arrived.sql) == {
-        (rows(database, "SELECT count(*) FROM Dogs WHERE date_arrived LIKE '2018%'").pop()[0],)
-    }
+    adopted = next(v for v in variants if v.detail["column"] == "date_adopted")
+    assert adopted.detail["from"] == "2018-03-01 00:00:00"  # one year of data: its last month
+    in_2018 = "SELECT count(*) FROM Dogs WHERE date_arrived LIKE '2018%'"
+    assert rows(database, arrived.sql) == rows(database, in_2018)
+    # a query with a time condition on the table already gets no second window
+    dated = "SELECT count(*) FROM Dogs WHERE date_of_birth > '2012-01-01'"
+    assert compose(dated, schema, "window") == []
     database.close()
     store.close()
 
