@@ -6,8 +6,11 @@ that is cut between rows (a table's header repeated in each part), a text block 
 
 from __future__ import annotations
 
+import re
+
 from agents.learn.mine.schema_view import SchemaView
 from kb.documents import Block, Section
+from ukf import BaseUKF
 
 MAX_SCHEMA_CHARS = 3000
 ENUM_VALUES_SHOWN = 8
@@ -49,18 +52,75 @@ def _pieces(block: Block, max_chars: int) -> list[str]:
     return [text[i : i + max_chars] for i in range(0, len(text), max_chars)]
 
 
-def schema_text(view: SchemaView, max_chars: int = MAX_SCHEMA_CHARS) -> str:
-    """``table: column, column (values: 'a', 'b'), ...`` per table, cut at ``max_chars``."""
-    columns: dict[str, list[str]] = {}
-    for (table_key, column_key), entry in view.columns.items():
-        r = entry.content_resources
-        values = list(view.enums.get((table_key, column_key), {}).values())
-        shown = ", ".join(
-            repr(str(v.content_resources.get("value"))) for v in values[:ENUM_VALUES_SHOWN]
-        )
+def schema_text(view: SchemaView, text: str = "", max_chars: int = MAX_SCHEMA_CHARS) -> str:
+    """``tables: column, column (values: 'a', 'b'), ...``, tables with the same columns on one
+    line. When all of it is longer than ``max_chars``, what ``text`` (the section) mentions
+    comes first: the tables and columns it names, and only the values it names; the rest is cut.
+    """
+    groups = _groups(view)
+    full = "\n".join(_line(tables, cols, view, None) for tables, cols in groups)
+    if len(full) <= max_chars:
+        return full
+    folded = f" {_fold(text)} "
+    ranked = sorted(groups, key=lambda group: -_score(group, view, folded))
+    lines, size = [], 0
+    for tables, cols in ranked:
+        line = _line(tables, cols, view, folded)
+        if size + len(line) > max_chars:
+            break
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines) + "\n..."
+
+
+Group = tuple[list[str], list[BaseUKF]]
+
+
+def _groups(view: SchemaView) -> list[Group]:
+    """Tables with the same column names together (``income_nova, income_aurora: ...``)."""
+    columns: dict[str, list[BaseUKF]] = {}
+    for entry in view.columns.values():
+        columns.setdefault(str(entry.content_resources["table"]), []).append(entry)
+    grouped: dict[tuple[str, ...], Group] = {}
+    for table, cols in sorted(columns.items()):
+        key = tuple(sorted(str(c.content_resources["column"]).casefold() for c in cols))
+        grouped.setdefault(key, ([], cols))[0].append(table)
+    return list(grouped.values())
+
+
+def _values(view: SchemaView, column: BaseUKF) -> list[str]:
+    r = column.content_resources
+    enums = view.enums.get((str(r["table"]).casefold(), str(r["column"]).casefold()), {})
+    return [str(e.content_resources.get("value")) for e in enums.values()]
+
+
+def _mentioned(name: str, folded: str) -> bool:
+    return f" {_fold(name)} " in folded
+
+
+def _score(group: Group, view: SchemaView, folded: str) -> int:
+    tables, cols = group
+    score = sum(3 for t in tables if _mentioned(t, folded))
+    for column in cols:
+        score += 2 * _mentioned(str(column.content_resources["column"]), folded)
+        score += sum(_mentioned(v, folded) for v in _values(view, column))
+    return score
+
+
+def _line(tables: list[str], cols: list[BaseUKF], view: SchemaView, folded: str | None) -> str:
+    labels = []
+    for column in cols:
+        name, values = str(column.content_resources["column"]), _values(view, column)
+        if folded is not None:  # only the values the section names
+            values = [v for v in values if _mentioned(v, folded)]
+        shown = ", ".join(repr(v) for v in values[:ENUM_VALUES_SHOWN])
         more = ", ..." if len(values) > ENUM_VALUES_SHOWN else ""
-        label = f"{r['column']} (values: {shown}{more})" if values else str(r["column"])
-        columns.setdefault(str(r["table"]), []).append(label)
-    lines = [f"{table}: {', '.join(cols)}" for table, cols in sorted(columns.items())]
-    text = "\n".join(lines)
-    return text if len(text) <= max_chars else text[:max_chars].rsplit("\n", 1)[0] + "\n..."
+        mentioned = folded is not None and (_mentioned(name, folded) or values)
+        labels.append((not mentioned, f"{name} (values: {shown}{more})" if values else name))
+    if folded is not None:
+        labels.sort(key=lambda label: label[0])
+    return f"{', '.join(tables)}: {', '.join(label for _, label in labels)}"
+
+
+def _fold(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))

@@ -126,7 +126,6 @@ def extract_documents(
     if not view.profiled:
         raise ExtractionError(f"database {database!r} has no profiled tables in the store")
     token = cancellation if cancellation is not None else current_cancellation()
-    schema = schema_text(view)
     plans = [_plan(store, d, database, max_part_chars) for d in documents]
     total = sum(len(p.todo) for p in plans)
     done = 0
@@ -140,7 +139,9 @@ def extract_documents(
             else:
                 if token is not None:
                     token.raise_if_cancelled("document extraction")
-                plan.sections[key] = _read(extractor, report, database, schema, plan, locator, text)
+                plan.sections[key] = _read(
+                    extractor, report, database, schema_text(view, text), plan, locator, text
+                )
                 if not dry_run:
                     store.upsert(plan.entry(complete=False))
             report.parts += 1
