@@ -16,7 +16,7 @@ import pytest
 from agents.llm.models import TEST_MODEL
 from kb.store import KnowledgeStore
 from tests.support.postgres import ENV_URL, new_database, throwaway_postgres
-from tests.support.prebuilt import DemoBuild, build_demo, packaged_model
+from tests.support.prebuilt import DemoBuild, build_demo, packaged_model, shared_session_build
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -62,4 +62,6 @@ def embedded_model_path() -> Path:
 def demo_build(tmp_path_factory: pytest.TempPathFactory) -> DemoBuild:
     """``almanac demo --no-serve`` run once into a new data folder: never write into it, take
     a copy (``tests.support.prebuilt.copy_demo``)."""
-    return build_demo(tmp_path_factory.mktemp("demo-build") / "data")
+    return shared_session_build(
+        tmp_path_factory, "demo-build", lambda folder: build_demo(folder / "data")
+    )

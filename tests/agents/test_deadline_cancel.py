@@ -29,18 +29,24 @@ HANG_S = 60.0  # far longer than any deadline below: a call that is not stopped 
 
 class TokenWatchingLLM:
     """Answers at once for the first ``quick`` calls, then holds each call until the current
-    token is cancelled (or ``HANG_S``), raising :class:`LLMCancelledError` like a backend."""
+    token is cancelled (or ``HANG_S``), raising :class:`LLMCancelledError` like a backend.
 
-    def __init__(self, quick: int = 0, reply: str = sql_reply(FRANCE)) -> None:
-        self.name, self.quick, self.reply = "watching", quick, reply
+    With ``together``, the quick calls first wait (up to 10 s) until that many calls have
+    started, so on a loaded machine the held draws are running when the quick ones agree."""
+
+    def __init__(self, quick: int = 0, reply: str = sql_reply(FRANCE), together: int = 0) -> None:
+        self.name, self.quick, self.reply, self.together = "watching", quick, reply, together
         self.calls = 0
         self.stopped: list[str] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
 
     def chat(self, messages: Any, **options: Any) -> ChatResult:
         with self._lock:
             self.calls += 1
             index = self.calls
+            self._lock.notify_all()
+            if index <= self.quick:
+                self._lock.wait_for(lambda: self.calls >= self.together, timeout=10)
         if index > self.quick:
             token = current_cancellation()
             assert token is not None, "the call was made without a token"
@@ -88,7 +94,7 @@ def test_a_job_cancel_reaches_the_model_through_the_question_deadline(concert):
 def test_samples_still_drawing_stop_once_two_results_agree(concert):
     # the small tier draws four at once: two quick ones agree, the others hold the model
     store, database, _ = concert
-    small, large = TokenWatchingLLM(quick=2), TokenWatchingLLM(quick=99)
+    small, large = TokenWatchingLLM(quick=2, together=4), TokenWatchingLLM(quick=99)
     pipeline = Pipeline(
         store=store,
         retriever=IndexSet.build(store, HashingEmbedder()).retriever(),

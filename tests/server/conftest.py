@@ -21,6 +21,7 @@ from kb.profile.model import ColumnProfile, Description, TableProfile
 from server.app import create_app
 from server.settings import JobSettings, LimitSettings, Settings
 from server.state import AppState, build_state
+from tests.support.prebuilt import shared_session_build
 from tests.support.served import Initialized, init_data_dir
 
 PEPPER = "test-pepper-0123456789abcdef"
@@ -189,4 +190,6 @@ def initialized_concert(tmp_path_factory: pytest.TempPathFactory) -> Initialized
     from tests.agents.conftest import spider_path
 
     url = f"sqlite:///{spider_path('concert_singer')}"
-    return init_data_dir(tmp_path_factory.mktemp("concert-init") / "data", url)
+    return shared_session_build(
+        tmp_path_factory, "concert-init", lambda folder: init_data_dir(folder / "data", url)
+    )

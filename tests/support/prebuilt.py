@@ -15,12 +15,46 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import pickle
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from filelock import FileLock
 
 from agents.llm.models import DEFAULT_MODEL, TEST_MODEL, default_data_dir, pull
 from server.cli_agents import TARGET_FILE
+
+Built = TypeVar("Built")
+
+
+def shared_session_build(
+    factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Built]
+) -> Built:
+    """``build(folder)`` run once per test run, its result shared by every pytest-xdist worker.
+
+    The first worker to ask builds in ``<run's temp root>/name`` under a file lock and pickles
+    the result beside it; the others wait on the lock and read it back. Without xdist the
+    root is the session's own temp folder. A build that failed leaves no result, so the next
+    worker to ask tries again in a clean folder.
+    """
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this run, fresh for each run
+    folder = root / name
+    result_file = root / f"{name}.pickle"
+    with FileLock(str(root / f"{name}.lock")):
+        if result_file.exists():
+            return pickle.loads(result_file.read_bytes())
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        result = build(folder)
+        result_file.write_bytes(pickle.dumps(result))
+        return result
 
 
 def packaged_model(name: str) -> Path:
