@@ -70,6 +70,8 @@ class ProgressCallback(TrainerCallback):
             logs["loss"],
             eta_text,
         )
+        if self.on_step is not None:
+            self.on_step(row)
 
     def _write(self, row: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as out:

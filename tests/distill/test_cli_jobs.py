@@ -108,3 +108,23 @@ def test_the_distill_train_job_refuses_a_config_asking_for_a_missing_gpu(concert
 
     with pytest.raises(DeviceMissingError, match="no CUDA GPU"):
         run_distill_train(state, Context(), DistillTrainParams(config="gpu.yaml"))
+
+
+def test_the_distill_train_job_trains_on_a_built_dataset_with_progress(concert, tmp_path):
+    state = state_of(concert, tmp_path)
+    run_distill_data(state, Context(), DistillDataParams(name="cs"))
+    rows = (tmp_path / "distill" / "data" / "cs" / "train.jsonl").read_text().splitlines()
+    texts = [m["content"] for r in map(json.loads, rows) for m in r["messages"]]
+    base = tiny_student(tmp_path / "base", texts, 600)
+    imports = state.settings.resolved_import_dir
+    imports.mkdir(parents=True)
+    (imports / "tiny.toml").write_text(
+        f'base_model = "{base}"\ndata = "unused"\noutput_dir = "unused"\nmax_steps = 2\n'
+        "batch_size = 2\n"
+    )
+    context = Context()
+    params = DistillTrainParams(config="tiny.toml", dataset="cs")
+    result = run_distill_train(state, context, params)
+    assert result["steps"] == 2 and result["run_dir"] == str(tmp_path / "distill" / "runs" / "tiny")
+    steps = [m for _, m in context.reports if m and m.startswith("step ")]
+    assert len(steps) == 2 and "eta" in steps[-1]

@@ -107,3 +107,26 @@ def test_the_exported_gguf_loads_in_llama_cpp_and_answers(trained, tmp_path: Pat
         messages, max_tokens=8, temperature=0.0, reply_prefix=SQL_FENCE, stop=[FENCE_END]
     )
     assert reply.text.startswith(SQL_FENCE) and reply.completion_tokens >= 1
+
+
+def test_the_cli_trains_from_a_yaml_config_and_exports(trained, tmp_path: Path, capsys):
+    from server.cli_distill import run_distill_command
+    from tests.distill.test_cli_jobs import parse
+
+    config, _ = trained
+    path = tmp_path / "student.yaml"
+    path.write_text(
+        f"base_model: {config.base_model}\ndata: {config.data}\noutput_dir: run\n"
+        "lora: {rank: 4, alpha: 8}\nmax_seq_len: 2048\nbatch_size: 2\n"
+    )
+    assert (
+        run_distill_command(parse(["distill", "train", str(path), "--max-steps", "2"]), None) == 0
+    )
+    printed = capsys.readouterr().out
+    assert "step 2/2 loss" in printed and '"steps": 2' in printed
+    adapter = tmp_path / "run" / "final"
+    argv = ["distill", "export", str(adapter), "--base", str(config.base_model)]
+    argv += ["--out", str(tmp_path / "out"), "--dtype", "f32"]
+    assert run_distill_command(parse(argv), None) == 0
+    assert "student.gguf" in capsys.readouterr().out
+    assert (tmp_path / "out" / "student.gguf").stat().st_size > 100_000
