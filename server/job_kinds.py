@@ -6,9 +6,14 @@
 - ``reindex``: rebuild the string, graph and vector indices from the store and swap them in;
 - ``import``: import a JSONL file from the import folder, or JSONL sent inline;
 - ``mine``: mine labeled experiences into candidate knowledge (:mod:`server.job_mine`);
-- ``dictionary``: attach a data dictionary from the import folder (:mod:`server.job_dictionary`).
+- ``dictionary``: attach a data dictionary from the import folder (:mod:`server.job_dictionary`);
+- ``cot``: checked CoT for verified experiences that have none (:mod:`server.job_cot`);
+- ``synthesize``: new verified question-SQL pairs from the verified experiences and the
+  profiled schema (:mod:`server.job_synthesize`);
+- ``distill-data``, ``distill-train``: NL-CoT-SQL training tuples, and a student fine-tuned on
+  them (:mod:`server.job_distill`, permission ``distill``).
 
-Later kinds (``augment``, ``distill``) register here with their own permission, and
+Kinds register here with their own permission, and
 with :attr:`JobKind.authorize` when the permission alone is not enough: ``profile`` and
 ``describe`` write global knowledge, so a key scoped to a workspace may not submit them
 (:func:`server.access.check_global_writer`); ``import`` checks every line and every entry it
@@ -33,8 +38,18 @@ from kb.profile.model import ColumnProfile, Describer, Description, TableProfile
 from kb.profile.profiler import ProfileOptions, profile_database
 from server.access import check_global_writer
 from server.auth import Identity, Permission
+from server.job_cot import CotParams, authorize_cot, cot_unavailable, run_cot
 from server.job_dictionary import DictionaryParams, authorize_dictionary, run_dictionary
+from server.job_distill import (
+    DistillDataParams,
+    DistillTrainParams,
+    run_distill_data,
+    run_distill_train,
+)
+from server.job_distill import needs_target as distill_needs_target
 from server.job_mine import MineParams, run_mine
+from server.job_synthesize import SynthesizeParams, authorize_synthesize, run_synthesize
+from server.job_synthesize import unavailable as synthesize_unavailable
 from server.worker import JobContext, JobRunner
 
 logger = logging.getLogger(__name__)
@@ -307,6 +322,39 @@ JOB_KINDS: dict[str, JobKind] = {
             Permission.JOBS_WRITE,
             run_dictionary,
             authorize=authorize_dictionary,
+        ),
+        JobKind(
+            "cot",
+            "explain verified SQL step by step with the teacher tier (checked CoT)",
+            CotParams,
+            Permission.JOBS_WRITE,
+            run_cot,
+            cot_unavailable,
+            authorize=authorize_cot,
+        ),
+        JobKind(
+            "synthesize",
+            "synthesize verified question-SQL pairs from the verified experiences",
+            SynthesizeParams,
+            Permission.JOBS_WRITE,
+            run_synthesize,
+            synthesize_unavailable,
+            authorize=authorize_synthesize,
+        ),
+        JobKind(
+            "distill-data",
+            "build NL-CoT-SQL training tuples from the target's verified experiences",
+            DistillDataParams,
+            Permission.DISTILL,
+            run_distill_data,
+            distill_needs_target,
+        ),
+        JobKind(
+            "distill-train",
+            "fine-tune a student on a distill dataset (config file in the import folder)",
+            DistillTrainParams,
+            Permission.DISTILL,
+            run_distill_train,
         ),
     )
 }

@@ -35,6 +35,7 @@ from agents.experience_log import FeedbackError, FeedbackOutcome
 from agents.pipeline import AskOptions
 from server.auth import Identity, Permission
 from server.deps import get_state, require
+from server.job_cot import request_cot
 from server.limits import check_text_length
 from server.responses import FastJSONResponse
 from server.state import AppState
@@ -171,4 +172,6 @@ def _apply_feedback(
         store_version=state.store.version,
         detail={"answer_id": answer_id, "verdict": body.verdict, "labeled": outcome.labeled},
     )
+    if outcome.labeled and state.settings.jobs.cot_after_feedback:
+        request_cot(state, state.settings.resolved_target_name)
     return outcome

@@ -98,6 +98,11 @@ class JobSettings(BaseModel):
     mine_llm_pairer: bool = Field(
         default=False, description="scheduled mine jobs pair leftovers with the describe LLM"
     )
+    cot_after_feedback: bool = Field(
+        default=True,
+        description="feedback that stores a verified experience queues a background cot job "
+        "(one at a time) that explains it with the teacher tier",
+    )
     mine_gate: bool = Field(
         default=False,
         description="scheduled mine jobs run the regression gate on their new candidates",
