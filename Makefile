@@ -32,7 +32,7 @@ test-fast: setup
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy ukf kb indices server
+	$(PY) -m mypy ukf kb indices distill server
 
 format: setup
 	$(PY) -m ruff check --fix .
