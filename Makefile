@@ -4,6 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.almanac-installed
 PYTEST_ARGS ?=
+# pytest-xdist workers (one per core here; 0 runs in one process). A test file stays on one
+# worker, so a module's model or server is loaded once.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: setup demo test test-fast lint format bench clean
 
@@ -23,11 +27,11 @@ demo: setup
 	$(PY) -m server.cli demo
 
 test: setup
-	$(PY) -m tests.support.postgres -- $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m tests.support.postgres -- $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # the same without the tests marked slow (real models, real server processes)
 test-fast: setup
-	$(PY) -m tests.support.postgres -- $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m tests.support.postgres -- $(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 lint: setup
 	$(PY) -m ruff check .
