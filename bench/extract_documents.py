@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.learn.documents import LLMSectionExtractor, extract_documents
+from agents.learn.documents.run import MAX_PART_CHARS
 from agents.learn.mine.labeled import kind_of
 from agents.llm.models import DEFAULT_MODEL, default_data_dir, pull
 from kb.documents import read_document
@@ -185,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name")
     parser.add_argument("--store", help="an already profiled store URL (default: a fresh one)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--part-chars", type=int, default=MAX_PART_CHARS, help="longest section part read at once"
+    )
+    parser.add_argument("--max-tokens", type=int, default=900, help="longest answer per part")
     parser.add_argument("--out", type=Path, help="also write the JSON report here")
     args = parser.parse_args(argv)
     from agents.llm.llamacpp import LlamaCppLLM
@@ -208,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
                 report = extract_documents(
                     store,
                     [read_document(p) for p in paths],
-                    LLMSectionExtractor(llm),
+                    LLMSectionExtractor(llm, max_tokens=args.max_tokens),
                     database=DATABASE,
+                    max_part_chars=args.part_chars,
                     target=target,
                     activate=True,
                     progress=lambda done, total, name: print(
