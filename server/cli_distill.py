@@ -1,4 +1,4 @@
-"""``almanac distill``: training data, training, export and base weights for a student.
+"""``almanac distill``: training data, training, export, base weights and evaluation.
 
 almanac distill data --out DIR [--db URL] [--name NAME] [--validation-share F]
                      [--validation-db NAME ...] [--min-score S] [--tokenizer MODEL_DIR]
@@ -11,10 +11,20 @@ almanac distill train CONFIG [--no-resume] [--max-steps N] [--device auto|cpu|cu
     last checkpoint; prints one line per step (loss, ETA) and the result as JSON.
 almanac distill export ADAPTER --base MODEL_DIR --out DIR [--dtype f16|f32]
     Merges the run's adapter (``RUN/final`` or a checkpoint) into the base and writes
-    ``DIR/hf`` and ``DIR/student.gguf`` (:mod:`distill.export`).
+    ``DIR/hf`` and ``DIR/student.gguf`` (:mod:`distill.export`); an adapter of a training run
+    records the GGUF in ``RUN/export.json`` for ``eval``.
 almanac distill base --out DIR [--gguf FILE | --model NAME]
     The base model's Hugging Face weights, dequantized from the packaged GGUF
-    (:mod:`distill.base_weights`; default the test model, qwen2.5-coder-0.5b).
+    (:mod:`distill.base_weights`; default the test model, qwen2.5-coder-0.5b); records the
+    source in ``DIR/almanac-source.json`` (``eval`` compares the student with it).
+almanac distill eval RUN --dataset D [--split S] [--limit N] [--stratify N] [--learn-split S]
+                     [--drop-failing-gold] [--system almanac] [--base-model NAME|GGUF]
+                     [--base-out DIR] [--gguf FILE] [--out DIR] [--threads T] [--timeout S]
+    ``python -m bench run`` over the same questions with the base model and with the run's
+    student GGUF (same chain, same prompts), then ``bench compare``: prints EX, soft-F1 and
+    BF-β of both and the delta; writes ``RUN/eval/<sample>/`` (``base/``, ``student/``,
+    ``comparison.md``, ``eval.json``) or ``--out``. ``--base-out`` reuses (or resumes) a base
+    run over the same sample (:mod:`distill.evaluate`).
 """
 
 from __future__ import annotations
@@ -54,13 +64,32 @@ def add_distill_commands(commands: Any) -> None:
     base.add_argument("--out", type=Path, required=True)
     base.add_argument("--gguf", type=Path, help="a GGUF file (default: a packaged model)")
     base.add_argument("--model", default="qwen2.5-coder-0.5b", help="packaged model name")
+    _add_eval(actions)
+
+
+def _add_eval(actions: Any) -> None:
+    evaluate = actions.add_parser("eval", help="bench the student against its base model")
+    evaluate.add_argument("run", type=Path, help="training run directory (exported)")
+    evaluate.add_argument("--dataset", required=True, help="spider_dev, geoquery, or a path")
+    evaluate.add_argument("--split", help="keep only this split")
+    evaluate.add_argument("--limit", type=int, help="first N questions")
+    evaluate.add_argument("--stratify", type=int, metavar="N", help="stratified sample of N")
+    evaluate.add_argument("--learn-split", help="reveal this split's gold SQL first (train)")
+    evaluate.add_argument("--drop-failing-gold", action="store_true")
+    evaluate.add_argument("--system", default="almanac", help="bench system (the chain)")
+    evaluate.add_argument("--base-model", help="packaged name or GGUF (default: the run's)")
+    evaluate.add_argument("--base-out", type=Path, help="a base bench run to reuse or resume")
+    evaluate.add_argument("--gguf", type=Path, help="the student GGUF (default: the run's)")
+    evaluate.add_argument("--out", type=Path, help="default RUN/eval/<sample>")
+    evaluate.add_argument("--threads", type=int, help="llama.cpp threads")
+    evaluate.add_argument("--timeout", type=float, help="seconds per question (bench: 120)")
 
 
 def run_distill_command(args: argparse.Namespace, settings: Settings) -> int:
     from distill.checkpoints import CorruptCheckpointError
     from distill.train import DeviceMissingError
 
-    handlers = {"data": _data, "train": _train, "export": _export, "base": _base}
+    handlers = {"data": _data, "train": _train, "export": _export, "base": _base, "eval": _eval}
     try:
         return handlers[args.distill_action](args, settings)
     except (DeviceMissingError, CorruptCheckpointError) as exc:
@@ -138,21 +167,62 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
+    from distill.eval_inputs import record_export, run_of_adapter
     from distill.export import export
 
     path = export(args.adapter, args.base, args.out, dtype=args.dtype)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) and {args.out / 'hf'}")
+    run = run_of_adapter(args.adapter)
+    if run is not None:
+        print(f"recorded in {record_export(run, path, adapter=args.adapter, dtype=args.dtype)}")
     return 0
 
 
 def _base(args: argparse.Namespace, settings: Settings) -> int:
     from distill.base_weights import dequantize_gguf
+    from distill.eval_inputs import record_base_source
 
-    gguf = args.gguf
+    gguf, model = args.gguf, None
     if gguf is None:
         from agents.llm.models import pull
 
-        gguf = pull(args.model, settings.data_dir)
+        gguf, model = pull(args.model, settings.data_dir), args.model
     result = dequantize_gguf(Path(gguf), args.out)
+    record_base_source(result.folder, model=model, gguf=Path(gguf))
     print(f"wrote {result.folder}: {result.parameters:,} parameters in {result.seconds:.0f} s")
+    return 0
+
+
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from distill.eval_inputs import Sample
+    from distill.evaluate import BenchOptions, evaluate, render
+
+    sample = Sample(
+        dataset=args.dataset,
+        split=args.split,
+        limit=args.limit,
+        stratify=args.stratify,
+        learn_split=args.learn_split,
+        drop_failing_gold=args.drop_failing_gold,
+    )
+    bench = BenchOptions(system=args.system, threads=args.threads, timeout_s=args.timeout)
+
+    def on_progress(phase: str, done: int, total: int) -> None:
+        if done in (0, total):
+            print(f"{phase}: {done}/{total} questions answered", flush=True)
+
+    result = evaluate(
+        args.run,
+        sample,
+        bench=bench,
+        out_dir=args.out,
+        base_out=args.base_out,
+        base_model=args.base_model,
+        student=args.gguf,
+        on_progress=on_progress,
+    )
+    if result.base_reused:
+        print(f"base: reused {result.base_out}")
+    print(render(result))
+    print(f"eval: {result.out_dir / 'eval.json'}")
     return 0

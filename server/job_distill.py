@@ -1,4 +1,5 @@
-"""The ``distill-data`` and ``distill-train`` job kinds (permission ``distill``: the ML role).
+"""The ``distill-data``, ``distill-train`` and ``distill-eval`` job kinds (permission
+``distill``: the ML role).
 
 ``distill-data`` (:class:`DistillDataParams`) builds NL-CoT-SQL tuples from the verified
 experiences of the target database (:func:`distill.dataset.build_dataset`, with the server's
@@ -13,6 +14,16 @@ resuming from the run's last checkpoint. A job that asks for ``device: cuda`` on
 without a GPU is refused when submitted; a config that asks for it is refused when the job
 starts, before anything loads. Progress: one report per logged step (loss, ETA); a cancelled
 job stops at the next step, its checkpoints kept for the next run to resume from.
+
+``distill-eval`` (:class:`DistillEvalParams`) benches a run's exported student against its
+base model on the same questions (:func:`distill.evaluate.evaluate`): ``dataset`` is a
+known bench dataset or a file or folder in the import folder, ``base_model`` a packaged name
+or a GGUF in the import folder (default: the one the run's base weights came from). Output
+goes to ``<data_dir>/distill/runs/<run>/eval/<sample>/``; the base model's bench run goes to
+``<data_dir>/distill/bench/<sample>-<system>-<model>/``, shared by every run's evaluation
+over the same sample, so the base answers each question once. Progress: questions answered
+per model; a cancelled job stops before its next bench run (a bench run under way finishes
+its question and is kept: the next evaluation resumes it). The result is ``eval.json``.
 """
 
 from __future__ import annotations
@@ -73,6 +84,28 @@ class DistillTrainParams(BaseModel):
             if not torch.cuda.is_available():
                 raise ValueError("device 'cuda' asked for, but this server has no CUDA GPU")
         return self
+
+
+class DistillEvalParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run: str = Field(description="training run folder name under <data_dir>/distill/runs")
+    dataset: str = Field(
+        description="spider_dev, geoquery, or a dataset file or folder in the import folder"
+    )
+    split: str | None = None
+    limit: int | None = Field(default=None, ge=1)
+    stratify: int | None = Field(default=None, ge=1)
+    learn_split: str | None = None
+    drop_failing_gold: bool = False
+    system: str = Field(default="almanac", description="bench system: the chain")
+    base_model: str | None = Field(
+        default=None,
+        description="packaged model name or a GGUF in the import folder; default the run's",
+    )
+    threads: int | None = Field(default=None, ge=1)
+
+    _check_run = field_validator("run")(_name)
 
 
 def needs_target(state: AppState) -> str | None:
@@ -145,3 +178,71 @@ def run_distill_train(
         "resumed_from": str(result.resumed_from) if result.resumed_from else None,
         "seconds": round(result.seconds, 1),
     }
+
+
+def run_distill_eval(
+    state: AppState, context: JobContext, params: DistillEvalParams
+) -> dict[str, Any]:
+    from distill.eval_inputs import Sample, base_model_of
+    from distill.evaluate import BenchOptions, evaluate
+
+    root = distill_dir(state)
+    run_dir = root / "runs" / params.run
+    sample = Sample(
+        dataset=_dataset(state, params.dataset),
+        split=params.split,
+        limit=params.limit,
+        stratify=params.stratify,
+        learn_split=params.learn_split,
+        drop_failing_gold=params.drop_failing_gold,
+    )
+    base_model = _base_model(state, params.base_model) or base_model_of(run_dir)
+    model_label = Path(base_model).stem if base_model.endswith(".gguf") else base_model
+    base_out = root / "bench" / f"{sample.label}-{params.system}-{model_label}"
+    phases = {"base": 0.02, "student": 0.5}
+
+    def on_progress(phase: str, done: int, total: int) -> None:
+        fraction = phases[phase] + 0.48 * done / max(1, total)
+        context.progress(fraction, f"{phase}: {done}/{total} questions answered")
+
+    result = evaluate(
+        run_dir,
+        sample,
+        bench=BenchOptions(system=params.system, threads=params.threads),
+        base_out=base_out,
+        base_model=base_model,
+        on_progress=on_progress,
+        between=context.check,
+    )
+    delta = ", ".join(f"{k} {100 * v:+.1f}" for k, v in result.delta.items())
+    context.log(f"student against {base_model} on {len(result.ids)} questions: {delta} points")
+    return result.to_dict()
+
+
+def _dataset(state: AppState, name: str) -> str:
+    """A known bench dataset name as it is, else a file or folder in the import folder."""
+    from bench.datasets.registry import KNOWN_DATASETS
+
+    if name in KNOWN_DATASETS:
+        return name
+    root = state.settings.resolved_import_dir.resolve()
+    path = (root / name).resolve()
+    if not path.is_relative_to(root) or path == root:
+        raise ValueError(f"dataset path {name!r} is outside the import folder")
+    if not path.exists():
+        known = ", ".join(sorted(KNOWN_DATASETS))
+        raise FileNotFoundError(f"dataset {name!r} is neither {known} nor in the import folder")
+    return str(path)
+
+
+def _base_model(state: AppState, name: str | None) -> str | None:
+    """A packaged model name as it is, else a GGUF file in the import folder."""
+    if name is None or not name.endswith(".gguf"):
+        if name is not None:
+            from agents.llm.models import get_model
+
+            get_model(name)  # ModelError naming the packaged ones
+        return name
+    from server.job_kinds import import_path
+
+    return str(import_path(state.settings.resolved_import_dir, name))
