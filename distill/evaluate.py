@@ -213,8 +213,8 @@ def _run_bench(
 
 
 def _holds(folder: Path, ids: list[str], dataset: str, sample: Sample, bench: BenchOptions) -> bool:
-    """Whether the bench run in ``folder`` answered every id of the same sample (an EvalError
-    when it is a run of another sample or system)."""
+    """Whether the bench run in ``folder`` answered every id of the same sample with the same
+    chain (an EvalError when its manifest says another sample, system or chain option)."""
     from bench.run import load_results
 
     manifest_path = folder / "run.json"
@@ -229,13 +229,21 @@ def _holds(folder: Path, ids: list[str], dataset: str, sample: Sample, bench: Be
         "stratify": sample.stratify,
         "learn_split": sample.learn_split,
         "stream": None,
+        "questions": len(ids),
+        "small_model": None,
+        "small_temperature": None,
+        "small_max_tokens": None,
+        "sliced_schema": False,
     }
     for key, value in expected.items():
         if manifest.get(key) != value:
             raise EvalError(
-                f"base run {folder} is not over the same questions: its {key} is "
-                f"{manifest.get(key)!r}, this evaluation's {value!r}"
+                f"base run {folder} is not over the same questions with the same chain: its "
+                f"{key} is {manifest.get(key)!r}, this evaluation's {value!r}"
             )
+    other = sorted(set(manifest) - set(expected) - {"model"})
+    if other:  # --data-dictionary, --cot, --synthesize, --mine-every...: another chain
+        raise EvalError(f"base run {folder} ran with options this evaluation does not: {other}")
     answered = {r.id for r in load_results(folder / "results.jsonl")}
     return answered >= set(ids)
 

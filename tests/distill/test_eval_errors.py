@@ -115,6 +115,11 @@ def geo_run(folder: Path, **changes: object) -> Path:
         "learn_split": None,
         "stratify": None,
         "model": "qwen2.5-coder-0.5b",
+        "questions": 2,
+        "small_model": None,
+        "small_temperature": None,
+        "small_max_tokens": None,
+        "sliced_schema": False,
         **changes,
     }
     (folder / "run.json").write_text(json.dumps(manifest))
@@ -125,8 +130,11 @@ def test_a_base_run_of_other_questions_or_another_model_is_refused(tmp_path):
     run = make_run(tmp_path / "run", exported=True)
     sample = Sample(dataset="geoquery", split="test", limit=2)
     other = geo_run(tmp_path / "other", limit=5)
-    with pytest.raises(EvalError, match="not over the same questions: its limit is 5"):
+    with pytest.raises(EvalError, match=r"not over the same questions .*: its limit is 5"):
         evaluate(run, sample, base_out=other)
+    chain = geo_run(tmp_path / "chain", data_dictionary=True)
+    with pytest.raises(EvalError, match=r"options this evaluation does not: \['data_dictionary'\]"):
+        evaluate(run, sample, base_out=chain)
     model = geo_run(tmp_path / "model")
     expected = r"is of model 'qwen2\.5-coder-0\.5b', not 'qwen2\.5-coder-1\.5b'"
     with pytest.raises(EvalError, match=expected):
