@@ -57,6 +57,8 @@ def run_extract_command(
         if extractor is None:
             extractor = LLMSectionExtractor(_model(settings))
         database = args.database or settings.resolved_target_name
+        if database is None:
+            raise ExtractionError("say which database (--database, or ALMANAC_TARGET_NAME)")
         with (
             KnowledgeStore(settings.resolved_store_url) as store,
             tqdm(desc="extracting", unit="part", disable=args.json) as bar,

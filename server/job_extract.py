@@ -75,6 +75,8 @@ def extract_job(
     context.progress(0.02, f"reading {len(paths)} document(s)")
     documents = [read_document(path) for path in paths]
     database = params.database_name or state.settings.resolved_target_name
+    if database is None:
+        raise ValueError("extract: no database_name given and no target configured")
     target = state.target if database == state.settings.resolved_target_name else None
 
     def progress(done: int, total: int, name: str) -> None:

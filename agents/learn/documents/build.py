@@ -145,6 +145,7 @@ def _term(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
     if not term:
         raise _Drop("empty")
     aliases = [a for a in _words(item, "aliases") if a.casefold() != term.casefold()]
+    target: BaseUKF | None
     if column:
         target = _column(view, table, column)
     elif table:
@@ -273,7 +274,7 @@ def _rule(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
     window = time_window(when.get("time", ""))
     if window:
         triggers["query_time_window"] = window
-    profile = {k: when[k] for k in ("role", "region") if k in when}
+    profile: dict[str, Any] = {k: when[k] for k in ("role", "region") if k in when}
     if profile:
         triggers["user_profile_match"] = profile
     built.entries.append(
@@ -344,7 +345,8 @@ def _value(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built)
 
 def _taxonomy(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
     name = _text(item, "name")
-    levels = item.get("levels") if isinstance(item.get("levels"), list) else []
+    levels = item.get("levels")
+    levels = levels if isinstance(levels, list) else []
     if not name:
         raise _Drop("empty")
     columns = [
