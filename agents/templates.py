@@ -1,8 +1,10 @@
 """Prompt templates: Jinja files in a ``prompts/`` folder next to the agents that use them.
 
 ``agents/sql/prompts/`` holds the SQL writer's and the repairer's, ``agents/rag/prompts/`` the
-RAG summary's and the explorer's, ``agents/learn/prompts/`` the describer's. A template is named
-by its file name alone; names are unique across the folders.
+RAG summary's and the explorer's, ``agents/learn/prompts/`` the describer's and the miner's,
+and deeper folders their own agents' (``agents/learn/cot/prompts/``,
+``agents/learn/synth/prompts/``, ...). A template is named by its file name alone; names are
+unique across the folders.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ AGENTS = Path(__file__).parent
 
 
 def prompt_folders() -> list[Path]:
-    """Every ``prompts/`` folder under ``agents/``, in a stable order."""
-    return sorted(path for path in AGENTS.glob("*/prompts") if path.is_dir())
+    """Every ``prompts/`` folder under ``agents/``, at any depth, in a stable order."""
+    return sorted(path for path in AGENTS.glob("**/prompts") if path.is_dir())
 
 
 @cache

@@ -17,35 +17,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
-from typing import Any
-
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from agents.learn.cot.check import CotVerdict, check_cot, steps_of
 from agents.learn.cot.sql_parts import read_sql
 from agents.llm.base import LLM, LLMCancelledError, LLMError, Message
+from agents.templates import render
 
 log = logging.getLogger(__name__)
-PROMPTS = Path(__file__).parent / "prompts"
-
-
-@cache
-def _environment() -> Environment:
-    return Environment(
-        loader=FileSystemLoader([PROMPTS]),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        autoescape=False,
-    )
-
-
-def render(name: str, **context: Any) -> str:
-    """Render the CoT template ``name`` (missing variables are errors)."""
-    return _environment().get_template(name).render(**context).strip()
 
 
 @dataclass

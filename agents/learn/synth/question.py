@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import logging
 import re
-from functools import cache
-from pathlib import Path
 from typing import Any
-
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from agents.learn.synth.variants import Variant
 from agents.llm.base import LLM, LLMCancelledError, LLMError, Message
+from agents.templates import render
 
 log = logging.getLogger(__name__)
 
-PROMPTS = Path(__file__).parent / "prompts"
 MIN_CHARS, MAX_CHARS = 8, 300
 _SQL = re.compile(r"```|\bselect\b.+\bfrom\b", re.IGNORECASE | re.DOTALL)
 _SCHEMA: dict[str, Any] = {
@@ -31,25 +27,6 @@ _SCHEMA: dict[str, Any] = {
     "properties": {"question": {"type": "string", "minLength": MIN_CHARS, "maxLength": MAX_CHARS}},
     "required": ["question"],
 }
-
-
-@cache
-def _environment() -> Environment:
-    """The synthesis prompts (``agents/templates.py`` reads one level of ``prompts/``
-    folders; these sit one level deeper, next to the code that uses them)."""
-    return Environment(
-        loader=FileSystemLoader(PROMPTS),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        autoescape=False,
-    )
-
-
-def render(name: str, **context: Any) -> str:
-    """Render the synthesis prompt ``name`` with ``context``."""
-    return _environment().get_template(name).render(**context).strip()
 
 
 class QuestionError(ValueError):
