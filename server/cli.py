@@ -13,6 +13,8 @@
     almanac kb review list|show|approve|reject|rollback   learned knowledge (server/cli_review.py)
     almanac kb dictionary FILE [--database NAME] [--dry-run] [--json]   a data dictionary's
                                       descriptions onto tables and columns (cli_dictionary.py)
+    almanac kb extract FILE... [--database NAME] [--dry-run] [--activate] [--json]
+                                      knowledge from documents as candidates (cli_extract.py)
     almanac kb cot [--limit N] [--json]   checked CoT for verified experiences (cli_cot.py)
     almanac kb synthesize [--limit N] [--per-source N] [--transform T] [--json]
                                       verified question-SQL pairs synthesized from the
@@ -46,6 +48,7 @@ from server.cli_dictionary import (
     run_dictionary_command,
 )
 from server.cli_distill import DISTILL_COMMANDS, add_distill_commands, run_distill_command
+from server.cli_extract import EXTRACT_ACTION, add_extract_command, run_extract_command
 from server.cli_mine import MINE_COMMANDS, add_mine_commands, run_mine_command
 from server.cli_review import add_review_command, run_review_command
 from server.cli_server import SERVER_COMMANDS, add_server_commands, run_server_command
@@ -82,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     actions.add_parser("purge")
     add_review_command(actions)
     add_dictionary_command(actions)
+    add_extract_command(actions)
     add_cot_command(actions)
     add_synthesize_command(actions)
     models = commands.add_parser("models", help="the packaged default models")
@@ -333,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_review_command(args, settings)
         elif args.command == "kb" and args.action == DICTIONARY_ACTION:
             return run_dictionary_command(args, settings)
+        elif args.command == "kb" and args.action == EXTRACT_ACTION:
+            return run_extract_command(args, settings)
         elif args.command == "kb" and args.action == COT_ACTION:
             return run_cot_command(args, settings)
         elif args.command == "kb" and args.action == SYNTHESIZE_ACTION:

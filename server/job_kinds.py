@@ -7,6 +7,7 @@
 - ``import``: import a JSONL file from the import folder, or JSONL sent inline;
 - ``mine``: mine labeled experiences into candidate knowledge (:mod:`server.job_mine`);
 - ``dictionary``: attach a data dictionary from the import folder (:mod:`server.job_dictionary`);
+- ``extract``: knowledge from documents in the import folder (SIE, :mod:`server.job_extract`);
 - ``cot``: checked CoT for verified experiences that have none (:mod:`server.job_cot`);
 - ``synthesize``: new verified question-SQL pairs from the verified experiences and the
   profiled schema (:mod:`server.job_synthesize`);
@@ -47,6 +48,7 @@ from server.job_distill import (
     run_distill_train,
 )
 from server.job_distill import needs_target as distill_needs_target
+from server.job_extract import ExtractParams, authorize_extract, run_extract
 from server.job_mine import MineParams, run_mine
 from server.job_synthesize import SynthesizeParams, authorize_synthesize, run_synthesize
 from server.job_synthesize import unavailable as synthesize_unavailable
@@ -322,6 +324,14 @@ JOB_KINDS: dict[str, JobKind] = {
             Permission.JOBS_WRITE,
             run_dictionary,
             authorize=authorize_dictionary,
+        ),
+        JobKind(
+            "extract",
+            "extract knowledge from documents (files in the import folder) as candidates",
+            ExtractParams,
+            Permission.JOBS_WRITE,
+            run_extract,
+            authorize=authorize_extract,
         ),
         JobKind(
             "cot",
