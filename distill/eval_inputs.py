@@ -150,7 +150,7 @@ def select_questions(sample: Sample) -> tuple[str, list[str]]:
     from bench.datasets import load_dataset
     from bench.sampling import stratified_sample
 
-    options = {"drop_failing_gold": True} if sample.drop_failing_gold else {}
+    options: dict[str, Any] = {"drop_failing_gold": True} if sample.drop_failing_gold else {}
     try:
         dataset = load_dataset(sample.dataset, **options)
     except FileNotFoundError as exc:
