@@ -13,8 +13,8 @@ import json
 import logging
 from typing import Any, Protocol
 
-from agents.learn.documents.templates import render
 from agents.llm.base import LLM, LLMCancelledError, LLMError, Message
+from agents.templates import render
 
 log = logging.getLogger(__name__)
 KINDS = ("terms", "metrics", "rules", "value_mappings", "taxonomies")
