@@ -24,7 +24,7 @@ from ukf.tags import Tag, format_tag, normalize_tags, parse_tag, sanitize_tag_va
 if TYPE_CHECKING:
     from ukf.context import QueryContext
 
-Source = Literal["system", "user", "auto", "tool", "derived", "unknown"]
+Source = Literal["system", "user", "auto", "tool", "derived", "synthetic", "unknown"]
 AUTHORITATIVE_SOURCES: frozenset[str] = frozenset({"system", "user"})
 _COMPUTED = ("id", "content_hash")
 _VERSION_NUMBER = re.compile(r"(\d+)$")

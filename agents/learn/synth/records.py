@@ -2,7 +2,7 @@
 
 A kept pair is an :class:`~ukf.ExperienceUKF` of the source's database, scope (owner,
 workspace) and context, ``labeled`` and ``verified`` (by the back-check, not by a person),
-``source="derived"`` and ``creator="synthesis"``, with priority below its source (and below
+``source="synthetic"`` and ``creator="synthesis"``, with priority below its source (and below
 0, every human experience's default), so retrieval ranks it after human examples. Its
 ``content_resources["synthetic"]`` holds the provenance: ``source: "synthetic"``, the source
 experience's id, the transform and the change, the SQL key, the back-check (the chain's SQL,
@@ -123,7 +123,7 @@ def synthetic_pair(
         owner=source.owner,
         workspace=source.workspace,
         creator=CREATOR,
-        source="derived",
+        source="synthetic",
         variant=f"synth-{key[:16]}",
         parents=[source.id],
         priority=min(source.priority, 0) - 1,

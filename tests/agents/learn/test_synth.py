@@ -119,7 +119,7 @@ def test_kept_pairs_are_verified_synthetic_experiences_whose_sql_runs(concert):
     source_result = run(database, source.sql or "")
     for entry in stored:
         provenance = entry.content_resources["synthetic"]
-        assert entry.labeled and entry.verified and entry.source == "derived"
+        assert entry.labeled and entry.verified and entry.source == "synthetic"
         assert entry.creator == "synthesis" and entry.priority < source.priority
         assert entry.parents == [source.id] and provenance["source_experience"] == source.id
         assert provenance["source"] == "synthetic" and provenance["back_check"]["matched"]
