@@ -9,9 +9,10 @@
   dequantized from a GGUF by ``almanac distill base``, which records its source
   (:func:`record_base_source`, ``almanac-source.json``): the packaged name when there was one
   (the cascade serves that file, the baseline to beat), else the GGUF's path.
-- :class:`Sample` and :func:`select_questions`: the bench's question selection (``--split``,
-  ``--limit``, ``--stratify``), done the way ``python -m bench run`` does it, so that the ids
-  of a run are known before it starts and a base run can be reused when it holds them all.
+- :class:`Sample`: the bench's question selection (``--split``, ``--limit``, ``--stratify``,
+  ``--learn-split``), passed through to ``python -m bench run`` unchanged
+  (:mod:`bench.distill_eval` runs the bench; ``distill`` sits below ``bench`` and imports none
+  of it).
 """
 
 from __future__ import annotations
@@ -143,25 +144,3 @@ def base_model_of(run_dir: Path) -> str:
         f"(no {BASE_SOURCE}: it was not made by `almanac distill base`); "
         "name it with --base-model NAME_OR_GGUF"
     )
-
-
-def select_questions(sample: Sample) -> tuple[str, list[str]]:
-    """The dataset's name and the ids ``python -m bench run`` answers for ``sample``."""
-    from bench.datasets import load_dataset
-    from bench.sampling import stratified_sample
-
-    options: dict[str, Any] = {"drop_failing_gold": True} if sample.drop_failing_gold else {}
-    try:
-        dataset = load_dataset(sample.dataset, **options)
-    except FileNotFoundError as exc:
-        raise EvalError(f"unknown dataset: {exc}") from None
-    if sample.learn_split and not dataset.filter(split=sample.learn_split).examples:
-        raise EvalError(f"dataset {dataset.name} has no {sample.learn_split!r} split to learn")
-    if sample.split or sample.limit is not None:
-        dataset = dataset.filter(split=sample.split, limit=sample.limit)
-    if sample.stratify:
-        dataset = stratified_sample(dataset, sample.stratify)
-    ids = [example.id for example in dataset]
-    if not ids:
-        raise EvalError(f"no questions in {sample.dataset} for {sample.to_dict()}")
-    return dataset.name, ids

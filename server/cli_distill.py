@@ -24,7 +24,7 @@ almanac distill eval RUN --dataset D [--split S] [--limit N] [--stratify N] [--l
     student GGUF (same chain, same prompts), then ``bench compare``: prints EX, soft-F1 and
     BF-β of both and the delta; writes ``RUN/eval/<sample>/`` (``base/``, ``student/``,
     ``comparison.md``, ``eval.json``) or ``--out``. ``--base-out`` reuses (or resumes) a base
-    run over the same sample (:mod:`distill.evaluate`).
+    run over the same sample (:mod:`bench.distill_eval`).
 """
 
 from __future__ import annotations
@@ -194,8 +194,8 @@ def _base(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from bench.distill_eval import BenchOptions, evaluate, render
     from distill.eval_inputs import Sample
-    from distill.evaluate import BenchOptions, evaluate, render
 
     sample = Sample(
         dataset=args.dataset,

@@ -16,7 +16,7 @@ starts, before anything loads. Progress: one report per logged step (loss, ETA);
 job stops at the next step, its checkpoints kept for the next run to resume from.
 
 ``distill-eval`` (:class:`DistillEvalParams`) benches a run's exported student against its
-base model on the same questions (:func:`distill.evaluate.evaluate`): ``dataset`` is a
+base model on the same questions (:func:`bench.distill_eval.evaluate`): ``dataset`` is a
 known bench dataset or a file or folder in the import folder, ``base_model`` a packaged name
 or a GGUF in the import folder (default: the one the run's base weights came from). Output
 goes to ``<data_dir>/distill/runs/<run>/eval/<sample>/``; the base model's bench run goes to
@@ -183,8 +183,8 @@ def run_distill_train(
 def run_distill_eval(
     state: AppState, context: JobContext, params: DistillEvalParams
 ) -> dict[str, Any]:
+    from bench.distill_eval import BenchOptions, evaluate
     from distill.eval_inputs import Sample, base_model_of
-    from distill.evaluate import BenchOptions, evaluate
 
     root = distill_dir(state)
     run_dir = root / "runs" / params.run

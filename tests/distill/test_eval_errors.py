@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from agents.llm.models import ModelError
+from bench.distill_eval import BenchOptions, bench_argv, evaluate
 from distill.eval_inputs import (
     EvalError,
     Sample,
@@ -21,7 +22,6 @@ from distill.eval_inputs import (
     run_of_adapter,
     student_gguf,
 )
-from distill.evaluate import BenchOptions, bench_argv, evaluate
 from server.cli import main as cli_main
 from server.job_distill import DistillEvalParams, run_distill_eval
 from server.settings import load_settings

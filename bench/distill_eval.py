@@ -1,4 +1,4 @@
-"""Evaluate a trained student against its base model with the benchmark (issue 24, item 5).
+"""The benchmark of a trained student against its base model (issue 24, item 5).
 
 ``evaluate(run_dir, sample)`` runs ``python -m bench run`` twice over the same questions,
 with the same system (``almanac`` by default: the whole chain, its prompts unchanged) and only
@@ -27,13 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distill.eval_inputs import (
-    EvalError,
-    Sample,
-    base_model_of,
-    select_questions,
-    student_gguf,
-)
+from bench.compare import compare_runs, write_comparison
+from bench.datasets import load_dataset
+from bench.report import LABELS
+from bench.run import load_results
+from bench.sampling import stratified_sample
+from distill.eval_inputs import EvalError, Sample, base_model_of, student_gguf
 
 log = logging.getLogger(__name__)
 EVAL_FOLDER = "eval"
@@ -167,6 +166,25 @@ def evaluate(
     )
 
 
+def select_questions(sample: Sample) -> tuple[str, list[str]]:
+    """The dataset's name and the ids ``python -m bench run`` answers for ``sample``."""
+    options: dict[str, Any] = {"drop_failing_gold": True} if sample.drop_failing_gold else {}
+    try:
+        dataset = load_dataset(sample.dataset, **options)
+    except FileNotFoundError as exc:
+        raise EvalError(f"unknown dataset: {exc}") from None
+    if sample.learn_split and not dataset.filter(split=sample.learn_split).examples:
+        raise EvalError(f"dataset {dataset.name} has no {sample.learn_split!r} split to learn")
+    if sample.split or sample.limit is not None:
+        dataset = dataset.filter(split=sample.split, limit=sample.limit)
+    if sample.stratify:
+        dataset = stratified_sample(dataset, sample.stratify)
+    ids = [example.id for example in dataset]
+    if not ids:
+        raise EvalError(f"no questions in {sample.dataset} for {sample.to_dict()}")
+    return dataset.name, ids
+
+
 def bench_argv(sample: Sample, bench: BenchOptions, model: str, out: Path) -> list[str]:
     """The ``python -m bench`` arguments of one run."""
     argv = ["run", "--dataset", sample.dataset, "--system", bench.system, "--model", model]
@@ -215,8 +233,6 @@ def _run_bench(
 def _holds(folder: Path, ids: list[str], dataset: str, sample: Sample, bench: BenchOptions) -> bool:
     """Whether the bench run in ``folder`` answered every id of the same sample with the same
     chain (an EvalError when its manifest says another sample, system or chain option)."""
-    from bench.run import load_results
-
     manifest_path = folder / "run.json"
     if not manifest_path.is_file():
         return False
@@ -256,8 +272,6 @@ def _recorded_model(folder: Path) -> str | None:
 
 
 def _check_answered(folder: Path, ids: list[str], phase: str) -> None:
-    from bench.run import load_results
-
     answered = {r.id for r in load_results(folder / "results.jsonl")}
     missing = [i for i in ids if i not in answered]
     if missing:
@@ -265,8 +279,6 @@ def _check_answered(folder: Path, ids: list[str], phase: str) -> None:
 
 
 def _compare(result: EvalResult, ids: list[str], started: float) -> EvalResult:
-    from bench.compare import compare_runs, write_comparison
-
     folders = [result.base_out, result.student_out]
     common, table = compare_runs(folders)
     result.comparison = write_comparison(folders, result.out_dir)
@@ -287,8 +299,6 @@ def _compare(result: EvalResult, ids: list[str], started: float) -> EvalResult:
 
 def render(result: EvalResult) -> str:
     """The figures as a table: EX, soft-F1, BF-β (and Spider EX) of both and the delta."""
-    from bench.report import LABELS
-
     head = " | ".join(LABELS[m] for m in REPORTED)
     rows = [
         f"{len(result.ids)} questions of {result.dataset} scored in both runs",
