@@ -63,6 +63,9 @@ class Origin:
     document: Document
     document_id: str
     locator: str
+    table: int | None = None
+    """The table's number in the section and the row's in the table (the table pass)."""
+    row: int | None = None
 
     def fields(self, how: str) -> dict[str, Any]:
         """Constructor fields every extracted entry shares."""
@@ -74,12 +77,14 @@ class Origin:
             "trust": DOCUMENT,
             "how": how,
         }
-        document = {
+        document: dict[str, Any] = {
             "path": self.document.path,
             "name": self.document.name,
             "sha256": self.document.sha256,
             "locator": self.locator,
         }
+        if self.row is not None:
+            document |= {"table": self.table, "row": self.row}
         return {
             "source": "auto",
             "parents": [self.document_id],

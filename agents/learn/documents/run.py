@@ -1,8 +1,9 @@
 """``extract_documents``: documents → checked candidate knowledge, merged into the store.
 
-For each document (:mod:`kb.documents`), each section (cut into parts the model can read,
-:mod:`agents.learn.documents.parts`) is read by the model (:mod:`agents.learn.documents.
-extractor`) and its items built into checked UKF entries (:mod:`agents.learn.documents.build`).
+For each document (:mod:`kb.documents`), its tables are read first without the model
+(:mod:`agents.learn.documents.tables`: rows keyed by a stored value, glossaries); then each
+section (cut into parts the model can read, :mod:`agents.learn.documents.parts`) is read by
+the model (:mod:`.extractor`) and its items built into checked UKF entries (:mod:`.build`).
 The entries go through :func:`kb.merge.merge_mined` as candidates, as mined entries do (the
 review queue lists them; ``activate=True`` activates the inserted ones at once, for benches).
 
@@ -17,6 +18,9 @@ review queue lists them; ``activate=True`` activates the inserted ones at once, 
 - **Failures**: a part the model answers with garbage is counted as failed (with the error)
   and the rest goes on; it is not asked again for that version.
 - **Cancellable**: ``cancellation`` (default: the current token) is checked before each call.
+- **Without the model**: ``extractor=None`` gives the table pass only (its parts are marked
+  ``no_llm`` and read by the model on a later run that has one); ``skip_covered_tables``
+  does not ask the model about a section made only of tables the table pass fully covered.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from agents.learn.documents.build import DOCUMENT, Built, Origin, build_entries
 from agents.learn.documents.checkpoint import document_entry, document_id, stored_state
 from agents.learn.documents.extractor import SectionExtractor, SectionFailed
 from agents.learn.documents.parts import schema_text, section_parts
+from agents.learn.documents.tables import TablePass, TableStats, table_pass
 from agents.learn.mine.candidates import activate as activate_ids
 from agents.learn.mine.labeled import kind_of
 from agents.learn.mine.schema_view import SchemaView
@@ -63,6 +68,8 @@ class ExtractionReport:
     resumed_parts: int = 0
     failed_parts: list[dict[str, str]] = field(default_factory=list)
     llm_calls: int = 0
+    skipped_parts: Counter[str] = field(default_factory=Counter)
+    tables: TableStats = field(default_factory=TableStats)
     extracted: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
     unchecked_values: int = 0
@@ -76,6 +83,7 @@ class ExtractionReport:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["extracted"], data["dropped"] = dict(self.extracted), dict(self.dropped)
+        data["skipped_parts"], data["tables"] = dict(self.skipped_parts), self.tables.to_dict()
         return data
 
     @property
@@ -87,7 +95,9 @@ class ExtractionReport:
         return (
             f"{len(self.documents)} document(s), {unchanged} unchanged; "
             f"{self.read_parts} part(s) read, {self.resumed_parts} resumed, "
-            f"{len(self.failed_parts)} failed; extracted {sum(self.extracted.values())}, "
+            f"{len(self.failed_parts)} failed, {sum(self.skipped_parts.values())} skipped; "
+            f"tables: {self.tables.rows_anchored} of {self.tables.rows_read} row(s) anchored; "
+            f"extracted {sum(self.extracted.values())}, "
             f"dropped {sum(self.dropped.values())}; merge {self.merge}; "
             f"{len(self.retracted_ids)} retracted, {len(self.activated_ids)} activated"
         )
@@ -96,7 +106,7 @@ class ExtractionReport:
 def extract_documents(
     store: KnowledgeStore,
     documents: Sequence[Document],
-    extractor: SectionExtractor,
+    extractor: SectionExtractor | None,
     *,
     database: str,
     job_id: str | None = None,
@@ -105,16 +115,19 @@ def extract_documents(
     activate: bool = False,
     by: str = "system",
     max_part_chars: int = MAX_PART_CHARS,
+    skip_covered_tables: bool = False,
     progress: Progress | None = None,
     cancellation: Cancellation | None = None,
 ) -> ExtractionReport:
     """Extract ``documents`` into ``store`` for ``database`` (see the module docstring).
 
     Args:
-        extractor: reads one section part (an :class:`LLMSectionExtractor`, or a script).
+        extractor: reads one section part (an :class:`LLMSectionExtractor`, or a script);
+            None: the table pass only.
         target: the read-only database, to check values not profiled as enums.
         dry_run: report without writing anything (no checkpoint either).
         activate: activate the inserted candidates at once (by ``by``).
+        skip_covered_tables: no model call for a section of tables the table pass covered.
         progress: called with (parts done, parts in all, document name) after each part.
 
     Raises:
@@ -126,17 +139,23 @@ def extract_documents(
     if not view.profiled:
         raise ExtractionError(f"database {database!r} has no profiled tables in the store")
     token = cancellation if cancellation is not None else current_cancellation()
-    plans = [_plan(store, d, database, max_part_chars) for d in documents]
+    plans = [_plan(store, d, database, max_part_chars, extractor is None) for d in documents]
     total = sum(len(p.todo) for p in plans)
     done = 0
     for plan in plans:
         if plan.unchanged:
             report.documents.append(plan.summary("unchanged"))
             continue
+        plan.tables = table_pass(plan.document, view, _origin_for(plan, report.job_id, database))
         for key, locator, text in plan.todo:
+            skip = _skip(key, plan.tables, extractor is None, skip_covered_tables)
             if key in plan.sections:
                 report.resumed_parts += 1
+            elif skip:
+                plan.sections[key] = {"status": "skipped", "reason": skip}
+                report.skipped_parts[skip] += 1
             else:
+                assert extractor is not None
                 if token is not None:
                     token.raise_if_cancelled("document extraction")
                 plan.sections[key] = _read(
@@ -165,6 +184,7 @@ class _Plan:
     unchanged: bool
     job_id: str = ""
     gave: list[str] = field(default_factory=list)
+    tables: TablePass = field(default_factory=TablePass)
 
     def entry(self, *, complete: bool) -> BaseUKF:
         state = {
@@ -188,20 +208,43 @@ class _Plan:
         }
 
 
-def _plan(store: KnowledgeStore, document: Document, database: str, max_chars: int) -> _Plan:
+def _plan(
+    store: KnowledgeStore, document: Document, database: str, max_chars: int, no_llm: bool
+) -> _Plan:
     entry_id = document_id(document, database)
     state = stored_state(store, entry_id)
     same = state.get("sha256") == document.sha256
+    sections = dict(state.get("sections") or {}) if same else {}
+    if not no_llm:  # the parts a run without the model left are read now
+        sections = {k: v for k, v in sections.items() if v.get("reason") != NO_LLM}
+    complete = bool(state.get("complete")) and len(sections) == len(state.get("sections") or {})
     todo = [
         (f"{i}.{j}:{section.locator}", section.locator, text)
         for i, section in enumerate(document.sections)
         for j, text in enumerate(section_parts(section, max_chars))
     ]
     previous = [str(i) for i in state.get("entries") or []]
-    sections = dict(state.get("sections") or {}) if same else {}
-    unchanged = same and bool(state.get("complete"))
+    unchanged = same and complete
     todo = [] if unchanged else todo
     return _Plan(document, database, entry_id, todo, sections, previous, unchanged)
+
+
+NO_LLM, TABLES_COVERED = "no_llm", "tables_covered"
+
+
+def _skip(key: str, tables: TablePass, no_llm: bool, skip_covered: bool) -> str | None:
+    """Why the part of checkpoint ``key`` is not read by the model (None: it is)."""
+    if no_llm:
+        return NO_LLM
+    section = int(key.split(".", 1)[0])
+    return TABLES_COVERED if skip_covered and section in tables.covered_sections else None
+
+
+def _origin_for(plan: _Plan, job_id: str, database: str) -> Callable[[str, int, int], Origin]:
+    def origin(locator: str, table: int, row: int) -> Origin:
+        return Origin(job_id, database, plan.document, plan.entry_id, locator, table, row)
+
+    return origin
 
 
 def _read(
@@ -239,9 +282,12 @@ def _finish(
     by: str,
 ) -> None:
     plan.job_id = report.job_id
-    built = Built()
+    built = Built(entries=list(plan.tables.entries))
+    report.tables.add(plan.tables.stats)
     for key, locator, _text in plan.todo:
         state = plan.sections.get(key) or {}
+        if state.get("status") == "skipped":
+            continue
         if state.get("status") != "done":
             failure = {"document": plan.document.name, "locator": locator}
             report.failed_parts.append({**failure, "error": str(state.get("error", ""))})
