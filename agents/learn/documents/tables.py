@@ -215,6 +215,7 @@ class _TableReader:
         if not anchors:
             return
         self.stats.rows_anchored += 1
+        self.stats.skipped["enum_value"] += len(anchors) - 1  # other anchors: stored values
         phrases: list[str] = []
         for i, cell in enumerate(row):
             if i in anchors or not cell:

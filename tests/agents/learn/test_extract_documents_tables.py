@@ -1,0 +1,200 @@
+"""The model-free table pass: rows keyed by a stored value and glossary rows, on a small
+SQLite database laid out like AutoFin (a ``region`` table of codes, one row per country, a
+``vehicle_model`` table, a wide ``sales`` table with ``ptd_amt_*`` columns)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.learn.documents import LLMSectionExtractor, extract_documents
+from indices.string import StringIndex
+from kb.documents import read_document
+from kb.profile.profiler import ProfileOptions, profile_database
+from kb.store import KnowledgeStore
+from kb.target.database import Database
+from tests.agents.scripted import ScriptedLLM
+
+REGIONS = [("CHN", "Greater China"), ("EUR", "Europe"), ("NAM", "North America")]
+MODELS = [("NV100", "Nova 100", 18000), ("NV200", "Nova 200", 22000), ("NV300", "Nova 300", 26000)]
+
+HANDBOOK = """# Organisation
+
+## Regions
+
+| code | name | also called |
+|---|---|---|
+| CHN | Greater China | China region, GC region |
+| EUR | Europe | continental Europe; EU region |
+| XYZ | Atlantis | lost region |
+
+## Models
+
+Sales call models by their nicknames.
+
+| code | model | nickname | list price USD |
+|---|---|---|---|
+| NV200 | Nova 200 | Comet | 22,000 |
+| NV100 | Nova 100 | $18,000 | 18,000 |
+| NV300 | Nova 300 | a family car that sells well in every region of the group | 26,000 |
+
+## Glossary
+
+| term | stands for | meaning | also said |
+|---|---|---|---|
+| PTD | period-to-date | The amount of one month. Columns ptd_amt_*. | period to date |
+| LP | list price | The price before discounts, column `list_price`. | sticker price |
+| FY | fiscal year | April to March. | financial year |
+"""
+
+EMPTY = {"terms": [], "metrics": [], "rules": [], "value_mappings": [], "taxonomies": []}
+
+
+def _database(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE region (region_code TEXT, region_name TEXT, country TEXT)")
+        db.execute(
+            "CREATE TABLE vehicle_model (model_code TEXT, model_name TEXT, list_price INTEGER)"
+        )
+        db.execute(
+            "CREATE TABLE sales (region_code TEXT, model_code TEXT, period TEXT, "
+            "ptd_amt_usd REAL, ptd_amt_eur REAL, ptd_amt_cny REAL, ptd_amt_lc REAL)"
+        )
+        countries = [(*region, f"{region[0]}-{n}") for region in REGIONS for n in range(3)]
+        db.executemany("INSERT INTO region VALUES (?, ?, ?)", countries)
+        db.executemany("INSERT INTO vehicle_model VALUES (?, ?, ?)", MODELS)
+        rows = [
+            (region, model, f"2024-{month:02d}", 1.0 * month, 2.0, 3.0, 4.0)
+            for region, _ in REGIONS
+            for model, _, _ in MODELS
+            for month in range(1, 7)
+        ]
+        db.executemany("INSERT INTO sales VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, Database]]:
+    _database(tmp_path / "fin.sqlite")
+    store = KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    database = Database(f"sqlite:///{tmp_path / 'fin.sqlite'}")
+    profile_database(database, store, database_name="fin", options=ProfileOptions(progress=False))
+    yield store, database
+    database.close()
+    store.close()
+
+
+def _write(tmp_path: Path, text: str = HANDBOOK) -> Path:
+    path = tmp_path / "handbook.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _extract(store, database, path, extractor=None, **options):
+    return extract_documents(
+        store, [read_document(path)], extractor, database="fin", target=database, **options
+    )
+
+
+def _found(store: KnowledgeStore, question: str, phrase: str):
+    """The entry the string index finds for ``phrase`` in ``question`` (None: not found)."""
+    matches = StringIndex.from_store(store).search(question, mode="longest")
+    hits = [m for m in matches if m.text.casefold() == phrase.casefold()]
+    return store.get(hits[0].ukf_ids[0]) if hits else None
+
+
+def test_rows_keyed_by_a_stored_value_become_value_synonyms(small, tmp_path):
+    store, database = small
+    report = _extract(store, database, _write(tmp_path), activate=True)
+    gc = _found(store, "revenue of the GC region last month", "GC region")
+    assert gc is not None and gc.type == "synonym"
+    assert (gc.content_resources["table"], gc.content_resources["value"]) == ("region", "CHN")
+    target = store.get(gc.content_resources["target"])
+    assert target.type == "enum" and target.content_resources["value"] == "CHN"
+    comet = _found(store, "how many Comet cars were sold", "Comet")
+    assert comet is not None and comet.content_resources["value"] == "NV200"
+    eu = _found(store, "sales in the EU region", "EU region")  # split on the semicolon
+    assert eu is not None and eu.content_resources["value"] == "EUR"
+    names = {e.name.casefold() for e in store.get_many(report.candidate_ids).values()}
+    # an unknown anchor gives nothing; prices, numbers, sentences and enum values are no synonyms
+    unwanted = {"atlantis", "lost region", "$18,000", "18,000", "22,000", "nova 200", "europe"}
+    assert not names & unwanted and {"china region", "continental europe"} <= names
+    assert report.tables.rows_read == 9 and report.tables.rows_anchored == 5
+    skipped = report.tables.skipped
+    assert skipped["price"] == 1 and skipped["long"] == 1 and skipped["not_name_column"] == 3
+    assert skipped["enum_value"] >= 2  # "Greater China" is a stored region_name
+    assert report.skipped_parts == {"no_llm": report.parts} and report.llm_calls == 0
+    # provenance: the document, its hash, the section and the row
+    note = comet.metadata["document"]
+    assert note["sha256"] == read_document(_write(tmp_path)).sha256
+    assert (note["locator"], note["table"], note["row"]) == ("Organisation > Models", 1, 1)
+    assert comet.metadata["mining"]["miner"] == "documents"
+
+
+def test_glossary_rows_naming_columns(small, tmp_path):
+    store, database = small
+    report = _extract(store, database, _write(tmp_path), activate=True)
+    entries = store.get_many(report.candidate_ids).values()
+    ptd = [e for e in entries if e.name == "PTD"]
+    # four ptd_amt_* columns: one glossary entry rather than a synonym per column
+    assert len(ptd) == 1 and ptd[0].type == "knowledge"
+    assert set(ptd[0].synonyms) == {"period-to-date", "period to date"}
+    sticker = _found(store, "models by sticker price", "sticker price")
+    assert sticker is not None and sticker.content_resources["column"] == "list_price"
+    lp = [e for e in entries if e.name == "LP"]
+    assert len(lp) == 1 and lp[0].content_resources["table"] == "vehicle_model"
+    # "list price" is the column's own name; FY names no column
+    assert not [e for e in entries if e.name.casefold() in {"list price", "fy", "fiscal year"}]
+    assert report.tables.skipped["no_column"] == 1 and report.tables.glossary_rows == 3
+    assert report.tables.entries["knowledge"] == 1
+
+
+def test_unchanged_does_nothing_and_a_change_replaces(small, tmp_path):
+    store, database = small
+    path = _write(tmp_path)
+    first = _extract(store, database, path, activate=True)
+    version = store.version
+    again = _extract(store, database, path, activate=True)
+    assert again.documents[0]["status"] == "unchanged" and store.version == version
+    assert again.tables.rows_read == 0 and not again.candidate_ids
+    _write(tmp_path, HANDBOOK.replace("| EUR | Europe | continental Europe; EU region |\n", ""))
+    changed = _extract(store, database, path, activate=True)
+    gone = {store.get_many(first.candidate_ids).get(i) for i in changed.retracted_ids}
+    assert gone == {None}  # purged
+    assert _found(store, "sales in the EU region", "EU region") is None
+    gc = _found(store, "revenue of the GC region", "GC region")
+    assert gc is not None and gc.metadata["document"]["sha256"] == read_document(path).sha256
+    assert len(changed.retracted_ids) == 2  # continental Europe, EU region
+
+
+def _counting_reply(messages, _options):
+    return json.dumps(EMPTY)
+
+
+def test_the_model_reads_what_the_tables_did_not_cover(small, tmp_path):
+    store, database = small
+    text = HANDBOOK.replace("| XYZ | Atlantis | lost region |\n", "")
+    path = _write(tmp_path, text)
+    llm = ScriptedLLM([_counting_reply])
+    report = _extract(store, database, path, LLMSectionExtractor(llm), skip_covered_tables=True)
+    asked = [m[-1]["content"] for m, _ in llm.calls]
+    # Regions is a table whose every row is keyed: no model call; Models has prose, the
+    # glossary a row naming no column: both asked
+    assert report.skipped_parts == {"tables_covered": 1} and len(asked) == report.parts - 1
+    assert not [a for a in asked if "GC region" in a]
+    assert report.tables.rows_anchored == 5 and not report.failed_parts
+
+
+def test_a_run_without_the_model_leaves_the_parts_for_one_with_it(small, tmp_path):
+    store, database = small
+    path = _write(tmp_path)
+    first = _extract(store, database, path)
+    llm = ScriptedLLM([_counting_reply])
+    second = _extract(store, database, path, LLMSectionExtractor(llm))
+    assert first.llm_calls == 0 and second.llm_calls == len(llm.calls) == second.parts
+    assert second.documents[0]["status"] == "extracted" and not second.retracted_ids
+    third = _extract(store, database, path, LLMSectionExtractor(llm))
+    assert third.documents[0]["status"] == "unchanged" and third.llm_calls == 0
