@@ -19,13 +19,15 @@ What each kind of item becomes (the UKF types mining uses, :mod:`agents.learn.mi
 Items that fail a check are dropped and counted by reason (``unknown_column``,
 ``formula_unparsable``, ``value_not_found``...); a term or alias that is the name of another
 table or column (a small model's "singer" → ``singer.Song_release_year``) is dropped as
-``names_other_element``. Every entry is a candidate (``source="auto"``,
+``names_other_element``; an item naming the prompt's fictional example table (the model
+copied the example) as ``copied_example``. Every entry is a candidate (``source="auto"``,
 inactive, ``metadata["mining"]`` with ``miner="documents"``), its parent the document's entry,
 and its provenance in ``metadata["document"]``: path, content hash and section locator.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -44,6 +46,7 @@ MINER = "documents"
 MINER_VERSION = 1
 DOCUMENT = "document"
 GLOSSARY_COLLECTION = "glossary"
+EXAMPLE_TABLE = "example_shop"  # the prompt's fictional example (prompts/extract_system.j2)
 _MONTHS = {
     m: i
     for i, m in enumerate(
@@ -115,6 +118,8 @@ def build_entries(
     for kind, builder in builders.items():
         for item in items.get(kind, []):
             try:
+                if EXAMPLE_TABLE in json.dumps(item).casefold():
+                    raise _Drop("copied_example")
                 builder(item, view, origin, built)
             except _Drop as drop:
                 built.dropped[drop.reason] += 1

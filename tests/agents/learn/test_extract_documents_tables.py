@@ -198,3 +198,22 @@ def test_a_run_without_the_model_leaves_the_parts_for_one_with_it(small, tmp_pat
     assert second.documents[0]["status"] == "extracted" and not second.retracted_ids
     third = _extract(store, database, path, LLMSectionExtractor(llm))
     assert third.documents[0]["status"] == "unchanged" and third.llm_calls == 0
+
+
+def test_a_copied_prompt_example_is_dropped(small, tmp_path):
+    store, database = small
+    copied = {
+        **EMPTY,
+        "terms": [{"term": "clients", "aliases": [], "meaning": "people who buy",
+                   "table": "example_shop", "column": "shop_buyer"}],
+        "metrics": [{"name": "basket value", "aliases": [], "description": "",
+                     "formula": "SUM(example_shop.shop_total)"}],
+        "value_mappings": [{"phrase": "China region", "table": "region",
+                            "column": "region_code", "value": "CHN"}],
+    }  # fmt: skip
+    llm = ScriptedLLM([json.dumps(copied)])
+    path = _write(tmp_path, "# Notes\n\nThe China region is CHN.\n")
+    report = _extract(store, database, path, LLMSectionExtractor(llm))
+    system = llm.calls[0][0][0]["content"]
+    assert "example_shop" in system and "orders.amount" not in system
+    assert report.dropped == {"copied_example": 2} and report.extracted == {"value_synonym": 1}
