@@ -8,7 +8,9 @@
 - :mod:`distill.config`, :mod:`distill.train`, :mod:`distill.checkpoints`,
   :mod:`distill.progress`: the training config, SFT with trl + peft, resume, progress;
 - :mod:`distill.base_weights`: Hugging Face base weights dequantized from the packaged GGUF;
-- :mod:`distill.export`: merge the adapter, write a GGUF llama.cpp loads.
+- :mod:`distill.export`: merge the adapter, write a GGUF llama.cpp loads;
+- :mod:`distill.eval_inputs`: a run's exported GGUF and its base model, for the evaluation
+  (:mod:`bench.distill_eval` benches the student against the base; bench sits above distill).
 
 Heavy libraries (torch, transformers, trl, peft) load only when training or exporting.
 """

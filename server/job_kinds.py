@@ -11,8 +11,9 @@
 - ``cot``: checked CoT for verified experiences that have none (:mod:`server.job_cot`);
 - ``synthesize``: new verified question-SQL pairs from the verified experiences and the
   profiled schema (:mod:`server.job_synthesize`);
-- ``distill-data``, ``distill-train``: NL-CoT-SQL training tuples, and a student fine-tuned on
-  them (:mod:`server.job_distill`, permission ``distill``).
+- ``distill-data``, ``distill-train``, ``distill-eval``: NL-CoT-SQL training tuples, a student
+  fine-tuned on them, and the student benched against its base model
+  (:mod:`server.job_distill`, permission ``distill``).
 
 Kinds register here with their own permission, and
 with :attr:`JobKind.authorize` when the permission alone is not enough: ``profile`` and
@@ -43,8 +44,10 @@ from server.job_cot import CotParams, authorize_cot, cot_unavailable, run_cot
 from server.job_dictionary import DictionaryParams, authorize_dictionary, run_dictionary
 from server.job_distill import (
     DistillDataParams,
+    DistillEvalParams,
     DistillTrainParams,
     run_distill_data,
+    run_distill_eval,
     run_distill_train,
 )
 from server.job_distill import needs_target as distill_needs_target
@@ -365,6 +368,13 @@ JOB_KINDS: dict[str, JobKind] = {
             DistillTrainParams,
             Permission.DISTILL,
             run_distill_train,
+        ),
+        JobKind(
+            "distill-eval",
+            "bench a run's exported student against its base model on the same questions",
+            DistillEvalParams,
+            Permission.DISTILL,
+            run_distill_eval,
         ),
     )
 }
