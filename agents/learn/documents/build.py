@@ -46,7 +46,7 @@ MINER = "documents"
 MINER_VERSION = 1
 DOCUMENT = "document"
 GLOSSARY_COLLECTION = "glossary"
-EXAMPLE_TABLE = "example_shop"  # the prompt's fictional example (prompts/extract_system.j2)
+EXAMPLE_TABLE = "example_orders"  # the prompt's fictional example (prompts/extract_system.j2)
 _MONTHS = {
     m: i
     for i, m in enumerate(

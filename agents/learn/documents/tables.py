@@ -14,8 +14,10 @@ the same UKF shapes as :mod:`agents.learn.documents.build`:
   and semicolons; each becomes a synonym of the leftmost anchor's Enum entry (a value
   mapping, as :func:`build._value` makes it; one phrase names one value, or the merge drops
   the disagreeing candidates). Skipped, and counted by reason: cells under other headers
-  (``not_name_column``), cells that are themselves enum values (``enum_value``: they are
-  anchors), numbers, prices, sentences of more than :data:`MAX_WORDS` words, the anchor's
+  (``not_name_column``; ``enum_value`` when they are anchors too), names that are enum
+  values of another table than the anchor's (``enum_value``; a stored value of the anchor's
+  own table, ``region_name`` beside ``region_code``, is the row's name: kept), numbers,
+  prices, sentences of more than :data:`MAX_WORDS` words, the anchor's
   own value (``repeats_anchor``) and table or column names (``element_name``).
 - **glossaries** (a header with a term and a meaning or definition): the columns the
   meaning names (backticked, or a ``snake_case`` name; ``ptd_amt_*`` expands to the existing
@@ -31,7 +33,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agents.learn.documents.build import GLOSSARY_COLLECTION, Origin
@@ -215,10 +217,12 @@ class _TableReader:
         if not anchors:
             return
         self.stats.rows_anchored += 1
-        self.stats.skipped["enum_value"] += len(anchors) - 1  # other anchors: stored values
+        first = min(anchors)
+        anchor = anchors[first]  # the leftmost: one phrase means one value
+        home = str(anchor.content_resources.get("table", "")).casefold()
         phrases: list[str] = []
         for i, cell in enumerate(row):
-            if i in anchors or not cell:
+            if i == first or not cell:
                 continue
             header = self.header[i] if i < len(self.header) else ""
             if _ALIAS.search(header):
@@ -226,15 +230,18 @@ class _TableReader:
             elif _NAME.match(header):
                 parts = [cell]
             else:
-                self.stats.skipped["not_name_column"] += 1
+                self.stats.skipped["enum_value" if i in anchors else "not_name_column"] += 1
                 continue
-            phrases += [p for p in parts if self._phrase_ok(p, list(anchors.values()))]
-        anchor = anchors[min(anchors)]  # the leftmost: one phrase means one value
+            phrases += [p for p in parts if self._phrase_ok(p, anchor, home)]
         for phrase in dict.fromkeys(phrases):
             self.entries.append(_value_synonym(phrase, anchor, origin))
 
-    def _phrase_ok(self, phrase: str, anchors: Iterable[BaseUKF]) -> bool:
+    def _phrase_ok(self, phrase: str, anchor: BaseUKF, home: str) -> bool:
+        """Whether ``phrase`` (a name or an alias cell's part) is a synonym of ``anchor``;
+        the skip counted by reason when not. A stored value of another column of the
+        anchor's own table (``region_name`` beside ``region_code``) is the row's name: kept."""
         reason = None
+        stored = self.values.get(phrase.casefold(), [])
         if not phrase:
             reason = "empty"
         elif _NUMBER.match(phrase):
@@ -243,9 +250,9 @@ class _TableReader:
             reason = "price"
         elif len(phrase.split()) > MAX_WORDS:
             reason = "long"
-        elif _fold(phrase) in {_fold(str(a.content_resources.get("value"))) for a in anchors}:
+        elif _fold(phrase) == _fold(str(anchor.content_resources.get("value"))):
             reason = "repeats_anchor"
-        elif phrase.casefold() in self.values:
+        elif stored and all(table != home for table, _column in stored):
             reason = "enum_value"
         elif _fold(phrase) in self.elements:
             reason = "element_name"

@@ -30,6 +30,7 @@ HANDBOOK = """# Organisation
 |---|---|---|
 | CHN | Greater China | China region, GC region |
 | EUR | Europe | continental Europe; EU region |
+| NAM | North America | NA region; Nova 100 |
 | XYZ | Atlantis | lost region |
 
 ## Models
@@ -120,12 +121,17 @@ def test_rows_keyed_by_a_stored_value_become_value_synonyms(small, tmp_path):
     assert eu is not None and eu.content_resources["value"] == "EUR"
     names = {e.name.casefold() for e in store.get_many(report.candidate_ids).values()}
     # an unknown anchor gives nothing; prices, numbers, sentences and enum values are no synonyms
-    unwanted = {"atlantis", "lost region", "$18,000", "18,000", "22,000", "nova 200", "europe"}
+    unwanted = {"atlantis", "lost region", "$18,000", "18,000", "22,000"}
     assert not names & unwanted and {"china region", "continental europe"} <= names
-    assert report.tables.rows_read == 9 and report.tables.rows_anchored == 5
+    entries = store.get_many(report.candidate_ids).values()
+    values = {e.content_resources.get("value") for e in entries if e.name.casefold() == "nova 100"}
+    assert values == {"NV100"}  # not NAM: a model's name on a region's row
+    # a stored name of the anchor's own table is the row's name: kept
+    assert {"greater china", "europe", "nova 200", "na region"} <= names
+    assert report.tables.rows_read == 10 and report.tables.rows_anchored == 6
     skipped = report.tables.skipped
     assert skipped["price"] == 1 and skipped["long"] == 1 and skipped["not_name_column"] == 3
-    assert skipped["enum_value"] >= 2  # "Greater China" is a stored region_name
+    assert skipped["enum_value"] == 1  # "Nova 100": a model's name on a region's row
     assert report.skipped_parts == {"no_llm": report.parts} and report.llm_calls == 0
     # provenance: the document, its hash, the section and the row
     note = comet.metadata["document"]
@@ -167,7 +173,7 @@ def test_unchanged_does_nothing_and_a_change_replaces(small, tmp_path):
     assert _found(store, "sales in the EU region", "EU region") is None
     gc = _found(store, "revenue of the GC region", "GC region")
     assert gc is not None and gc.metadata["document"]["sha256"] == read_document(path).sha256
-    assert len(changed.retracted_ids) == 2  # continental Europe, EU region
+    assert len(changed.retracted_ids) == 3  # Europe, continental Europe, EU region
 
 
 def _counting_reply(messages, _options):
@@ -185,7 +191,7 @@ def test_the_model_reads_what_the_tables_did_not_cover(small, tmp_path):
     # glossary a row naming no column: both asked
     assert report.skipped_parts == {"tables_covered": 1} and len(asked) == report.parts - 1
     assert not [a for a in asked if "GC region" in a]
-    assert report.tables.rows_anchored == 5 and not report.failed_parts
+    assert report.tables.rows_anchored == 6 and not report.failed_parts
 
 
 def test_a_run_without_the_model_leaves_the_parts_for_one_with_it(small, tmp_path):
@@ -205,9 +211,9 @@ def test_a_copied_prompt_example_is_dropped(small, tmp_path):
     copied = {
         **EMPTY,
         "terms": [{"term": "clients", "aliases": [], "meaning": "people who buy",
-                   "table": "example_shop", "column": "shop_buyer"}],
+                   "table": "example_orders", "column": "customer_id"}],
         "metrics": [{"name": "basket value", "aliases": [], "description": "",
-                     "formula": "SUM(example_shop.shop_total)"}],
+                     "formula": "SUM(example_orders.amount)"}],
         "value_mappings": [{"phrase": "China region", "table": "region",
                             "column": "region_code", "value": "CHN"}],
     }  # fmt: skip
@@ -215,5 +221,5 @@ def test_a_copied_prompt_example_is_dropped(small, tmp_path):
     path = _write(tmp_path, "# Notes\n\nThe China region is CHN.\n")
     report = _extract(store, database, path, LLMSectionExtractor(llm))
     system = llm.calls[0][0][0]["content"]
-    assert "example_shop" in system and "orders.amount" not in system
+    assert "example_orders" in system and " orders.amount" not in system
     assert report.dropped == {"copied_example": 2} and report.extracted == {"value_synonym": 1}
