@@ -35,6 +35,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from agents.learn.documents.build import GLOSSARY_COLLECTION, Origin
 from agents.learn.mine.entries import MINED_COLLECTION, phrase_name, qualified
@@ -110,8 +111,7 @@ def table_pass(document: Document, view: SchemaView, origin_for: OriginFor) -> T
         all_covered = bool(tables) and len(tables) == len(section.blocks)
         for t, block in enumerate(tables, 1):
             reader = _TableReader(block, view, values, done.stats)
-            where = section.locator
-            covered = reader.read(lambda row, t=t, where=where: origin_for(where, t, row))
+            covered = reader.read(partial(origin_for, section.locator, t))
             done.entries += reader.entries
             all_covered = all_covered and covered
         if all_covered:
@@ -206,7 +206,7 @@ class _TableReader:
             named = bool(words & set(re.split(r"[_\s]+", f"{key[0]} {key[1]}")))
             table = self.view.tables.get(key[0])
             rows = table.content_resources.get("row_count") if table is not None else None
-            size = int(rows) if str(rows).isdigit() else 1 << 62
+            size = int(str(rows)) if str(rows).isdigit() else 1 << 62
             return (not named, size, "/".join(key))
 
         best = min(keys, key=rank)
