@@ -1,6 +1,7 @@
 """``almanac kb extract``: knowledge from documents into the knowledge base (SIE).
 
-almanac kb extract FILE... [--database NAME] [--dry-run] [--activate] [--json]
+almanac kb extract FILE... [--database NAME] [--dry-run] [--activate] [--no-llm]
+                   [--skip-covered-tables] [--json]
     FILE is a Markdown, text, HTML or PDF document (:mod:`kb.documents`). Each section is
     read by the describe tier's model (else the default tier's), and the glossary terms,
     metrics, rules, value mappings and taxonomies it states are checked against the profiled
@@ -36,6 +37,14 @@ def add_extract_command(kb_actions: Any) -> None:
     command.add_argument("--database", help="the database they are about (default the target)")
     command.add_argument("--dry-run", action="store_true", help="report, write nothing")
     command.add_argument("--activate", action="store_true", help="activate the candidates")
+    command.add_argument(
+        "--no-llm", action="store_true", help="the table pass only (rows keyed by stored values)"
+    )
+    command.add_argument(
+        "--skip-covered-tables",
+        action="store_true",
+        help="no model call for a table section the table pass covered row by row",
+    )
     command.add_argument("--json", action="store_true", help="print the JSON report")
 
 
@@ -54,7 +63,7 @@ def run_extract_command(
 
     try:
         documents = [read_document(path) for path in args.files]
-        if extractor is None:
+        if extractor is None and not args.no_llm:
             extractor = LLMSectionExtractor(_model(settings))
         database = args.database or settings.resolved_target_name
         if database is None:
@@ -76,6 +85,7 @@ def run_extract_command(
                 database=database,
                 dry_run=args.dry_run,
                 activate=args.activate,
+                skip_covered_tables=args.skip_covered_tables,
                 by=f"cli:{_login()}",
                 progress=progress,
             )

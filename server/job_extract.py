@@ -45,6 +45,12 @@ class ExtractParams(BaseModel):
     )
     dry_run: bool = False
     activate: bool = Field(default=False, description="activate the candidates at once")
+    no_llm: bool = Field(
+        default=False, description="the table pass only (rows keyed by stored values), no model"
+    )
+    skip_covered_tables: bool = Field(
+        default=False, description="no model call for a table section covered row by row"
+    )
 
 
 def authorize_extract(identity: Identity) -> None:
@@ -53,6 +59,8 @@ def authorize_extract(identity: Identity) -> None:
 
 
 def run_extract(state: AppState, context: JobContext, params: ExtractParams) -> dict[str, Any]:
+    if params.no_llm:
+        return extract_job(state, context, params, None)
     if state.llms is None:
         raise RuntimeError("extract: no LLM is configured on this server")
     from server.llm_factory import BackgroundLLM
@@ -63,7 +71,10 @@ def run_extract(state: AppState, context: JobContext, params: ExtractParams) -> 
 
 
 def extract_job(
-    state: AppState, context: JobContext, params: ExtractParams, extractor: SectionExtractor
+    state: AppState,
+    context: JobContext,
+    params: ExtractParams,
+    extractor: SectionExtractor | None,
 ) -> dict[str, Any]:
     """The job with ``extractor`` reading the sections (the runner's body)."""
     from server.job_kinds import import_path  # the import job's folder rule
@@ -91,6 +102,7 @@ def extract_job(
         target=target,
         dry_run=params.dry_run,
         activate=params.activate,
+        skip_covered_tables=params.skip_covered_tables,
         by=f"job:{context.job_id}",
         progress=progress,
         cancellation=context.cancellation,

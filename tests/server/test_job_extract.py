@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agents.learn.documents import LLMSectionExtractor
+from indices.string import StringIndex
 from kb.documents import DocumentError
 from server.access import AccessDeniedError
 from server.auth import Identity, Role
@@ -140,7 +141,8 @@ def test_the_cli_command_extracts_and_refuses(tmp_path, sqlite_target, capsys):
     document.write_text(HANDBOOK, encoding="utf-8")
 
     def args(*files, **flags):
-        options = {"database": None, "dry_run": False, "activate": False, "json": True, **flags}
+        options = {"database": None, "dry_run": False, "activate": False, "json": True}
+        options |= {"no_llm": False, "skip_covered_tables": False, **flags}
         return argparse.Namespace(files=list(files), **options)
 
     extractor = LLMSectionExtractor(ScriptedLLM([json.dumps(ANSWER)]))
@@ -155,3 +157,59 @@ def test_the_cli_command_extracts_and_refuses(tmp_path, sqlite_target, capsys):
     empty.write_bytes(b"")
     assert run_extract_command(args(document, empty), settings, extractor=extractor) == 2
     assert f"{empty}: the file is empty" in capsys.readouterr().err
+
+
+STATUSES = """# Order statuses
+
+| status | meaning | also called |
+|---|---|---|
+| paid | the customer paid | settled, cleared |
+| void | cancelled before payment | voided |
+"""
+
+
+def test_the_table_pass_alone_needs_no_model(tmp_path, sqlite_target, capsys):
+    # --no-llm: rows keyed by a stored value give synonyms; no model is loaded (none is set up)
+    import argparse
+
+    from kb.profile.profiler import ProfileOptions, profile_database
+    from kb.store import KnowledgeStore
+    from kb.target.database import Database
+    from server.cli_extract import run_extract_command
+    from server.settings import Settings
+
+    url = f"sqlite:///{tmp_path / 'knowledge.db'}"
+    with KnowledgeStore(url) as store:
+        target = Database(sqlite_target)
+        profile_database(
+            target, store, database_name="shop", options=ProfileOptions(progress=False)
+        )
+        target.close()
+    settings = Settings(data_dir=tmp_path, store_url=url, target_name="shop", embedder="none")
+    document = tmp_path / "statuses.md"
+    document.write_text(STATUSES, encoding="utf-8")
+    flags = {"database": None, "dry_run": False, "json": True, "skip_covered_tables": False}
+    args = argparse.Namespace(files=[document], activate=True, no_llm=True, **flags)
+    assert run_extract_command(args, settings) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["merge"]["inserted"] >= 2, report
+    with KnowledgeStore(url) as store:
+        index = StringIndex.from_store(store)
+        for phrase, value in (("settled", "paid"), ("cleared", "paid"), ("voided", "void")):
+            hits = [m for m in index.search(f"{phrase} orders", mode="longest") if m.text == phrase]
+            assert hits, phrase
+            found = store.get(hits[0].ukf_ids[0])
+            assert found.content_resources["value"] == value, found
+
+
+def test_the_job_runs_the_table_pass_alone_on_a_server_without_a_model(shop):
+    from server.job_extract import run_extract
+
+    folder = shop.state.settings.resolved_import_dir
+    (folder / "statuses.md").write_text(STATUSES, encoding="utf-8")
+    assert shop.state.llms is None
+    params = ExtractParams(paths=["statuses.md"], no_llm=True, activate=True)
+    result = run_extract(shop.state, _Context(_ops()), params)  # type: ignore[arg-type]
+    assert result["merge"]["inserted"] >= 2 and not result.get("failed_parts"), result
+    with pytest.raises(RuntimeError, match="no LLM"):
+        run_extract(shop.state, _Context(_ops()), ExtractParams(paths=["shop.md"]))  # type: ignore[arg-type]
