@@ -25,7 +25,10 @@ the same UKF shapes as :mod:`agents.learn.documents.build`:
   does not count) get the term, its "stands for" and its "also said" phrases as synonyms;
   more than :data:`MAX_COLUMN_SYNONYMS` columns give one glossary
   :class:`ukf.KnowledgeUKF` instead, as a term naming no single element does in
-  :mod:`.build`. A meaning naming no existing column gives nothing here (``no_column``).
+  :mod:`.build`. A meaning naming no existing column gives that glossary entry too (the
+  term, its "stands for" and "also said" phrases as synonyms, the meaning as content), as
+  :func:`build._term` does for a term naming no element — unless the term is itself a table
+  or column name (``element_name``).
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ class TableStats:
     rows_read: int = 0
     rows_anchored: int = 0
     glossary_rows: int = 0
+    glossary_knowledge: int = 0
+    """Glossary rows given as one glossary entry (naming no column, or too many)."""
     entries: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
 
@@ -75,6 +80,7 @@ class TableStats:
         self.rows_read += other.rows_read
         self.rows_anchored += other.rows_anchored
         self.glossary_rows += other.glossary_rows
+        self.glossary_knowledge += other.glossary_knowledge
         self.entries.update(other.entries)
         self.skipped.update(other.skipped)
 
@@ -84,6 +90,7 @@ class TableStats:
             "rows_read": self.rows_read,
             "rows_anchored": self.rows_anchored,
             "glossary_rows": self.glossary_rows,
+            "glossary_knowledge": self.glossary_knowledge,
             "entries": dict(self.entries),
             "skipped": dict(self.skipped),
         }
@@ -269,16 +276,16 @@ class _TableReader:
             return
         self.stats.glossary_rows += 1
         columns = self._named_columns(meaning)
-        if not columns:
-            self.stats.skipped["no_column"] += 1
-            return
         stands = self._cell(row, stands_at)
         aliases = [stands] if stands else []
         for i, cell in enumerate(row):
             if i < len(self.header) and _ALIAS.search(self.header[i]) and cell:
                 aliases += [p.strip() for p in re.split(r"[;,]", cell) if p.strip()]
         aliases = [a for a in dict.fromkeys(aliases) if _fold(a) != _fold(term)]
-        if len(columns) > MAX_COLUMN_SYNONYMS:
+        if not columns or len(columns) > MAX_COLUMN_SYNONYMS:
+            if not columns and _fold(term) in self.elements:
+                self.stats.skipped["element_name"] += 1
+                return
             content = f"{term} ({stands}): {meaning}" if stands else f"{term}: {meaning}"
             self.entries.append(
                 KnowledgeUKF.create(
@@ -291,6 +298,7 @@ class _TableReader:
                     **origin.fields("glossary_row"),
                 )
             )
+            self.stats.glossary_knowledge += 1
             return
         for column in columns:
             own = {_fold(str(column.content_resources["column"])), _fold(qualified(column))}

@@ -50,6 +50,8 @@ Sales call models by their nicknames.
 | PTD | period-to-date | The amount of one month. Columns ptd_amt_*. | period to date |
 | LP | list price | The price before discounts, column `list_price`. | sticker price |
 | FY | fiscal year | April to March. | financial year |
+| country | | A nation, one of a region's. | nation |
+| MoM | month over month | | |
 """
 
 EMPTY = {"terms": [], "metrics": [], "rules": [], "value_mappings": [], "taxonomies": []}
@@ -128,7 +130,7 @@ def test_rows_keyed_by_a_stored_value_become_value_synonyms(small, tmp_path):
     assert values == {"NV100"}  # not NAM: a model's name on a region's row
     # a stored name of the anchor's own table is the row's name: kept
     assert {"greater china", "europe", "nova 200", "na region"} <= names
-    assert report.tables.rows_read == 10 and report.tables.rows_anchored == 6
+    assert report.tables.rows_read == 12 and report.tables.rows_anchored == 6
     skipped = report.tables.skipped
     assert skipped["price"] == 1 and skipped["long"] == 1 and skipped["not_name_column"] == 3
     assert skipped["enum_value"] == 1  # "Nova 100": a model's name on a region's row
@@ -152,10 +154,22 @@ def test_glossary_rows_naming_columns(small, tmp_path):
     assert sticker is not None and sticker.content_resources["column"] == "list_price"
     lp = [e for e in entries if e.name == "LP"]
     assert len(lp) == 1 and lp[0].content_resources["table"] == "vehicle_model"
-    # "list price" is the column's own name; FY names no column
-    assert not [e for e in entries if e.name.casefold() in {"list price", "fy", "fiscal year"}]
-    assert report.tables.skipped["no_column"] == 1 and report.tables.glossary_rows == 3
-    assert report.tables.entries["knowledge"] == 1
+    assert not [e for e in entries if e.name.casefold() == "list price"]  # the column's name
+    # FY names no column: one glossary entry, as build._term makes for a term naming nothing
+    fy = [e for e in entries if e.name.casefold() in {"fy", "fiscal year", "financial year"}]
+    assert len(fy) == 1 and fy[0].type == "knowledge" and fy[0].name == "FY"
+    assert set(fy[0].synonyms) == {"fiscal year", "financial year"}
+    assert fy[0].content == "FY (fiscal year): April to March." and fy[0].collection == "glossary"
+    note = fy[0].metadata["document"]
+    assert (note["locator"], note["table"], note["row"]) == ("Organisation > Glossary", 1, 3)
+    assert note["sha256"] == read_document(_write(tmp_path)).sha256
+    # a term that is a column's name, and a term with no meaning, give nothing
+    assert not [e for e in entries if e.name.casefold() in {"country", "nation", "mom"}]
+    assert "no_column" not in report.tables.skipped
+    assert report.tables.skipped["element_name"] == 2  # "list price", "country"
+    assert report.tables.skipped["empty"] == 1  # MoM
+    assert report.tables.glossary_rows == 4 and report.tables.glossary_knowledge == 2
+    assert report.tables.entries["knowledge"] == 2
 
 
 def test_unchanged_does_nothing_and_a_change_replaces(small, tmp_path):
@@ -188,7 +202,7 @@ def test_the_model_reads_what_the_tables_did_not_cover(small, tmp_path):
     report = _extract(store, database, path, LLMSectionExtractor(llm), skip_covered_tables=True)
     asked = [m[-1]["content"] for m, _ in llm.calls]
     # Regions is a table whose every row is keyed: no model call; Models has prose, the
-    # glossary a row naming no column: both asked
+    # glossary rows that gave nothing (a column's name, no meaning): both asked
     assert report.skipped_parts == {"tables_covered": 1} and len(asked) == report.parts - 1
     assert not [a for a in asked if "GC region" in a]
     assert report.tables.rows_anchored == 6 and not report.failed_parts
