@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from agents.learn.documents.build import GLOSSARY_COLLECTION, Origin
+from agents.learn.documents.table_codes import StoredValue, stored_column
 from agents.learn.mine.entries import MINED_COLLECTION, phrase_name, qualified
 from agents.learn.mine.schema_view import SchemaView
 from kb.documents import Block, Document
@@ -124,11 +125,13 @@ def table_pass(document: Document, view: SchemaView, origin_for: OriginFor) -> T
         if all_covered:
             done.covered_sections.add(s)
     for entry in done.entries:
-        done.stats.entries["knowledge" if entry.type == "knowledge" else _kind(entry)] += 1
+        done.stats.entries[_kind(entry)] += 1
     return done
 
 
 def _kind(entry: BaseUKF) -> str:
+    if entry.type in {"knowledge", "predicate"}:
+        return "predicate" if entry.type == "predicate" else "knowledge"
     return "value_synonym" if entry.content_resources.get("value") is not None else "synonym"
 
 
@@ -166,6 +169,7 @@ class _TableReader:
         self.elements = _element_names(view)
         width = len(self.header)
         self.keys = [i for i in range(width) if self._is_key(i)]
+        self.stored = {i: c for i in self.keys if (c := self._stored_column(i)) is not None}
         self.glossary = self._glossary_columns()
 
     def _column_cells(self, i: int) -> list[str]:
@@ -174,6 +178,14 @@ class _TableReader:
     def _is_key(self, i: int) -> bool:
         cells = self._column_cells(i)
         return len(cells) == len(set(cells))
+
+    def _stored_column(self, i: int) -> BaseUKF | None:
+        """The target column a key column of codes no enum anchors names (see
+        :mod:`.table_codes`), or None."""
+        cells = [row[i] for row in self.rows if i < len(row) and row[i]]
+        if any(c.casefold() in self.values for c in cells):
+            return None
+        return stored_column(self.view, self.header[i] if i < len(self.header) else "", cells)
 
     def _glossary_columns(self) -> tuple[int, int, int | None] | None:
         term = next((i for i, h in enumerate(self.header) if _TERM.match(h)), None)
@@ -198,12 +210,15 @@ class _TableReader:
     def _cell(self, row: list[str], i: int | None) -> str:
         return row[i] if i is not None and i < len(row) else ""
 
-    def _anchor(self, row: list[str], i: int) -> BaseUKF | None:
+    def _anchor(self, row: list[str], i: int) -> BaseUKF | StoredValue | None:
         """The Enum entry the cell names (the header's column first, then the smallest
-        table's), or None."""
+        table's), the stored value of a key column of codes, or None."""
         text = self._cell(row, i)
         if not text or _NUMBER.match(text) or i not in self.keys:
             return None
+        if i in self.stored:
+            found = self.view.value_check(self.stored[i], text) == "found"
+            return StoredValue(self.stored[i], text) if found else None
         keys = self.values.get(text.casefold())
         if not keys:
             return None
@@ -226,7 +241,7 @@ class _TableReader:
         self.stats.rows_anchored += 1
         first = min(anchors)
         anchor = anchors[first]  # the leftmost: one phrase means one value
-        home = str(anchor.content_resources.get("table", "")).casefold()
+        home = _home(anchor)
         phrases: list[str] = []
         for i, cell in enumerate(row):
             if i == first or not cell:
@@ -241,9 +256,12 @@ class _TableReader:
                 continue
             phrases += [p for p in parts if self._phrase_ok(p, anchor, home)]
         for phrase in dict.fromkeys(phrases):
-            self.entries.append(_value_synonym(phrase, anchor, origin))
+            if isinstance(anchor, StoredValue):
+                self.entries.append(anchor.predicate(phrase, origin))
+            else:
+                self.entries.append(_value_synonym(phrase, anchor, origin))
 
-    def _phrase_ok(self, phrase: str, anchor: BaseUKF, home: str) -> bool:
+    def _phrase_ok(self, phrase: str, anchor: BaseUKF | StoredValue, home: str) -> bool:
         """Whether ``phrase`` (a name or an alias cell's part) is a synonym of ``anchor``;
         the skip counted by reason when not. A stored value of another column of the
         anchor's own table (``region_name`` beside ``region_code``) is the row's name: kept."""
@@ -257,7 +275,7 @@ class _TableReader:
             reason = "price"
         elif len(phrase.split()) > MAX_WORDS:
             reason = "long"
-        elif _fold(phrase) == _fold(str(anchor.content_resources.get("value"))):
+        elif _fold(phrase) == _fold(_anchor_value(anchor)):
             reason = "repeats_anchor"
         elif stored and all(table != home for table, _column in stored):
             reason = "enum_value"
@@ -329,6 +347,19 @@ class _TableReader:
                 if fnmatch.fnmatchcase(column, name) or f"{_table}.{column}" == name:
                     found.setdefault(entry.id, entry)
         return list(found.values())
+
+
+def _home(anchor: BaseUKF | StoredValue) -> str:
+    """The anchor's table (folded)."""
+    if isinstance(anchor, StoredValue):
+        return anchor.table.casefold()
+    return str(anchor.content_resources.get("table", "")).casefold()
+
+
+def _anchor_value(anchor: BaseUKF | StoredValue) -> str:
+    if isinstance(anchor, StoredValue):
+        return anchor.value
+    return str(anchor.content_resources.get("value"))
 
 
 def _value_synonym(phrase: str, enum: BaseUKF, origin: Origin) -> SynonymUKF:

@@ -237,3 +237,55 @@ def test_a_copied_prompt_example_is_dropped(small, tmp_path):
     system = llm.calls[0][0][0]["content"]
     assert "example_orders" in system and " orders.amount" not in system
     assert report.dropped == {"copied_example": 2} and report.extracted == {"value_synonym": 1}
+
+
+DEALERS = """# Dealers
+
+| code | dealer name | also called |
+|---|---|---|
+| DLR01 | Harbour Motors | the harbour shop |
+| DLR02 | Hilltop Cars | hilltop garage; the hill |
+| DLR03 | Riverside Autos | |
+| DLR04 | Bay Cars | |
+| DLR05 | Lake Motors | |
+| DLR09 | Ghost Garage | phantom shop |
+"""
+
+
+def _dealers(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE dealer (dealer_code TEXT PRIMARY KEY, city TEXT)")
+        rows = [(f"DLR0{n}", f"city {n}") for n in range(1, 6)]
+        db.executemany("INSERT INTO dealer VALUES (?, ?)", rows)
+
+
+def test_a_key_column_of_codes_no_enum_holds_is_checked_on_the_target(tmp_path):
+    _database(tmp_path / "fin.sqlite")
+    _dealers(tmp_path / "fin.sqlite")
+    store = KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}")
+    database = Database(f"sqlite:///{tmp_path / 'fin.sqlite'}")
+    try:
+        options = ProfileOptions(progress=False)
+        profile_database(database, store, database_name="fin", options=options)
+        # dealer_code is a primary key of codes: an identifier, no enum to anchor on
+        enums = store.iterate(type="enum", tags={"DATABASE": "fin"})
+        assert not [e for e in enums if e.content_resources["column"] == "dealer_code"]
+        path = _write(tmp_path, DEALERS)
+        document = read_document(path)
+        without = extract_documents(store, [document], None, database="fin", dry_run=True)
+        assert without.tables.rows_anchored == 0  # no target: nothing to check the codes on
+        report = _extract(store, database, path, activate=True)
+        entries = list(store.get_many(report.candidate_ids).values())
+        by_name = {e.name.casefold(): e for e in entries}
+        # 5 of the 6 codes are stored (≥ 80 %): the column anchors; DLR09 is not stored
+        assert report.tables.rows_anchored == 5 and "ghost garage" not in by_name
+        assert "phantom shop" not in by_name
+        hill = by_name["the hill"]
+        assert hill.type == "predicate" and hill.condition == "dealer.dealer_code = 'DLR02'"
+        assert by_name["harbour motors"].condition == "dealer.dealer_code = 'DLR01'"
+        assert {"the harbour shop", "hilltop garage", "bay cars"} <= set(by_name)
+        assert report.tables.entries["predicate"] == len(entries) == 8
+        assert hill.metadata["document"]["row"] == 2
+    finally:
+        database.close()
+        store.close()
