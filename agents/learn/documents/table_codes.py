@@ -28,7 +28,7 @@ from ukf import BaseUKF, PredicateUKF
 MIN_SHARE = 0.8
 MAX_COLUMNS = 12
 _CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-./]{0,23}$")
-_DIGITS = re.compile(r"^[\d.,]+$")
+_LETTER = re.compile(r"[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,13 @@ class StoredValue:
 
 
 def is_code_column(cells: list[str]) -> bool:
-    """Whether ``cells`` are at least two distinct short codes (one token, not a number)."""
+    """Whether ``cells`` are at least two distinct short codes (one token with a letter:
+    ``NV200``, not a number or a date)."""
     folded = [c.casefold() for c in cells]
     return (
         len(cells) >= 2
         and len(set(folded)) == len(folded)
-        and all(_CODE.match(c) and not _DIGITS.match(c) for c in cells)
+        and all(_CODE.match(c) and _LETTER.search(c) for c in cells)
     )
 
 

@@ -25,10 +25,13 @@ the same UKF shapes as :mod:`agents.learn.documents.build`:
   does not count) get the term, its "stands for" and its "also said" phrases as synonyms;
   more than :data:`MAX_COLUMN_SYNONYMS` columns give one glossary
   :class:`ukf.KnowledgeUKF` instead, as a term naming no single element does in
-  :mod:`.build`. A meaning naming no existing column gives that glossary entry too (the
-  term, its "stands for" and "also said" phrases as synonyms, the meaning as content), as
+  :mod:`.build`. An abbreviation (a row with a "stands for" cell: ``FY``, ``YoY``, ``GM``)
+  whose meaning names no existing column gives that glossary entry too (the term, its
+  "stands for" and "also said" phrases as synonyms, the meaning as content), as
   :func:`build._term` does for a term naming no element — unless the term is itself a table
-  or column name (``element_name``).
+  or column name (``element_name``). A plain word's meaning naming no column
+  (``| vocalist | a singer |``) may name an element in words: left to the model
+  (``no_column``).
 """
 
 from __future__ import annotations
@@ -300,6 +303,9 @@ class _TableReader:
             if i < len(self.header) and _ALIAS.search(self.header[i]) and cell:
                 aliases += [p.strip() for p in re.split(r"[;,]", cell) if p.strip()]
         aliases = [a for a in dict.fromkeys(aliases) if _fold(a) != _fold(term)]
+        if not columns and not stands:
+            self.stats.skipped["no_column"] += 1  # a word's meaning may name an element
+            return
         if not columns or len(columns) > MAX_COLUMN_SYNONYMS:
             if not columns and _fold(term) in self.elements:
                 self.stats.skipped["element_name"] += 1

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents.learn.documents import LLMSectionExtractor, extract_documents
+from agents.learn.documents.table_codes import is_code_column
 from indices.string import StringIndex
 from kb.documents import read_document
 from kb.profile.profiler import ProfileOptions, profile_database
@@ -50,7 +51,8 @@ Sales call models by their nicknames.
 | PTD | period-to-date | The amount of one month. Columns ptd_amt_*. | period to date |
 | LP | list price | The price before discounts, column `list_price`. | sticker price |
 | FY | fiscal year | April to March. | financial year |
-| country | | A nation, one of a region's. | nation |
+| country | nation state | A nation, one of a region's. | nation |
+| fleet | | Cars of one customer. | fleet cars |
 | MoM | month over month | | |
 """
 
@@ -130,7 +132,7 @@ def test_rows_keyed_by_a_stored_value_become_value_synonyms(small, tmp_path):
     assert values == {"NV100"}  # not NAM: a model's name on a region's row
     # a stored name of the anchor's own table is the row's name: kept
     assert {"greater china", "europe", "nova 200", "na region"} <= names
-    assert report.tables.rows_read == 12 and report.tables.rows_anchored == 6
+    assert report.tables.rows_read == 13 and report.tables.rows_anchored == 6
     skipped = report.tables.skipped
     assert skipped["price"] == 1 and skipped["long"] == 1 and skipped["not_name_column"] == 3
     assert skipped["enum_value"] == 1  # "Nova 100": a model's name on a region's row
@@ -163,12 +165,14 @@ def test_glossary_rows_naming_columns(small, tmp_path):
     note = fy[0].metadata["document"]
     assert (note["locator"], note["table"], note["row"]) == ("Organisation > Glossary", 1, 3)
     assert note["sha256"] == read_document(_write(tmp_path)).sha256
-    # a term that is a column's name, and a term with no meaning, give nothing
-    assert not [e for e in entries if e.name.casefold() in {"country", "nation", "mom"}]
-    assert "no_column" not in report.tables.skipped
+    # a term that is a column's name, a term with no meaning, a word (no "stands for") whose
+    # meaning names no column (the model may map it to an element): nothing
+    unwanted = {"country", "nation", "mom", "fleet", "fleet cars"}
+    assert not [e for e in entries if e.name.casefold() in unwanted]
+    assert report.tables.skipped["no_column"] == 1  # fleet
     assert report.tables.skipped["element_name"] == 2  # "list price", "country"
     assert report.tables.skipped["empty"] == 1  # MoM
-    assert report.tables.glossary_rows == 4 and report.tables.glossary_knowledge == 2
+    assert report.tables.glossary_rows == 5 and report.tables.glossary_knowledge == 2
     assert report.tables.entries["knowledge"] == 2
 
 
@@ -286,6 +290,10 @@ def test_a_key_column_of_codes_no_enum_holds_is_checked_on_the_target(tmp_path):
         assert {"the harbour shop", "hilltop garage", "bay cars"} <= set(by_name)
         assert report.tables.entries["predicate"] == len(entries) == 8
         assert hill.metadata["document"]["row"] == 2
+        # dates, numbers, phrases and repeated cells are no codes to look up
+        assert is_code_column(["NV200", "CHN"]) and not is_code_column(["NV200", "nv200"])
+        assert not is_code_column(["2024-07-20", "2024-06-20"])
+        assert not is_code_column(["12", "13"]) and not is_code_column(["Nova 100", "X1"])
     finally:
         database.close()
         store.close()
