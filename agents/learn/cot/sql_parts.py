@@ -17,6 +17,7 @@ from sqlglot import expressions as exp
 from sqlglot.errors import SqlglotError
 
 from agents.learn.mine.sql_facts import QUOTED_STRING_DIALECTS, SqlFacts, SqlFactsError, sql_facts
+from kb.target.sql_guard import sqlglot_dialect
 
 
 class CotCheckError(ValueError):
@@ -44,6 +45,7 @@ class SqlParts:
 def read_sql(sql: str, dialect: str = "sqlite") -> SqlParts:
     """Parse ``sql`` once for :func:`agents.learn.cot.check.check_cot`
     (:class:`CotCheckError` if it does not)."""
+    dialect = sqlglot_dialect(dialect)
     try:
         facts = sql_facts(sql, dialect)
         tree = sqlglot.parse_one(sql, read=dialect)

@@ -27,6 +27,8 @@ import sqlglot
 from sqlglot import expressions as exp
 from sqlglot.errors import SqlglotError
 
+from kb.target.sql_guard import sqlglot_dialect
+
 ColumnRef = tuple[str | None, str]
 _COMPARISONS: dict[type[exp.Expression], str] = {
     exp.EQ: "=",
@@ -186,7 +188,8 @@ class _Scopes:
 
 def sql_facts(sql: str, dialect: str = "sqlite") -> SqlFacts:
     """Read the facts of one query (see the module docstring); :class:`SqlFactsError` if the
-    SQL does not parse as a query."""
+    SQL does not parse as a query. ``dialect`` may be a SQLAlchemy backend name ("postgresql")."""
+    dialect = sqlglot_dialect(dialect)
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError as exc:

@@ -20,6 +20,7 @@ from sqlglot.errors import SqlglotError
 
 from agents.learn.mine.schema_view import SchemaView
 from agents.learn.mine.sql_facts import QUOTED_STRING_DIALECTS, _quoted_values_as_strings
+from kb.target.sql_guard import sqlglot_dialect
 
 TRANSFORMS = ("filter", "group", "join", "window", "decompose", "vary")
 """Every transform, in the order a source's variants are interleaved."""
@@ -52,6 +53,7 @@ class ForeignKey:
 def sql_key(sql: str, dialect: str) -> str:
     """A key equal for statements that differ only in spacing, case of keywords or quoting
     style (sqlglot's normalised text; the text itself when it does not parse)."""
+    dialect = sqlglot_dialect(dialect)
     try:
         text = sqlglot.parse_one(sql, read=dialect).sql(dialect=dialect, normalize=True)
     except SqlglotError:
@@ -63,6 +65,7 @@ def parse(sql: str, dialect: str) -> exp.Query | None:
     """The statement as a sqlglot query, or None when it does not parse as one. SQLite's and
     MySQL's double-quoted strings compared with a column (Spider's ``country = "France"``)
     are read as strings, as :mod:`agents.learn.mine.sql_facts` reads them."""
+    dialect = sqlglot_dialect(dialect)
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
