@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 KIND = "cot"
 COT_HOOK = Identity(key_id="cot-hook", role=Role.ADMIN, user="cot-hook")
+# experiences one feedback-queued job explains at most (a large backlog is a job submitted by hand)
+HOOK_LIMIT = 20
 """Who submits the background ``cot`` jobs after feedback (no API key stands behind it)."""
 _START, _END = 0.05, 0.95
 
@@ -130,15 +132,18 @@ def teacher_writer(state: AppState, tier: str | None) -> CotWriter:
 
 
 def request_cot(state: AppState, database: str | None = None) -> Job | None:
-    """Submit a background ``cot`` job for what is missing, unless one is queued already (it
-    will see the new experiences) or the server has no LLM; the job or None. Called after
-    feedback stored a labeled experience."""
+    """Submit a background ``cot`` job for what is missing (at most :data:`HOOK_LIMIT`
+    experiences, the newest backlog first left to a ``cot`` job submitted by hand), unless a
+    ``cot`` job is queued or running (the check and the submit are one locked transaction,
+    so simultaneous feedback submits one job) or the server has no LLM; the job or None.
+    Called after feedback stored a labeled experience; an experience that a running job
+    misses is covered by the next feedback's job."""
     if cot_unavailable(state) or KIND not in state.job_kinds:
         return None
-    if state.jobs.list(kind=KIND, state="queued", limit=1):
+    params = CotParams(database_name=database, limit=HOOK_LIMIT).model_dump(exclude_none=True)
+    job = state.jobs.submit_unless_pending(KIND, lambda _recent: (params, COT_HOOK.to_dict()))
+    if job is None:
         return None
-    params = CotParams(database_name=database).model_dump(exclude_none=True)
-    job = state.jobs.submit(KIND, params, COT_HOOK.to_dict())
     state.wake_workers()
     log.info("submitted cot job %s for new verified experiences", job.id)
     return job

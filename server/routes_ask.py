@@ -173,5 +173,8 @@ def _apply_feedback(
         detail={"answer_id": answer_id, "verdict": body.verdict, "labeled": outcome.labeled},
     )
     if outcome.labeled and state.settings.jobs.cot_after_feedback:
-        request_cot(state, state.settings.resolved_target_name)
+        try:
+            request_cot(state, state.settings.resolved_target_name)
+        except Exception:  # the feedback is stored; a missing CoT job must not turn it into a 500
+            log.exception("feedback %s: the background cot job could not be queued", answer_id)
     return outcome

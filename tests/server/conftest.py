@@ -47,7 +47,9 @@ def make_settings(tmp_path: Path, store_url: str, **overrides: Any) -> Settings:
         embedder="none",
         auth_cache_s=0,
         index_refresh_s=0.1,
-        jobs=JobSettings(**{"poll_s": 0.05, "lease_s": 30.0, **jobs}),
+        # no background cot job after feedback unless a test asks for one: its calls would
+        # share the scripted LLM with the test's asks
+        jobs=JobSettings(**{"poll_s": 0.05, "lease_s": 30.0, "cot_after_feedback": False, **jobs}),
         limits=LimitSettings(**limits),
         **{"warm_on_start": False, **overrides},
     )

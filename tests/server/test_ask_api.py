@@ -131,6 +131,25 @@ def test_feedback_turns_a_correction_into_an_example_for_the_next_question(ask_s
     assert "Similar questions answered before" in prompt and NORTH in prompt
 
 
+def test_labeled_feedback_queues_one_background_cot_job(ask_server):
+    # with the setting on, a confirmed or corrected answer queues a cot job (one at a time);
+    # a failure to queue it would be logged, never turned into a failed feedback
+    ask_server.state.settings.jobs.cot_after_feedback = True
+    ask_server.llm.replies = [sql_reply("SELECT name FROM customers")]
+    for _ in range(2):
+        answer = ask_server.request("POST", "/v1/ask", "analyst", json={"question": QUESTION})
+        reply = ask_server.request(
+            "POST",
+            f"/v1/answers/{answer.json()['id']}/feedback",
+            "analyst",
+            json={"verdict": "wrong", "corrected_sql": NORTH},
+        )
+        assert reply.status_code == 200 and reply.json()["labeled"], reply.text
+    jobs = ask_server.state.jobs.list(kind="cot")
+    assert jobs and {job.submitter["user"] for job in jobs} == {"cot-hook"}
+    assert len(jobs) <= 2 and jobs[-1].params.get("limit") == 20
+
+
 def test_bad_feedback_is_refused_and_changes_nothing(ask_server):
     answer = ask_server.request("POST", "/v1/ask", "analyst", json={"question": QUESTION}).json()
     before = ask_server.state.store.count()
