@@ -115,11 +115,14 @@ def _sure(vote: dict[str, Any], thresholds: VoteThresholds) -> bool:
 def teaching_example(
     entry: ExperienceUKF, thresholds: VoteThresholds | None = None
 ) -> TeachingExample | None:
-    """``entry`` as a :class:`TeachingExample` (None when it cannot teach, or it is inactive
-    or has no database)."""
+    """``entry`` as a :class:`TeachingExample` (None when it cannot teach, or it is inactive,
+    has no database, or belongs to a user or a workspace: a student every user asks must
+    not learn one analyst's private or planted correction)."""
     source = source_of(entry, thresholds)
     database = next(iter(entry.tag_values("DATABASE")), None)
     if source is None or database is None or entry.inactive_mark:
+        return None
+    if entry.owner is not None or entry.workspace is not None:
         return None
     vote = entry.metadata.get(VOTE)
     vote = vote if isinstance(vote, dict) else None

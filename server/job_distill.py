@@ -105,7 +105,16 @@ class DistillEvalParams(BaseModel):
     )
     threads: int | None = Field(default=None, ge=1)
 
-    _check_run = field_validator("run")(_name)
+    _check_run = field_validator("run", "split", "learn_split")(_name)
+
+    @field_validator("system")
+    @classmethod
+    def _known_system(cls, value: str) -> str:
+        from bench.systems import system_names
+
+        if value not in system_names():
+            raise ValueError(f"unknown bench system {value!r}; known: {system_names()}")
+        return value
 
 
 def needs_target(state: AppState) -> str | None:

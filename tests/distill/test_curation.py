@@ -90,3 +90,10 @@ def test_sources_and_the_cot_accessor():
     sure = teaching_example(mined("q", "SELECT name FROM singer", share=1.0))
     assert sure.source == "mined" and sure.vote_share == 1.0
     assert teaching_example(mined("q", "SELECT name FROM singer", share=0.6)) is None
+
+
+def test_a_users_or_a_workspaces_experience_teaches_no_shared_student():
+    person = human("How many singers do we have?", "SELECT count(*) FROM singer")
+    assert teaching_example(person) is not None
+    assert teaching_example(person.clone(owner="ada")) is None  # a private correction
+    assert teaching_example(person.clone(workspace="sales")) is None

@@ -185,3 +185,21 @@ def test_the_job_refuses_bad_names_and_paths(tmp_path):
     unknown = DistillEvalParams(run="r", dataset="geoquery", base_model="gpt-9")
     with pytest.raises(ModelError, match="unknown model 'gpt-9'"):
         run_distill_eval(state, Context(), unknown)
+
+
+def test_eval_job_params_that_would_be_options_or_paths_are_refused():
+    import pytest
+    from pydantic import ValidationError
+
+    from server.job_distill import DistillEvalParams
+
+    ok = DistillEvalParams(run="r1", dataset="spider_dev", split="test", system="almanac")
+    assert ok.split == "test"
+    for bad in (
+        {"split": "-x"},
+        {"learn_split": "--fresh"},
+        {"system": "../x"},
+        {"system": "nope"},
+    ):
+        with pytest.raises(ValidationError):
+            DistillEvalParams(run="r1", dataset="spider_dev", **bad)
