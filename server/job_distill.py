@@ -132,6 +132,11 @@ def run_distill_data(
     name = params.database_name or state.settings.resolved_target_name or "target"
     if state.target is None:
         raise ValueError("no target database is configured")
+    if params.database_name not in (None, state.settings.resolved_target_name):
+        raise ValueError(
+            f"distill-data: database {params.database_name!r} is not this server's target "
+            f"({state.settings.resolved_target_name!r}); its tuples are checked on the target"
+        )
     options = DatasetOptions(
         databases=[name],
         split=SplitRule(validation_share=params.validation_share),

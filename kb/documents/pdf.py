@@ -24,7 +24,6 @@ MAX_HEADING_CHARS = 60
 def split_pdf(data: bytes, path: str) -> list[Section]:
     """The sections of the PDF ``data`` read from ``path`` (named in errors)."""
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
 
     if b"%PDF-" not in data[:1024]:
         raise DocumentError(f"{path}: not a PDF (no %PDF- header)")
@@ -36,8 +35,8 @@ def split_pdf(data: bytes, path: str) -> list[Section]:
         pages = [page.extract_text() or "" for page in reader.pages]
     except DocumentError:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError, AttributeError) as exc:
-        raise DocumentError(f"{path}: unreadable PDF: {exc}") from None
+    except Exception as exc:  # pypdf raises many kinds on malformed files (IndexError, ...)
+        raise DocumentError(f"{path}: unreadable PDF: {type(exc).__name__}: {exc}") from None
     sections: list[Section] = []
     for number, text in enumerate(pages, 1):
         sections += _page_sections(text, number)

@@ -95,6 +95,9 @@ def test_the_distill_data_job_builds_into_the_data_folder(concert, tmp_path):
     assert result["folder"] == str(folder) and (folder / "manifest.json").is_file()
     assert result["counts"]["kept"] == {"human": 24, "mined": 1, "synthetic": 1}
     assert "26 tuples kept (100%)" in context.lines[0]
+    other = DistillDataParams(name="other", database_name="not_the_target")
+    with pytest.raises(ValueError, match="not this server's target"):
+        run_distill_data(state_of(concert, tmp_path), Context(), other)
 
 
 def test_the_distill_train_job_refuses_a_config_asking_for_a_missing_gpu(concert, tmp_path):
