@@ -128,3 +128,14 @@ class AuditLog:
             )
             for row in rows
         ]
+
+
+def cli_actor() -> str:
+    """Who a CLI command's writes are recorded as: ``cli:<login name>`` (``cli:unknown`` in a
+    container without a passwd entry)."""
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli:unknown"

@@ -21,6 +21,7 @@ import json
 import sys
 from typing import Any
 
+from server.audit import cli_actor
 from server.settings import Settings
 
 COT_ACTION = "cot"
@@ -103,7 +104,6 @@ def _teacher(settings: Settings, tier: str | None) -> Any:
 def _audit(settings: Settings, report: Any) -> None:
     from kb.engine import create_store_engine
     from server.audit import AuditLog
-    from server.cli_dictionary import _login
 
     engine = create_store_engine(settings.resolved_store_url)
     try:
@@ -112,7 +112,7 @@ def _audit(settings: Settings, report: Any) -> None:
             None,
             report.written_ids,
             store_version=report.store_version,
-            detail={"by": f"cli:{_login()}", "model": report.model, "passed": report.passed},
+            detail={"by": cli_actor(), "model": report.model, "passed": report.passed},
         )
     finally:
         engine.dispose()

@@ -17,12 +17,12 @@ writes nothing.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from server.audit import cli_actor
 from server.settings import Settings
 
 DICTIONARY_ACTION = "dictionary"
@@ -65,7 +65,7 @@ def run_dictionary_command(args: argparse.Namespace, settings: Settings) -> int:
             if report.written_ids and not args.dry_run:
                 engine = create_store_engine(settings.resolved_store_url)
                 try:
-                    detail = {"by": f"cli:{_login()}", **_audit_detail(report.to_dict())}
+                    detail = {"by": cli_actor(), **_audit_detail(report.to_dict())}
                     AuditLog(engine).record(
                         DICTIONARY_ACTION,
                         None,
@@ -106,10 +106,3 @@ def _text(summary: str, report: dict[str, Any]) -> str:
         shown = ", ".join(missing[:MISSING_SHOWN]) + more
         lines.append(f"  {len(missing)} databases of the dictionary not profiled here: {shown}")
     return "\n".join(lines)
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name (a container without a passwd entry)
-        return "unknown"

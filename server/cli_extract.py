@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from server.audit import cli_actor
 from server.settings import Settings
 
 EXTRACT_ACTION = "extract"
@@ -59,7 +60,6 @@ def run_extract_command(
     from kb.engine import create_store_engine
     from kb.store import KnowledgeStore
     from server.audit import AuditLog
-    from server.cli_dictionary import _login
 
     try:
         documents = [read_document(path) for path in args.files]
@@ -86,14 +86,14 @@ def run_extract_command(
                 dry_run=args.dry_run,
                 activate=args.activate,
                 skip_covered_tables=args.skip_covered_tables,
-                by=f"cli:{_login()}",
+                by=cli_actor(),
                 progress=progress,
             )
             if report.written_ids and not args.dry_run:
                 engine = create_store_engine(settings.resolved_store_url)
                 try:
                     detail = {
-                        "by": f"cli:{_login()}",
+                        "by": cli_actor(),
                         "files": [d["file"] for d in report.documents],
                         "sha256": [d["sha256"] for d in report.documents],
                         "database": database,

@@ -20,11 +20,11 @@ an entry is unknown or not waiting for review; the entries before it are decided
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 from typing import Any
 
+from server.audit import cli_actor
 from server.settings import Settings
 
 REVIEW_ACTION = "review"
@@ -60,7 +60,7 @@ def run_review_command(args: argparse.Namespace, settings: Settings) -> int:
     from kb.store import KnowledgeStore
     from server.audit import AuditLog
 
-    reviewer = f"cli:{_login()}"
+    reviewer = cli_actor()
     with KnowledgeStore(settings.resolved_store_url) as store:
         engine = create_store_engine(settings.resolved_store_url)
         audit, queue = AuditLog(engine), ReviewQueue(store)
@@ -103,13 +103,6 @@ def run_review_command(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             engine.dispose()
     return 0
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name (a container without a passwd entry)
-        return "unknown"
 
 
 def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:

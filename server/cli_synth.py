@@ -21,10 +21,10 @@ run: the pairs stored so far stay, and a run again goes on where it stopped.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 from typing import TYPE_CHECKING, Any
 
+from server.audit import cli_actor
 from server.settings import Settings
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def _audit(settings: Settings, store: Any, report: SynthesisReport) -> None:
 
     engine = create_store_engine(settings.resolved_store_url)
     try:
-        detail = {"by": f"cli:{_login()}", "stored": len(report.stored_ids)}
+        detail = {"by": cli_actor(), "stored": len(report.stored_ids)}
         AuditLog(engine).record(
             SYNTHESIZE_ACTION,
             None,
@@ -172,10 +172,3 @@ def _text(report: SynthesisReport) -> str:
     for skipped, count in sorted(report.skipped.items()):
         lines.append(f"  skipped {count} experience(s): {skipped}")
     return "\n".join(lines)
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name (a container without a passwd entry)
-        return "unknown"
