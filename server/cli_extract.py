@@ -18,6 +18,7 @@ database exits with 2 and writes nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -59,6 +60,7 @@ def run_extract_command(
     from kb.documents import DocumentError, read_document
     from kb.engine import create_store_engine
     from kb.store import KnowledgeStore
+    from kb.target.database import Database
     from server.audit import AuditLog
 
     try:
@@ -68,8 +70,11 @@ def run_extract_command(
         database = args.database or settings.resolved_target_name
         if database is None:
             raise ExtractionError("say which database (--database, or ALMANAC_TARGET_NAME)")
+        # the target checks values that are no enum, as the extract job does
+        url = settings.target_url if database == settings.resolved_target_name else None
         with (
             KnowledgeStore(settings.resolved_store_url) as store,
+            Database(url) if url else contextlib.nullcontext() as target,
             tqdm(desc="extracting", unit="part", disable=args.json) as bar,
         ):
 
@@ -83,6 +88,7 @@ def run_extract_command(
                 documents,
                 extractor,
                 database=database,
+                target=target,
                 dry_run=args.dry_run,
                 activate=args.activate,
                 skip_covered_tables=args.skip_covered_tables,

@@ -185,7 +185,13 @@ def test_the_table_pass_alone_needs_no_model(tmp_path, sqlite_target, capsys):
             target, store, database_name="shop", options=ProfileOptions(progress=False)
         )
         target.close()
-    settings = Settings(data_dir=tmp_path, store_url=url, target_name="shop", embedder="none")
+    settings = Settings(  # with the target: values that are no enum are checked on it
+        data_dir=tmp_path,
+        store_url=url,
+        target_url=sqlite_target,
+        target_name="shop",
+        embedder="none",
+    )
     document = tmp_path / "statuses.md"
     document.write_text(STATUSES, encoding="utf-8")
     flags = {"database": None, "dry_run": False, "json": True, "skip_covered_tables": False}
