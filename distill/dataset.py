@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -179,8 +181,14 @@ def build_dataset(
     show_progress: bool = False,
 ) -> dict[str, Any]:
     """Write ``train.jsonl``, ``validation.jsonl`` (kept tuples) and ``manifest.json`` into
-    ``out_dir``; return the manifest. :class:`EmptyDatasetError` when nothing is kept."""
+    ``out_dir`` (a new or empty folder, or an earlier dataset, replaced whole once the new one
+    is written); return the manifest. :class:`EmptyDatasetError` when nothing is kept;
+    ``ValueError`` when ``out_dir`` holds something else."""
     options = options or DatasetOptions()
+    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / MANIFEST).is_file():
+        raise ValueError(
+            f"{out_dir}: exists and is no dataset folder (no {MANIFEST}); not replaced"
+        )
     counts: dict[str, int] = {}
     tuples = build_tuples(
         store, targets, retriever, options, counts=counts, show_progress=show_progress
@@ -191,13 +199,34 @@ def build_dataset(
             f"no training tuple from databases {options.databases or sorted(targets)}: "
             f"{len(tuples)} scored, none kept; dropped before scoring: {counts or 'none'}"
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, split in ((TRAIN, "train"), (VALIDATION, "validation")):
-        lines = [t.to_json() for t in kept if t.split == split]
-        (out_dir / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return write_manifest(
-        out_dir / MANIFEST, store, tuples, options, dropped=counts, tokenizer=tokenizer
-    )
+    # written beside, then renamed over: a crash never leaves new tuples under an old manifest
+    staging = out_dir.with_name(f".{out_dir.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        for name, split in ((TRAIN, "train"), (VALIDATION, "validation")):
+            lines = [t.to_json() for t in kept if t.split == split]
+            (staging / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        manifest = write_manifest(
+            staging / MANIFEST, store, tuples, options, dropped=counts, tokenizer=tokenizer
+        )
+        _replace_folder(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest
+
+
+def _replace_folder(new: Path, old: Path) -> None:
+    """Put the folder ``new`` where ``old`` is (an earlier dataset there goes; the caller
+    checked that ``old`` is empty or a dataset)."""
+    if old.exists():
+        retired = old.with_name(f".{old.name}.old-{os.getpid()}")
+        old.rename(retired)
+        new.rename(old)
+        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        old.parent.mkdir(parents=True, exist_ok=True)
+        new.rename(old)
 
 
 def read_tuples(path: Path) -> list[dict[str, Any]]:

@@ -48,10 +48,9 @@ def chain_prompt(concert, retriever, chosen) -> list[dict[str, str]]:
 
 def test_no_validation_tuple_shares_a_skeleton_with_a_train_tuple(concert, tmp_path):
     options = DatasetOptions(split=SplitRule(validation_share=0.3))
-    manifest = build_dataset(
-        concert.store, {DB: concert.database}, concert.retriever, tmp_path, options
-    )
-    read = lambda name: [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]  # noqa: E731
+    out = tmp_path / "out"
+    manifest = build_dataset(concert.store, {DB: concert.database}, concert.retriever, out, options)
+    read = lambda name: [json.loads(line) for line in (out / name).read_text().splitlines()]  # noqa: E731
     train, validation = read("train.jsonl"), read("validation.jsonl")
     assert train and validation
     assert not {t["skeleton"] for t in train} & {t["skeleton"] for t in validation}
@@ -87,3 +86,19 @@ def test_an_unknown_database_is_refused(concert, tmp_path):
             concert.retriever,
             DatasetOptions(databases=["nope"]),
         )
+
+
+def test_a_dataset_replaces_an_earlier_one_whole_and_never_another_folder(concert, tmp_path):
+    root = tmp_path / "datasets"
+    out = root / "data"
+    first = build_dataset(concert.store, {DB: concert.database}, concert.retriever, out)
+    (out / "stale.jsonl").write_text("{}\n")  # a file the new dataset does not write
+    second = build_dataset(concert.store, {DB: concert.database}, concert.retriever, out)
+    assert second["counts"] == first["counts"] and not (out / "stale.jsonl").exists()
+    assert sorted(p.name for p in root.iterdir()) == ["data"]  # no partial or old folder
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "mine.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="no dataset folder"):
+        build_dataset(concert.store, {DB: concert.database}, concert.retriever, other)
+    assert (other / "mine.txt").read_text() == "keep me"
