@@ -54,6 +54,20 @@ class TrainResult:
     resumed_from: Path | None = None
     seconds: float = 0.0
 
+    def summary(self) -> dict[str, Any]:
+        """The run in JSON terms: what the CLI prints and the train job returns."""
+        return {
+            "run_dir": str(self.run_dir),
+            "steps": self.steps,
+            "first_loss": self.losses[0] if self.losses else None,
+            "last_loss": self.losses[-1] if self.losses else None,
+            "eval_loss": self.eval_loss,
+            "train_tuples": self.train_tuples,
+            "dropped_over_length": self.dropped_over_length,
+            "resumed_from": str(self.resumed_from) if self.resumed_from else None,
+            "seconds": round(self.seconds, 1),
+        }
+
 
 def check_base_model(path: Path) -> None:
     """Raise :class:`UnknownBaseModelError` unless ``path`` holds a model and a tokenizer."""

@@ -151,18 +151,7 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
         print(f"step {row['step']}/{row['max_steps']} loss {row['loss']:.4f} eta {eta}", flush=True)
 
     result = train(config, resume=not args.no_resume, on_step=on_step)
-    summary = {
-        "run_dir": str(result.run_dir),
-        "steps": result.steps,
-        "first_loss": result.losses[0] if result.losses else None,
-        "last_loss": result.losses[-1] if result.losses else None,
-        "eval_loss": result.eval_loss,
-        "train_tuples": result.train_tuples,
-        "dropped_over_length": result.dropped_over_length,
-        "resumed_from": str(result.resumed_from) if result.resumed_from else None,
-        "seconds": round(result.seconds, 1),
-    }
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(result.summary(), indent=2))
     return 0
 
 

@@ -98,14 +98,7 @@ def run_extract_command(
             if report.written_ids and not args.dry_run:
                 engine = create_store_engine(settings.resolved_store_url)
                 try:
-                    detail = {
-                        "by": cli_actor(),
-                        "files": [d["file"] for d in report.documents],
-                        "sha256": [d["sha256"] for d in report.documents],
-                        "database": database,
-                        "inserted": len(report.candidate_ids),
-                        "retracted": len(report.retracted_ids),
-                    }
+                    detail = {"by": cli_actor(), **report.audit_detail()}
                     AuditLog(engine).record(
                         EXTRACT_ACTION,
                         None,

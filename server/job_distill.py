@@ -181,17 +181,7 @@ def run_distill_train(
         )
 
     result = train(config, resume=params.resume, on_step=on_step)
-    return {
-        "run_dir": str(result.run_dir),
-        "steps": result.steps,
-        "first_loss": result.losses[0] if result.losses else None,
-        "last_loss": result.losses[-1] if result.losses else None,
-        "eval_loss": result.eval_loss,
-        "train_tuples": result.train_tuples,
-        "dropped_over_length": result.dropped_over_length,
-        "resumed_from": str(result.resumed_from) if result.resumed_from else None,
-        "seconds": round(result.seconds, 1),
-    }
+    return result.summary()
 
 
 def run_distill_eval(

@@ -110,14 +110,7 @@ def extract_job(
     context.log(report.summary())
     result = report.to_dict()
     if report.written_ids and not params.dry_run:
-        detail = {
-            "files": [d["file"] for d in report.documents],
-            "sha256": [d["sha256"] for d in report.documents],
-            "database": database,
-            "inserted": len(report.candidate_ids),
-            "retracted": len(report.retracted_ids),
-            "activated": len(report.activated_ids),
-        }
+        detail = {**report.audit_detail(), "activated": len(report.activated_ids)}
         state.knowledge.record_job_writes(
             EXTRACT_ACTION,
             submitter,

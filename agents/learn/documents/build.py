@@ -206,23 +206,12 @@ def _metric(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built
     if not name or not formula:
         raise _Drop("empty")
     columns = formula_columns(formula, view)
+    kind: type[PredicateUKF] | type[MetricUKF] = MetricUKF
     if isinstance(sqlglot.parse_one(formula), _CONDITIONS):  # a filter, not a measure
         _check_literals(formula, view)
-        built.entries.append(
-            PredicateUKF.create(
-                name,
-                formula,
-                database=origin.database,
-                columns=columns,
-                description=_text(item, "description"),
-                synonyms=[a for a in _words(item, "aliases") if a.casefold() != name.casefold()],
-                content_resources={"columns": [qualified(c) for c in columns]},
-                **origin.fields("metric"),
-            )
-        )
-        return
+        kind = PredicateUKF
     built.entries.append(
-        MetricUKF.create(
+        kind.create(
             name,
             formula,
             database=origin.database,

@@ -90,6 +90,16 @@ class ExtractionReport:
     def written_ids(self) -> list[str]:
         return [*self.candidate_ids, *self.retracted_ids]
 
+    def audit_detail(self) -> dict[str, Any]:
+        """What the audit log records of the run's writes: the documents and the counts."""
+        return {
+            "files": [d["file"] for d in self.documents],
+            "sha256": [d["sha256"] for d in self.documents],
+            "database": self.database,
+            "inserted": len(self.candidate_ids),
+            "retracted": len(self.retracted_ids),
+        }
+
     def summary(self) -> str:
         unchanged = sum(d["status"] == "unchanged" for d in self.documents)
         return (

@@ -28,6 +28,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain, zip_longest
 from typing import Any
 
@@ -215,7 +216,8 @@ class _Run:
             question = self.writer.write(source.question, variant, list(results.columns))
         except QuestionError as exc:
             return "question_failed", exc.reason
-        draft = records.synthetic_pair(
+        pair_of = partial(
+            records.synthetic_pair,
             source,
             variant,
             question,
@@ -225,7 +227,7 @@ class _Run:
             key=key,
         )
         self._check()
-        answer = self.ask(draft)
+        answer = self.ask(pair_of())
         self._check()
         if not answer.sql:
             return "backcheck_failed", f"the chain gave no SQL: {answer.error}"
@@ -235,14 +237,7 @@ class _Run:
                 answered.error or f"{answered.row_count} rows, not the {results.row_count} expected"
             )
             return "backcheck_failed", f"another result: {why}"
-        pair = records.synthetic_pair(
-            source,
-            variant,
-            question,
-            results,
-            database=self.database_name,
-            dialect=self.dialect,
-            key=key,
+        pair = pair_of(
             back_check={"sql": answer.sql, "rows": answered.row_count, "matched": True},
             job_id=self.report.job_id,
         )
