@@ -39,6 +39,8 @@ from typing import Any
 
 import yaml
 
+from kb.file_bytes import read_capped
+
 MAX_DICTIONARY_BYTES = 20 * 1024 * 1024
 MAX_RECORDS = 200_000
 FORMATS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
@@ -93,15 +95,7 @@ def read_dictionary(path: Path, *, max_bytes: int = MAX_DICTIONARY_BYTES) -> Dat
     if kind is None:
         known = ", ".join(sorted(FORMATS))
         raise DictionaryError(f"{path}: unknown data dictionary format (expected one of {known})")
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise DictionaryError(
-                f"{path}: {size:,} bytes is over the data dictionary limit of {max_bytes:,}"
-            )
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DictionaryError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    data = read_capped(path, max_bytes, "data dictionary limit", DictionaryError)
     text = _text(path, data)
     records = _parse(path, kind, text)
     if not records:

@@ -21,6 +21,7 @@ from kb.documents.html import split_html
 from kb.documents.markdown import split_markdown
 from kb.documents.model import Document, DocumentError, DocumentKind, Section
 from kb.documents.pdf import split_pdf
+from kb.file_bytes import read_capped
 
 MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
 KINDS: dict[str, DocumentKind] = {
@@ -40,15 +41,7 @@ def read_document(path: Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Documen
     if kind is None:
         known = ", ".join(sorted(KINDS))
         raise DocumentError(f"{path}: unsupported document type {path.suffix!r} (expected {known})")
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise DocumentError(
-                f"{path}: {size:,} bytes is over the document size limit of {max_bytes:,}"
-            )
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DocumentError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    data = read_capped(path, max_bytes, "document size limit", DocumentError)
     if not data.strip():
         raise DocumentError(f"{path}: the file is empty")
     sections = split_pdf(data, str(path)) if kind == "pdf" else _text_sections(path, kind, data)
