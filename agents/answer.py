@@ -30,6 +30,9 @@ class Candidate:
         repairs: repair rounds it went through.
         notes: what refinement changed (e.g. a predicate value corrected).
         fingerprint: the vote key of its results (set by ``agents.sql.vote``).
+        logprob_mean: mean natural-log probability of the tokens the model generated for
+            it (None when the backend gave none); a confidence signal.
+        logprob_min: the least likely generated token's log probability.
     """
 
     sql: str
@@ -45,6 +48,8 @@ class Candidate:
     completion_tokens: int = 0
     generate_seconds: float = 0.0
     refine_seconds: float = 0.0
+    logprob_mean: float | None = None
+    logprob_min: float | None = None
 
     @property
     def ok(self) -> bool:

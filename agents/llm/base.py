@@ -193,8 +193,13 @@ def acquire_cancellable(lock: Any, what: str, timeout: float | None = None) -> b
 
 @dataclass(frozen=True)
 class Completion:
+    """One reply. ``logprobs``: the natural-log probability the model gave each token it
+    generated (as the model scored it, before temperature), when the backend reports them;
+    None when it does not (a cached reply from before they were kept, a server without them)."""
+
     text: str
     finish_reason: str | None = None
+    logprobs: tuple[float, ...] | None = None
 
     def json(self) -> Any:
         """The text parsed as JSON (code fences tolerated); :class:`LLMOutputError` if not."""
