@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from agents.llm.base import (
     Cancellation,
     ChatResult,
@@ -46,6 +48,7 @@ from agents.llm.base import (
     current_cancellation,
     raise_if_cancelled,
 )
+from agents.llm.logprobs import TokenLogprobs
 from agents.llm.parallel_decode import (
     SequenceRequest,
     decode_parallel,
@@ -94,6 +97,7 @@ class LlamaCppLLM:
         self._llama.eval = self._eval_cancellable  # llama-cpp-python's generate calls self.eval
         self._template = _chat_template(self._llama)
         self._lock = threading.Lock()
+        self._logprobs: TokenLogprobs | None = None  # the generation under way, if any
         self.prompt_cache = prompt_cache
         self.parallel_sequences = sequence_capacity(self._llama)
         self.variants_together = self._template is not None and self.parallel_sequences > 1
@@ -126,6 +130,7 @@ class LlamaCppLLM:
             for sample in range(n):
                 options = _Sampling(temperature, max_tokens, base_seed + sample, deadline)
                 reused = self._restore(prompt)
+                self._logprobs = sink = TokenLogprobs(self._last_logits)
                 try:
                     if prefix and prefill:
                         assert templated is not None
@@ -137,8 +142,10 @@ class LlamaCppLLM:
                         text, finish = self._answer(messages, stop, fmt, options, result)
                 except ValueError as exc:  # llama.cpp: "Requested tokens (N) exceed context window"
                     raise LLMError(f"{self.name}: {exc}") from exc
+                finally:
+                    self._logprobs = None
                 self._store(prompt, reused)
-                result.completions.append(Completion(text, finish))
+                result.completions.append(Completion(text, finish, sink.result()))
         result.latency_s = time.perf_counter() - started
         return check_json(result) if json_schema else result
 
@@ -199,7 +206,13 @@ class LlamaCppLLM:
         latency = time.perf_counter() - started
         return [
             ChatResult(
-                completions=[Completion((v.reply_prefix or "") + r.text, r.finish_reason)],
+                completions=[
+                    Completion(
+                        (v.reply_prefix or "") + r.text,
+                        r.finish_reason,
+                        tuple(r.logprobs) if r.logprobs else None,
+                    )
+                ],
                 model=self.name,
                 prompt_tokens=len(prompt) + len(q.suffix),
                 completion_tokens=len(r.tokens),
@@ -222,7 +235,12 @@ class LlamaCppLLM:
         """``Llama.eval``, aborted inside llama.cpp when the current token is cancelled while
         it evaluates a prompt (:class:`LLMCancelledError`). llama-cpp-python updates
         ``n_tokens`` and ``input_ids`` only after a batch it finished, and llama.cpp removes an
-        aborted batch from the KV cache, so the context stays consistent."""
+        aborted batch from the KV cache, so the context stays consistent.
+
+        During a ``chat`` generation ``tokens`` are first shown to its :class:`TokenLogprobs`
+        (a generated token's log probability is read from the logits it was drawn from)."""
+        if self._logprobs is not None:
+            self._logprobs.before_eval(tokens)
         token = current_cancellation()
         if token is None:
             self._eval_whole(tokens)
@@ -237,6 +255,11 @@ class LlamaCppLLM:
             except RuntimeError:  # "llama_decode returned 2": aborted
                 token.raise_if_cancelled(f"{self.name}: prefill of {len(tokens)} tokens")
                 raise
+
+    def _last_logits(self) -> Any:
+        """The logits of the context's last evaluated token (a view, not a copy)."""
+        pointer = self._llama._ctx.get_logits_ith(-1)
+        return np.ctypeslib.as_array(pointer, shape=(self._llama.n_vocab(),))
 
     def _suffix(self, reply_prefix: str | None) -> list[int]:
         if not reply_prefix:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from agents.llm.base import LLMError, LLMTimeoutError, raise_if_cancelled
+from agents.llm.logprobs import token_logprob
 
 # the sampler llama-cpp-python's completions use by default (see agents.llm.llamacpp)
 TOP_K, TOP_P, MIN_P = 40, 0.95, 0.05
@@ -42,9 +43,13 @@ class SequenceRequest:
 
 @dataclass
 class SequenceReply:
+    """One reply: its text, its tokens, and each token's log probability (see
+    :mod:`agents.llm.logprobs`; an end-of-generation token is not part of it)."""
+
     text: str = ""
     tokens: list[int] = field(default_factory=list)
     finish_reason: str | None = None
+    logprobs: list[float] = field(default_factory=list)
 
 
 def multi_sequence_context(llama: Any, sequences: int) -> None:
@@ -226,6 +231,7 @@ class _ParallelDecoder:
             reply.finish_reason = "stop"
             return
         reply.tokens.append(token)
+        reply.logprobs.append(token_logprob(logits, token))
         text = self.llama.detokenize(reply.tokens).decode("utf-8", errors="ignore")
         cuts = [text.find(s) for s in request.stop if s and s in text]
         if cuts:
