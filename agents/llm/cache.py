@@ -17,7 +17,8 @@ are never stored: a failed call fails again on the next try instead of being rep
 cancelled one (the current :class:`~agents.llm.base.Cancellation` reaches ``inner`` as it is)
 is asked again in full.
 Two callers asking the same new key at once may both reach the model; the later answer
-wins the row and both answers are equally valid.
+wins the row and both answers are equally valid. A reply keeps its token log probabilities;
+one stored before they were kept comes back without them (None).
 """
 
 from __future__ import annotations
@@ -208,7 +209,12 @@ class CachedLLM(LLMWrapper):
 def _to_dict(result: ChatResult) -> dict[str, Any]:
     return {
         "completions": [
-            {"text": c.text, "finish_reason": c.finish_reason} for c in result.completions
+            {
+                "text": c.text,
+                "finish_reason": c.finish_reason,
+                "logprobs": None if c.logprobs is None else list(c.logprobs),
+            }
+            for c in result.completions
         ],
         "model": result.model,
         "prompt_tokens": result.prompt_tokens,
@@ -226,10 +232,20 @@ def _from_json(value: str, lookup_s: float) -> ChatResult:
         "original_latency_s": data["latency_s"],
     }
     return ChatResult(
-        completions=[Completion(c["text"], c["finish_reason"]) for c in data["completions"]],
+        completions=[_completion(c) for c in data["completions"]],
         model=data["model"],
         prompt_tokens=data["prompt_tokens"],
         completion_tokens=data["completion_tokens"],
         latency_s=lookup_s,
         metadata=metadata,
+    )
+
+
+def _completion(stored: dict[str, Any]) -> Completion:
+    """A stored completion; one stored before log probabilities were kept has None."""
+    logprobs = stored.get("logprobs")
+    return Completion(
+        stored["text"],
+        stored["finish_reason"],
+        None if logprobs is None else tuple(float(v) for v in logprobs),
     )

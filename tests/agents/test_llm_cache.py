@@ -146,3 +146,32 @@ def test_answers_survive_reopening(tmp_path: Path) -> None:
     with CachedLLM(CountingLLM(name="another model"), path) as other:
         other.chat(ASK, max_tokens=32)
         assert other.misses == 1  # the model's name is part of the key
+
+
+class _WithLogprobs:
+    name = "scored"
+
+    def chat(self, messages, **options) -> ChatResult:
+        return ChatResult([Completion("SELECT 1", "stop", (-0.25, -1.5)), Completion("x")], "m")
+
+
+def test_token_logprobs_are_kept_and_entries_from_before_them_load_without(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    with CachedLLM(_WithLogprobs(), path) as llm:
+        llm.chat(ASK, n=2)
+        again = llm.chat(ASK, n=2)
+        assert again.metadata["cached"] is True
+        assert [c.logprobs for c in again.completions] == [(-0.25, -1.5), None]
+        old = (
+            '{"completions": [{"text": "SELECT 2", "finish_reason": "stop"}], "model": "m", '
+            '"prompt_tokens": 1, "completion_tokens": 1, "latency_s": 0.5, "metadata": {}}'
+        )
+        options = {"n": 1, "temperature": 0.0, "max_tokens": 512, "stop": None}
+        key = cache_key(llm.name, ASK, json_schema=None, **options)
+        llm._conn.execute(
+            "INSERT INTO responses (key, model, value, created) VALUES (?, ?, ?, 0)",
+            (key, llm.name, old),
+        )
+        legacy = llm.chat(ASK, **options)
+        assert legacy.metadata["cached"] is True and legacy.text == "SELECT 2"
+        assert legacy.completions[0].logprobs is None
