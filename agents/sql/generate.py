@@ -8,7 +8,8 @@ stable parts come first, so a local model's prompt cache is reused across questi
 Sample 0 is greedy; the others are drawn at ``temperature`` with their own seed, so a vote
 sees different candidates. :meth:`SqlGenerator.draw` asks for several at once, which a model
 that decodes them together answers in little more than the time of one. A reply without SQL
-becomes a failed candidate, not an exception.
+becomes a failed candidate, not an exception. A candidate keeps the mean and the least of the
+log probabilities of the reply's tokens, when the model gave them (a confidence signal).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from agents.answer import Candidate
 from agents.learn.cot.record import checked_cot
 from agents.llm.base import LLM, ChatResult, LLMCancelledError, LLMError, Message
+from agents.llm.logprobs import summary
 from agents.llm.variants import Variant, chat_variants
 from agents.rag.agent import RagContext
 from agents.sql.extract import NoSQLError, extract_sql
@@ -158,6 +160,8 @@ class SqlGenerator:
             reply.prompt_tokens,
             reply.completion_tokens,
         )
+        if candidate.sql:  # a reply without SQL is a failed candidate: no confidence to give
+            candidate.logprob_mean, candidate.logprob_min = summary(reply.completions[0].logprobs)
         return candidate
 
     def samples(

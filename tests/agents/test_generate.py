@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from agents.llm.base import Completion, LLMError
 from agents.sql.generate import GenerateOptions, SqlGenerator, asked_differently
 from tests.agents.scripted import ScriptedLLM, sql_reply
 from ukf import QueryContext
@@ -42,3 +45,27 @@ def test_replies_start_inside_a_sql_fence_and_stop_at_its_end():
     assert llm.calls[-1][1]["reply_prefix"] == "```sql\n"
     SqlGenerator(llm, "sqlite", GenerateOptions(fence_greedy=False)).sample(messages, 0)
     assert "reply_prefix" not in llm.calls[-1][1]
+
+
+class _ScoredLLM(ScriptedLLM):
+    """Replies that carry token log probabilities (None for the reply without SQL)."""
+
+    def chat(self, messages, **options):
+        result = super().chat(messages, **options)
+        text = result.completions[0].text
+        scored = {"SELECT 1": (-0.5, -0.1, -2.0, -0.2), "SELECT 2": None}
+        logprobs = next((v for k, v in scored.items() if k in text), (-0.3,))
+        result.completions = [Completion(text, "stop", logprobs)]
+        return result
+
+
+def test_a_candidate_keeps_the_mean_and_least_log_probability_of_its_reply():
+    messages = [{"role": "user", "content": "one?"}]
+    replies = [sql_reply("SELECT 1"), "no sql here", sql_reply("SELECT 2"), LLMError("down")]
+    llm = _ScoredLLM(replies)
+    scored, no_sql, bare, failed = (SqlGenerator(llm, "sqlite").sample(messages, 0) for _ in "1234")
+    assert scored.logprob_mean == pytest.approx(-0.7) and scored.logprob_min == -2.0
+    assert not no_sql.ok and no_sql.results is not None  # a failed candidate keeps None
+    assert (no_sql.logprob_mean, no_sql.logprob_min) == (None, None)
+    assert (failed.logprob_mean, failed.logprob_min) == (None, None) and not failed.sql
+    assert (bare.logprob_mean, bare.logprob_min) == (None, None)  # a reply without them
