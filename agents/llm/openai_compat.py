@@ -7,10 +7,16 @@ Replies are not streamed (not every server streams ``n`` > 1 or JSON-schema answ
 :class:`~agents.llm.base.Cancellation` the request runs in a thread of its own and the call
 stops waiting for it as soon as the token is cancelled; the abandoned request ends when the
 server answers or at its timeout, and its reply is dropped.
+
+Each reply carries the log probability of every token the server generated
+(``logprobs=True``; with a reply prefix answered freely, of the whole free reply). A server
+that refuses the parameter (a 400 naming it) is asked again without it, and this instance
+does not ask it again; its replies, like those of a server that ignores it, carry None.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +34,8 @@ from agents.llm.base import (
     continue_reply,
     current_cancellation,
 )
+
+log = logging.getLogger(__name__)
 
 
 class OpenAICompatibleLLM:
@@ -56,6 +64,7 @@ class OpenAICompatibleLLM:
 
         self.name = f"openai:{model}@{base_url}"
         self.model, self.prefill = model, prefill
+        self.ask_logprobs = True  # false once the server refused the parameter
         self._client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
 
     def chat(
@@ -87,20 +96,19 @@ class OpenAICompatibleLLM:
             sent.append({"role": "assistant", "content": str(reply_prefix)})
             # vLLM continues the last message only when asked; other servers ignore the keys
             extra["extra_body"] = {"continue_final_message": True, "add_generation_prompt": False}
+        request = {
+            "model": self.model,
+            "messages": sent,
+            "n": n,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "stop": list(stop) if stop and (prefill or not reply_prefix) else None,
+            "timeout": timeout,
+            "seed": seed,
+            **extra,
+        }
         try:
-            reply = self._cancellable(
-                lambda: self._client.chat.completions.create(
-                    model=self.model,
-                    messages=sent,  # type: ignore[arg-type]
-                    n=n,
-                    temperature=temperature,
-                    max_tokens=max_tokens,
-                    stop=list(stop) if stop and (prefill or not reply_prefix) else None,
-                    timeout=timeout,
-                    seed=seed,
-                    **extra,
-                )
-            )
+            reply = self._create(request)
         except openai.APITimeoutError as exc:
             raise LLMTimeoutError(f"{self.name}: {exc}") from exc
         except openai.OpenAIError as exc:
@@ -116,7 +124,7 @@ class OpenAICompatibleLLM:
             texts = [continue_reply(reply_prefix, text, stop) for text in texts]
         result = ChatResult(
             completions=[
-                Completion(text, choice.finish_reason)
+                Completion(text, choice.finish_reason, _logprobs(choice))
                 for text, choice in zip(texts, reply.choices, strict=True)
             ],
             model=self.name,
@@ -125,6 +133,23 @@ class OpenAICompatibleLLM:
             latency_s=time.perf_counter() - started,
         )
         return check_json(result) if json_schema else result
+
+    def _create(self, request: dict[str, Any]) -> Any:
+        """The chat completion, with token log probabilities while the server takes them."""
+        import openai
+
+        if not self.ask_logprobs:
+            return self._cancellable(lambda: self._client.chat.completions.create(**request))
+        try:
+            return self._cancellable(
+                lambda: self._client.chat.completions.create(**request, logprobs=True)
+            )
+        except openai.BadRequestError as exc:
+            if "logprobs" not in str(exc).lower():
+                raise
+            log.info("%s refuses logprobs (%s); asking without them", self.name, exc)
+            self.ask_logprobs = False
+            return self._cancellable(lambda: self._client.chat.completions.create(**request))
 
     def _cancellable(self, request: Callable[[], Any]) -> Any:
         """``request()``, here when no cancellation is current; otherwise in a thread of its
@@ -150,6 +175,17 @@ class OpenAICompatibleLLM:
         if "error" in outcome:
             raise outcome["error"]
         return outcome["reply"]
+
+
+def _logprobs(choice: Any) -> tuple[float, ...] | None:
+    """The log probabilities of a choice's tokens, when the server sent them."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    values = [getattr(token, "logprob", None) for token in content]
+    if any(value is None for value in values):
+        return None
+    return tuple(float(value) for value in values)
 
 
 def _after_prefix(prefix: str, continuation: str) -> str:
