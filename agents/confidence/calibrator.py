@@ -8,10 +8,12 @@ whether they were correct) into a ``Calibrator``:
   regression (L2, no class weights: the goal is calibrated probabilities, not balanced
   accuracy) is fitted; its strength ``C`` is the one of ``C_GRID`` with the lowest
   out-of-fold log loss (stratified k-fold);
-- a missing feature (absent, None or non-finite) is imputed with its training mean, and every
-  feature missing from at least one training row also gets a ``<name>_missing`` indicator
-  column (1 when missing) so the model can learn what absence means. A feature that was never
-  missing in training is only imputed; a feature unknown to the model is ignored;
+- a missing feature (absent, None, non-finite or not a number) is imputed with its training
+  mean, and every feature missing from at least one training row also gets a
+  ``<name>_missing`` indicator column (1 when missing) so the model can learn what absence
+  means. A feature that was never missing in training is only imputed; a feature unknown to
+  the model is ignored. The scaler is fitted once on all rows before the folds that choose C
+  (it uses no labels);
 - with at least ``isotonic_min_examples`` examples, an isotonic regression over the logistic
   output is considered: fitted on out-of-fold logistic predictions, it is kept only when it
   lowers the expected calibration error on held-out folds (and does not worsen the Brier

@@ -14,7 +14,7 @@ The model is
 over the terms below. A signal missing from the features contributes nothing (it sits at its
 centre), so an answer with no signals at all gets sigmoid(INTERCEPT). ``vote_share`` is read
 only when more than one sample voted (``samples`` > 1): with one sample it is always 1 and
-says nothing. Non-finite values count as missing.
+says nothing. Non-finite and non-numeric values count as missing.
 """
 
 from __future__ import annotations
@@ -71,16 +71,19 @@ TERMS: tuple[PriorTerm, ...] = (
 )
 
 
+def _number(raw: object) -> float | None:
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
 def _value(features: Mapping[str, float], name: str) -> float | None:
-    raw = features.get(name)
-    if raw is None:
-        return None
-    value = float(raw)
-    if not math.isfinite(value):
-        return None
+    value = _number(features.get(name))
     if name == "vote_share":
-        samples = features.get("samples")
-        if samples is None or not math.isfinite(float(samples)) or float(samples) <= 1:
+        samples = _number(features.get("samples"))
+        if samples is None or samples <= 1:
             return None
     return value
 
