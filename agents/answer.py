@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agents.confidence.report import Abstention
 from kb.target.results import Results
 
 
@@ -122,7 +123,12 @@ class Answer(BaseModel):
     reasoning header goes to ``reasoning``). When no candidate ran, ``error`` says why and
     ``sql`` is the first candidate's statement (None when the model gave none).
     ``rows`` holds at most ``max_rows`` rows (``truncated`` tells whether more existed).
-    ``confidence`` is the winning share of the vote (see ``agents.sql.vote``).
+    ``confidence`` is the calibrated probability that the answer is right
+    (:mod:`agents.confidence`), computed from ``signals`` by the ``calibrator`` named;
+    ``vote_share`` is the winning result's share of the samples drawn (``samples``).
+    An answer whose confidence is under the deployment's threshold ``abstained``: its
+    ``abstention`` says why, offers nearby answerable questions or asks which meaning of a
+    phrase was meant, and (by default) its rows are withheld (``withheld_rows`` of them).
     """
 
     id: str
@@ -135,6 +141,13 @@ class Answer(BaseModel):
     truncated: bool = False
     executed: bool = False
     confidence: float = 0.0
+    vote_share: float = 0.0
+    samples: int = 0
+    signals: dict[str, float] = Field(default_factory=dict)
+    calibrator: str | None = None
+    abstained: bool = False
+    abstention: Abstention | None = None
+    withheld_rows: int = 0
     tier: str | None = None
     reasoning: str = ""
     knowledge: list[UsedKnowledge] = Field(default_factory=list)

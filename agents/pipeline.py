@@ -5,8 +5,12 @@
 1. ``retrieve``: the RAG agent builds the schema slice, hints and examples;
 2. ``generate`` / ``refine``: each tier's model writes candidates, which are executed
    read-only and repaired (``agents.sql.cascade``, ``agents.sql.refine``);
-3. ``vote``: majority over execution results, confidence = winning share;
-4. ``log``: the question is stored as an unlabeled Experience; its answer id is what feedback
+3. ``vote``: majority over execution results;
+4. ``assess``: the answer's confidence signals and their calibrated P(correct)
+   (:mod:`agents.confidence`); under the threshold the answer abstains: it says why, offers
+   nearby answerable questions or asks which meaning of a phrase was meant, and withholds its
+   rows. With adaptive sampling, the same confidence decides how many samples step 2 draws;
+5. ``log``: the question is stored as an unlabeled Experience; its answer id is what feedback
    refers to (``Pipeline.feedback``).
 
 With ``options.cascade`` the configured tiers run small to large; otherwise the default model
@@ -25,11 +29,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from agents.answer import Answer, Candidate, StageReport
+from agents.confidence.abstain import abstention
+from agents.confidence.assess import Assessment, ConfidenceAssessor
 from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
 from agents.learn.credit import BlameThreshold
 from agents.llm.base import LLM, Cancellation, cancellation_scope, current_cancellation
@@ -69,6 +75,11 @@ class AskOptions:
         deadline_s: seconds from the start of ``ask`` after which no sample is drawn, no
             query starts and no repair is asked (None: no deadline; each query still has
             the database's time limit).
+        adaptive: draw more samples only while the answer's confidence is under the
+            target (``ConfidenceOptions``), up to ``n`` samples when ``n`` > 1, else up to
+            the configured budget (None: as the pipeline's confidence options say; an
+            explicit ``n`` > 1 with None samples ``n`` as before).
+        abstain: let an unsure answer abstain (False: always answer, with its confidence).
     """
 
     n: int = 1
@@ -77,6 +88,8 @@ class AskOptions:
     max_rows: int = 100
     explore: bool | None = None
     deadline_s: float | None = None
+    adaptive: bool | None = None
+    abstain: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.n <= 16:
@@ -97,6 +110,8 @@ class Pipeline:
         database_name: its ``[DATABASE:...]`` name in the store.
         tiers: models small to large; the last is the default model.
         options: budgets, sampling and refinement options.
+        confidence: how answers are assessed (calibrator, abstention, adaptive sampling);
+            default: the packaged calibrator, never abstaining, fixed ``n``.
     """
 
     def __init__(
@@ -108,6 +123,7 @@ class Pipeline:
         database_name: str,
         tiers: list[ModelTier],
         options: PipelineOptions | None = None,
+        confidence: ConfidenceAssessor | None = None,
     ) -> None:
         if not tiers:
             raise ValueError("a pipeline needs at least one model")
@@ -124,6 +140,9 @@ class Pipeline:
             database=database,
         )
         self.checker = PredicateChecker(store, database_name, self.dialect)
+        self.confidence = confidence or ConfidenceAssessor(
+            store, database_name, dialect=self.dialect
+        )
         self.experiences = ExperienceLog(
             store,
             database,
@@ -179,6 +198,7 @@ class Pipeline:
             with cancellation_scope(_deadline_token(deadline)):  # stops a model call at it
                 outcome = self._candidates(rag, context, options, emit, deadline)
             self._fill_from(answer, outcome, options, deadline)
+            self._assess(answer, rag, outcome, options)
         else:
             self._unexecuted(answer, rag, context)
         self._log(answer, context)
@@ -212,18 +232,31 @@ class Pipeline:
         )
 
     # ------------------------------------------------------------------ stages
-    def _cascade(self, options: AskOptions, deadline: float | None) -> Cascade:
+    def _cascade(self, rag: RagContext, options: AskOptions, deadline: float | None) -> Cascade:
         pipeline_options = self.options
         if deadline is not None:
             refine = replace(pipeline_options.refine, deadline=deadline)
             pipeline_options = replace(pipeline_options, refine=refine)
+        settings = self.confidence.options
+        adaptive = options.adaptive
+        if adaptive is None:
+            adaptive = settings.adaptive and options.n == 1
+        stop_rule = None
+        if adaptive:
+            target = settings.target
+
+            def stop_rule(found: Sequence[Candidate], tiers_asked: int) -> bool:
+                assessed = self.confidence.assess(rag, found, tiers_tried=tiers_asked)
+                return assessed.confidence >= target
+
         return build_cascade(
             self.tiers,
             pipeline_options,
             cascade=options.cascade,
-            n=options.n,
+            n=(options.n if options.n > 1 else settings.max_samples) if adaptive else options.n,
             database=self.database,
             checker=self.checker,
+            stop_rule=stop_rule,
         )
 
     def _candidates(
@@ -237,7 +270,7 @@ class Pipeline:
         def seen(candidate: Candidate) -> None:
             emit({"stage": "candidate", "candidate": candidate.summary().model_dump()})
 
-        outcome = self._cascade(options, deadline).run(rag, context, on_candidate=seen)
+        outcome = self._cascade(rag, options, deadline).run(rag, context, on_candidate=seen)
         emit(
             {
                 "stage": "vote",
@@ -284,7 +317,8 @@ class Pipeline:
         )
         winner = outcome.winner
         answer.tier = outcome.tier
-        answer.confidence = round(outcome.confidence, 4)
+        answer.vote_share = round(outcome.confidence, 4)
+        answer.samples = len(cands)
         if winner is None or winner.results is None:
             errors = [c.error for c in cands if c.error]
             answer.error = "no candidate SQL ran successfully" + (
@@ -300,6 +334,44 @@ class Pipeline:
         answer.row_count = results.row_count
         answer.truncated = results.truncated or results.row_count > options.max_rows
         answer.executed = True
+
+    def _assess(
+        self, answer: Answer, rag: RagContext, outcome: CascadeOutcome, options: AskOptions
+    ) -> None:
+        """The answer's calibrated confidence; an abstention when it is under the threshold."""
+        started = time.perf_counter()
+        assessed: Assessment = self.confidence.assess(
+            rag,
+            outcome.candidates,
+            outcome.vote,
+            plain_fallback=outcome.plain_fallback,
+            tiers_tried=len(outcome.tiers_tried),
+        )
+        answer.confidence = assessed.confidence
+        answer.signals = {k: round(v, 4) for k, v in assessed.signals.features.items()}
+        answer.calibrator = assessed.calibrator
+        settings = self.confidence.options
+        threshold = settings.abstain_below
+        if options.abstain and answer.confidence < threshold:
+            answer.abstained = True
+            answer.abstention = abstention(
+                assessed.signals,
+                confidence=answer.confidence,
+                threshold=threshold,
+                database=self.database_name,
+                examples=rag.examples,
+                question=answer.question,
+                suggestions=settings.suggestions,
+            )
+            if settings.withhold_rows and answer.rows:
+                answer.withheld_rows, answer.rows = answer.row_count, []
+        answer.stages.append(
+            StageReport(
+                stage="assess",
+                seconds=time.perf_counter() - started,
+                detail={"abstained": answer.abstained, "calibrator": answer.calibrator},
+            )
+        )
 
     def _unexecuted(self, answer: Answer, rag: RagContext, context: QueryContext) -> None:
         started = time.perf_counter()
@@ -329,7 +401,14 @@ class Pipeline:
             sql=answer.sql,
             reasoning=answer.reasoning,
             columns=answer.columns,
-            extra={"confidence": answer.confidence, "tier": answer.tier, "error": answer.error},
+            extra={
+                "confidence": answer.confidence,
+                "vote_share": answer.vote_share,
+                "signals": answer.signals,
+                "abstained": answer.abstained,
+                "tier": answer.tier,
+                "error": answer.error,
+            },
             knowledge=[k.id for k in answer.knowledge],
         )
         answer.stages.append(StageReport(stage="log", seconds=time.perf_counter() - started))

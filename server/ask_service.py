@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 from fastapi import HTTPException
 
 from agents.answer import Answer
+from agents.confidence.assess import CalibratorSource, ConfidenceAssessor, ConfidenceOptions
 from agents.llm.base import LLMBusyError
 from agents.llm.variants import variants_of
 from agents.pipeline import AskOptions, Pipeline, QuestionError
@@ -83,6 +84,8 @@ class AskService:
             2 per key).
         options: the pipeline's options (feedback agreement, budgets, sampling).
         readiness: the warm-up's progress, which questions wait for (default: a new one).
+        confidence: calibrator and options of the answers' confidence (default: the
+            packaged calibrator, never abstaining, fixed ``n``).
     """
 
     def __init__(
@@ -99,8 +102,10 @@ class AskService:
         sql_pool: SqlPool | None = None,
         options: PipelineOptions | None = None,
         readiness: Readiness | None = None,
+        confidence: tuple[CalibratorSource, ConfidenceOptions] | None = None,
     ) -> None:
         self.store, self.indices, self.target = store, indices, target
+        self.confidence = confidence
         self.readiness = readiness or Readiness()
         self.options = options or PipelineOptions()
         self.database_name, self.llms, self.tier_names = database_name, llms, tier_names
@@ -131,6 +136,16 @@ class AskService:
         assert self.target is not None
         with self._lock:
             if self._pipeline is None:
+                assessor = None
+                if self.confidence is not None:
+                    calibrators, options = self.confidence
+                    assessor = ConfidenceAssessor(
+                        self.store,
+                        self.database_name,
+                        dialect=self.target.dialect,
+                        calibrators=calibrators,
+                        options=options,
+                    )
                 self._pipeline = Pipeline(
                     store=self.store,
                     retriever=self.indices.retriever,
@@ -138,6 +153,7 @@ class AskService:
                     database_name=self.database_name,
                     tiers=self._tiers(),
                     options=self.options,
+                    confidence=assessor,
                 )
             return self._pipeline
 

@@ -6,7 +6,8 @@
         the models: the prompt prefix every question shares (system prompt and schema) is
         prefilled once and kept in the prompt cache, so the first ``ask`` starts warm
     almanac ask "QUESTION" [--db URL] [--user-profile FILE.json] [--query-time T]
-                [--n N] [--cascade] [--explore] [--no-execute] [--max-rows N] [--json]
+                [--n N] [--adaptive|--no-adaptive] [--no-abstain] [--cascade] [--explore]
+                [--no-execute] [--max-rows N] [--json]
 
 The target of ``ask`` is ``--db``, else ``ALMANAC_TARGET_URL``, else the database of the last
 ``init`` (``<data_dir>/target.json``).
@@ -51,6 +52,15 @@ def add_agent_commands(commands: Any) -> None:
     ask.add_argument("--user-profile", type=Path, help="JSON file: the asker's profile")
     ask.add_argument("--query-time", help="ISO time the question is asked at")
     ask.add_argument("--n", type=int, default=1, help="candidates (majority vote when > 1)")
+    ask.add_argument(
+        "--adaptive",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="sample more only while unsure (default: the confidence settings, when --n is 1)",
+    )
+    ask.add_argument(
+        "--no-abstain", action="store_true", help="always answer, however unsure (rows shown)"
+    )
     ask.add_argument("--cascade", action="store_true", help="run the LLM tiers small to large")
     ask.add_argument("--no-execute", action="store_true", help="only write the SQL")
     ask.add_argument(
@@ -147,16 +157,28 @@ def _load_tiers(settings: Settings) -> Future[list[Any]]:
     return loading
 
 
-def _pipeline(store: Any, database: Any, name: str, indices: Any, tiers: list[Any]) -> Any:
-    """The agent chain over ``database``."""
+def _pipeline(
+    store: Any,
+    database: Any,
+    name: str,
+    indices: Any,
+    tiers: list[Any],
+    settings: Settings | None = None,
+) -> Any:
+    """The agent chain over ``database`` (its confidence as ``settings`` say, when given)."""
     from agents.pipeline import Pipeline
+    from server.confidence import confidence_assessor
 
+    assessor = None
+    if settings is not None:
+        assessor = confidence_assessor(settings, store, name, database.dialect)
     return Pipeline(
         store=store,
         retriever=indices.retriever,
         database=database,
         database_name=name,
         tiers=tiers,
+        confidence=assessor,
     )
 
 
@@ -190,11 +212,13 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
         execute=not args.no_execute,
         max_rows=args.max_rows,
         explore=args.explore or None,
+        adaptive=args.adaptive,
+        abstain=not args.no_abstain,
     )
     tiers = _load_tiers(settings)
     with KnowledgeStore(settings.resolved_store_url) as store, Database(url) as database:
         indices = IndexSet.build(store, configured_embedder(settings))
-        pipeline = _pipeline(store, database, name, indices, tiers.result())
+        pipeline = _pipeline(store, database, name, indices, tiers.result(), settings)
         answer = pipeline.ask(args.question, context, options)
     if args.json:
         print(answer.model_dump_json(indent=2))
@@ -217,18 +241,36 @@ def _query_context(args: argparse.Namespace) -> QueryContext:
         raise ValueError(f"bad --query-time or --user-profile: {problems}") from None
 
 
+def _abstention_lines(answer: Any) -> list[str]:
+    """An unsure answer: why, what it would have returned, what to ask instead."""
+    said = answer.abstention
+    lines = ["UNSURE: " + "; ".join(said.reasons)]
+    if answer.withheld_rows:
+        lines.append(f"({answer.withheld_rows} rows withheld; --no-abstain shows them)")
+    if said.clarification is not None:
+        lines.append(said.clarification.question)
+    if said.suggestions:
+        lines.append("questions I can answer: " + " | ".join(said.suggestions))
+    return lines
+
+
 def format_answer(answer: Any) -> str:
     """The answer for a terminal: SQL, rows, confidence, knowledge and timings."""
     lines = [f"Q: {answer.question}", ""]
     lines += [answer.sql or "(no SQL)", ""]
     if answer.error:
         lines.append(f"error: {answer.error}")
-    if answer.executed:
+    if answer.abstained and answer.abstention is not None:
+        lines += _abstention_lines(answer)
+    elif answer.executed:
         lines.append(" | ".join(answer.columns))
         lines += [" | ".join(str(v) for v in row) for row in answer.rows]
         more = " (truncated)" if answer.truncated else ""
         lines.append(f"({answer.row_count} rows{more})")
-    lines.append(f"confidence {answer.confidence:.2f}, tier {answer.tier}, answer id {answer.id}")
+    vote = f"vote {answer.vote_share:.2f} of {answer.samples}" if answer.samples else "no vote"
+    lines.append(
+        f"confidence {answer.confidence:.2f} ({vote}), tier {answer.tier}, answer id {answer.id}"
+    )
     if answer.knowledge:
         used = ", ".join(f"{k.type}:{k.name}" for k in answer.knowledge[:12])
         lines.append(f"knowledge: {used}")

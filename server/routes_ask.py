@@ -57,7 +57,22 @@ class AskContext(BaseModel):
 class AskOptionsBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    n: int = Field(default=1, ge=1, le=8, description="candidates (majority vote when > 1)")
+    n: int | None = Field(
+        default=None,
+        ge=1,
+        le=8,
+        description="candidates (majority vote when > 1); unset: adaptive sampling when the "
+        "server's confidence settings turn it on, else 1",
+    )
+    adaptive: bool | None = Field(
+        default=None,
+        description="draw more samples only while the confidence is under the target, up to "
+        "n (or the configured budget); unset: as the server's settings say when n is unset",
+    )
+    abstain: bool = Field(
+        default=True,
+        description="let an unsure answer abstain (false: always answer, rows included)",
+    )
     cascade: bool = Field(default=False, description="run the model tiers small to large")
     execute: bool = Field(default=True, description="run the SQL and return rows")
     max_rows: int | None = Field(default=None, ge=0, le=10_000)
@@ -90,8 +105,13 @@ def _prepare(
     check_text_length(body.question, state.settings.limits.max_question_chars)
     if not body.question.strip():
         raise HTTPException(422, "the question is empty")
+    adaptive = body.options.adaptive
+    if adaptive is None and body.options.n is not None:
+        adaptive = False  # a fixed n samples n, as before
     options = AskOptions(
-        n=body.options.n,
+        n=body.options.n or 1,
+        adaptive=adaptive,
+        abstain=body.options.abstain,
         cascade=body.options.cascade,
         execute=body.options.execute,
         max_rows=min(body.options.max_rows or state.settings.max_rows, state.settings.max_rows),

@@ -25,6 +25,7 @@ from pydantic_settings import (
 from sqlalchemy.engine import make_url
 
 from agents.llm.models import default_data_dir
+from server.settings_confidence import ConfidenceSettings
 
 
 class LimitSettings(BaseModel):
@@ -289,6 +290,7 @@ class Settings(BaseSettings):
     )
     limits: LimitSettings = Field(default_factory=LimitSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
+    confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -34,6 +34,7 @@ from kb.target.database import Database
 from server.ask_service import AskService
 from server.audit import AuditLog
 from server.auth import Authenticator
+from server.confidence import calibrator_source, confidence_options
 from server.jobs import JobQueue
 from server.keys import KeyStore
 from server.knowledge import KnowledgeService
@@ -236,6 +237,7 @@ def build_state(
             blame_threshold=settings.blame_threshold,
         ),
         readiness=readiness,
+        confidence=(calibrator_source(settings), confidence_options(settings)),
     )
     state = AppState(
         settings=settings,

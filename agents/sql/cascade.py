@@ -14,6 +14,12 @@ prompt (``plain_fallback``): the schema slice and the question's context, withou
 and examples. Evidence sometimes misleads a small model into joins and columns the question
 does not need; the plain answer is marked (tier ``<name>:plain``) and its confidence halved.
 
+With a ``stop_rule`` (adaptive sampling, :mod:`agents.confidence`), a tier draws its greedy
+answer first and more samples only while the best answer so far is not confident enough
+(``stop_rule(candidates, tiers_asked)``), up to its budget; a tier that used its budget
+without becoming confident escalates to the next, exactly as a tier whose samples did not
+agree. Two agreeing samples no longer end a tier by themselves: the rule decides.
+
 Once the question's deadline has passed (``RefineOptions.deadline``), no sample is drawn, no
 tier is escalated to and no plain retry starts: the vote is over what there is.
 """
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from agents.answer import Candidate
@@ -34,6 +40,9 @@ from agents.sql.vote import TieBreak, VoteOutcome, vote
 from ukf import QueryContext
 
 log = logging.getLogger(__name__)
+StopRule = Callable[[Sequence[Candidate], int], bool]
+"""Adaptive sampling's rule: whether the answer the candidates so far vote for is confident
+enough, given the number of tiers asked (see the module docstring)."""
 
 
 @dataclass
@@ -50,6 +59,8 @@ class Tier:
             decodes them in one batch, see :mod:`agents.llm.variants`); they are then
             executed and repaired one by one.
         stop_early: answer as soon as two candidates agree.
+        confident: adaptive sampling's rule (set by the cascade from its ``stop_rule``): the
+            winner among the candidates drawn so far when it is confident enough, else None.
     """
 
     name: str
@@ -59,6 +70,7 @@ class Tier:
     parallel: int = 1
     together: int = 1
     stop_early: bool = True
+    confident: Callable[[list[Candidate]], Candidate | None] | None = None
 
 
 @dataclass
@@ -82,6 +94,8 @@ class Cascade:
         dialect: for parsing ORDER BY in the vote.
         tie_break: tie-break of the final vote.
         plain_fallback: retry once with a plain prompt when every candidate failed.
+        stop_rule: adaptive sampling (see the module docstring); None: the samples'
+            agreement decides, as ``Tier.stop_early`` says.
     """
 
     def __init__(
@@ -91,6 +105,7 @@ class Cascade:
         dialect: str,
         tie_break: TieBreak = "first",
         plain_fallback: bool = True,
+        stop_rule: StopRule | None = None,
     ) -> None:
         if not tiers:
             raise ValueError("a cascade needs at least one tier")
@@ -99,6 +114,7 @@ class Cascade:
                 raise ValueError(f"tier {tier.name!r} must draw >= 2 samples to be able to agree")
         self.tiers, self.dialect, self.tie_break = tiers, dialect, tie_break
         self.plain_fallback = plain_fallback
+        self.stop_rule = stop_rule
 
     def run(
         self,
@@ -113,6 +129,8 @@ class Cascade:
             started = time.perf_counter()
             outcome.tiers_tried.append(tier.name)
             messages = tier.generator.messages(rag, context)
+            if self.stop_rule is not None:
+                tier = replace(tier, confident=self._confident(outcome, position + 1))
             run = TierRun(
                 tier, messages, dialect=self.dialect, on_candidate=on_candidate, escalates=not last
             ).run()
@@ -140,6 +158,20 @@ class Cascade:
                 return outcome
             log.info("tier %s did not agree on %r; escalating", tier.name, rag.question)
         return outcome
+
+    def _confident(
+        self, outcome: CascadeOutcome, tiers_asked: int
+    ) -> Callable[[list[Candidate]], Candidate | None]:
+        """A tier's adaptive rule: its candidates' winner once the stop rule is satisfied."""
+        rule = self.stop_rule
+        assert rule is not None
+
+        def confident(found: list[Candidate]) -> Candidate | None:
+            if not rule(found, tiers_asked):
+                return None
+            return vote(found, tie_break=self.tie_break, dialect=self.dialect).winner
+
+        return confident
 
     def _plain(
         self,

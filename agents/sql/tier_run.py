@@ -4,7 +4,9 @@
 (``together`` samples per model call) are submitted to a pool of ``parallel`` workers; after
 each finished draw the run checks for an agreement (two candidates with the same non-empty
 result) and, in a tier that ``escalates``, whether an agreement is still possible at all. In
-either case it cancels what is left: queued draws never start, a running draw's model call
+either case it cancels what is left; with adaptive sampling (``Tier.confident``) the greedy
+draw goes alone and the run stops as soon as the rule finds the answer confident.
+It cancels what is left: queued draws never start, a running draw's model call
 stops (the run's :class:`~agents.llm.base.Cancellation`, a child of the caller's: a job's
 cancel or a question's deadline reaches the draws on the pool's threads too) and it executes
 nothing more of its batch.
@@ -60,7 +62,9 @@ class TierRun:
     ) -> None:
         self.tier, self.messages, self.dialect = tier, messages, dialect
         self.on_candidate = on_candidate
-        self.gives_up = escalates and tier.stop_early  # stops when two can no longer agree
+        self.adaptive = tier.confident is not None
+        # stops when two can no longer agree (adaptive sampling: the rule decides instead)
+        self.gives_up = escalates and tier.stop_early and not self.adaptive
         self.found: list[Candidate] = []
         self.pending: dict[Future[list[Candidate]], list[int]] = {}
         self.next_index = 0
@@ -85,6 +89,12 @@ class TierRun:
                         self.found.append(candidate)
                         if self.on_candidate is not None:
                             self.on_candidate(candidate)
+                if tier.confident is not None:
+                    sure = tier.confident(self.found) if self.found else None
+                    if sure is not None:
+                        return self._stop(sure)
+                    self._submit(pool)
+                    continue
                 agreed = agreement(self.found, self.dialect) if tier.stop_early else None
                 hopeless = self.gives_up and usable(self.found) + self._unfinished() < 2
                 if (agreed is not None and len(self.found) >= 2) or hopeless:
@@ -114,7 +124,8 @@ class TierRun:
         """Queue draws until ``parallel`` are in flight or every sample is drawn."""
         tier = self.tier
         while self.next_index < tier.samples and len(self.pending) < max(1, tier.parallel):
-            indices = list(range(self.next_index, min(tier.samples, self.next_index + self.size)))
+            size = 1 if self.adaptive and self.next_index == 0 else self.size  # greedy alone
+            indices = list(range(self.next_index, min(tier.samples, self.next_index + size)))
             others = usable(self.found) + sum(map(len, self.pending.values()))
             # a fresh copy of this thread's context per draw: the token reaches the draw
             context = contextvars.copy_context()

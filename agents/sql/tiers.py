@@ -4,6 +4,10 @@
 :func:`build_cascade` turns the pipeline's tiers into the :class:`~agents.sql.cascade.Cascade` one
 question runs: every tier small to large when the question asks for the cascade, otherwise
 the default model (the last tier) alone drawing ``n`` candidates and voting.
+
+With a ``stop_rule`` (adaptive sampling), ``n`` is a budget: the default model (or each
+tier of the cascade, the last one included) draws its greedy answer, then one more sample
+at a time while the rule says the answer is not confident enough.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from agents.llm.base import LLM
 from agents.llm.variants import together_capacity
-from agents.sql.cascade import Cascade, Tier
+from agents.sql.cascade import Cascade, StopRule, Tier
 from agents.sql.generate import SqlGenerator
 from agents.sql.refine import Refiner
 
@@ -54,8 +58,10 @@ def build_cascade(
     n: int,
     database: Database,
     checker: PredicateChecker,
+    stop_rule: StopRule | None = None,
 ) -> Cascade:
     """The tiers one question runs (see the module docstring)."""
+    adaptive = stop_rule is not None
     if cascade and len(tiers) > 1:
         chosen = [
             _tier(
@@ -70,17 +76,35 @@ def build_cascade(
             )
             for t in tiers[:-1]
         ]
+        last_samples = max(n, options.cascade_last_samples) if adaptive else None
         last = _tier(
-            tiers[-1], options.cascade_last_samples, options, database, checker, stop_early=True
+            tiers[-1],
+            last_samples or options.cascade_last_samples,
+            options,
+            database,
+            checker,
+            stop_early=True,
+            one_at_a_time=adaptive,
         )
         chosen.append(last)
     else:
-        chosen = [_tier(tiers[-1], n, options, database, checker, stop_early=False)]
+        chosen = [
+            _tier(
+                tiers[-1],
+                n,
+                options,
+                database,
+                checker,
+                stop_early=False,
+                one_at_a_time=adaptive,
+            )
+        ]
     return Cascade(
         chosen,
         dialect=database.dialect,
         tie_break=options.tie_break,
         plain_fallback=options.plain_fallback,
+        stop_rule=stop_rule,
     )
 
 
@@ -94,6 +118,7 @@ def _tier(
     stop_early: bool,
     model_repairs: bool = True,
     fence_samples: bool | None = None,
+    one_at_a_time: bool = False,
 ) -> Tier:
     generate = options.generate
     if fence_samples is not None:
@@ -107,7 +132,8 @@ def _tier(
     refiner = Refiner(database, spec.llm, checker, refine)
     together = spec.together
     if together is None:
-        together = 1 if stop_early else together_capacity(spec.llm)
+        # adaptive sampling looks at the answer after each sample: one at a time
+        together = 1 if stop_early or one_at_a_time else together_capacity(spec.llm)
     return Tier(
         spec.name,
         generator,

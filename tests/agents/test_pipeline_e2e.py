@@ -71,7 +71,7 @@ def test_a_cascade_on_the_embedded_model(pipeline):
     # they disagree, and the answer names the tier that produced it
     assert tiers[:2] == ["0.5b-a", "0.5b-a"]
     if answer.tier == "0.5b-a":
-        assert len(tiers) == 2 and answer.confidence == 1.0
+        assert len(tiers) == 2 and answer.vote_share == 1.0
     else:
         assert answer.tier == "0.5b-b" and tiers[2:] == ["0.5b-b"]
 

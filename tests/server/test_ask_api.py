@@ -77,7 +77,7 @@ def test_ask_returns_an_answer_with_rows_knowledge_and_stages(ask_server):
     )
     assert reply.status_code == 200, reply.text
     answer = reply.json()
-    assert sorted(answer["rows"]) == [["Ada"], ["Cy"]] and answer["confidence"] == 1.0
+    assert sorted(answer["rows"]) == [["Ada"], ["Cy"]] and answer["vote_share"] == 1.0
     assert answer["tier"] == "default" and answer["id"] and answer["experience_id"]
     assert any(k["name"] == "North" and k["phrases"] == ["North"] for k in answer["knowledge"])
     assert {s["stage"] for s in answer["stages"]} >= {"retrieve", "generate", "refine", "log"}

@@ -1,0 +1,48 @@
+"""Confidence wiring: the deployment's calibrator file and options, from the settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents.confidence.assess import CalibratorSource, ConfidenceAssessor, ConfidenceOptions
+from kb.store import KnowledgeStore
+from server.settings import Settings
+
+
+def calibrator_path(settings: Settings) -> Path:
+    """Where the calibrate job writes the deployment's calibrator."""
+    return settings.confidence.calibrator_path or settings.data_dir / "calibrator.json"
+
+
+def confidence_options(settings: Settings) -> ConfidenceOptions:
+    c = settings.confidence
+    return ConfidenceOptions(
+        abstain_below=c.abstain_below,
+        withhold_rows=c.withhold_rows,
+        target=c.target,
+        max_samples=c.max_samples,
+        adaptive=c.adaptive,
+        suggestions=c.suggestions,
+    )
+
+
+def calibrator_source(settings: Settings) -> CalibratorSource:
+    """The deployment's calibrator, falling back to the packaged one."""
+    return CalibratorSource(calibrator_path(settings))
+
+
+def confidence_assessor(
+    settings: Settings,
+    store: KnowledgeStore,
+    database_name: str,
+    dialect: str,
+    calibrators: CalibratorSource | None = None,
+) -> ConfidenceAssessor:
+    """How the answers on ``database_name`` are assessed, as the settings say."""
+    return ConfidenceAssessor(
+        store,
+        database_name,
+        dialect=dialect,
+        calibrators=calibrators or calibrator_source(settings),
+        options=confidence_options(settings),
+    )
