@@ -289,20 +289,13 @@ def fit_calibrator(
         calibrator.isotonic, calibrator.note = _isotonic_step(oof, y, folds)
     else:
         calibrator.note = f"logistic only: isotonic needs {isotonic_min_examples} examples"
-    log.info(
-        "calibrator v%d: logistic (C=%s) on %d examples (%d correct), %d columns; %s",
-        version,
-        c,
-        fitted_on.examples,
-        fitted_on.positives,
-        len(calibrator.columns),
-        calibrator.note,
-    )
+    log.info("calibrator v%d: logistic, C=%s, %s; %s", version, c, fitted_on, calibrator.note)
     return calibrator
 
 
 def _shortage(fitted_on: FittedOn, names: list[str], min_examples: int, per_class: int) -> str:
     n, positives = fitted_on.examples, fitted_on.positives
+    per_class = max(per_class, 2)  # the folds that choose C need two of each
     if n < min_examples:
         return f"{n} verified answers, fewer than the {min_examples} needed to fit"
     if min(positives, n - positives) < per_class:

@@ -139,6 +139,16 @@ def test_one_class_or_too_few_of_one_give_the_prior() -> None:
     assert enough.method == "logistic"
 
 
+def test_at_least_two_of_each_class_are_needed_whatever_the_minimum() -> None:
+    rows, _, _ = synthetic(50, seed=14)
+    labels = [True] * 49 + [False]
+    calibrator = fit_calibrator(rows, labels, source="x", min_examples=10, min_per_class=1)
+    assert calibrator.method == "prior" and "fewer than 2 of each" in calibrator.note
+    labels = [True] * 48 + [False] * 2
+    calibrator = fit_calibrator(rows, labels, source="x", min_examples=10, min_per_class=1)
+    assert calibrator.method == "logistic"
+
+
 def test_rows_without_features_give_the_prior() -> None:
     calibrator = fit_calibrator([{}] * 50, [True, False] * 25, source="deployment")
     assert calibrator.method == "prior" and "no features" in calibrator.note
