@@ -34,6 +34,7 @@ import json
 import logging
 import math
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -189,12 +190,15 @@ class Calibrator:
                     f"{len(self.impute)} imputation values, {n} columns, "
                     f"scaler/coefficients {sizes}"
                 )
+            numbers = [*self.impute, *self.scaler_means, *self.scaler_scales, *self.coefficients]
+            if not all(isinstance(v, int | float) and math.isfinite(v) for v in numbers):
+                raise ValueError("a coefficient, scaler or imputation value is not a number")
 
     def save(self, path: Path) -> None:
         """Write the JSON to ``path`` atomically (beside it, then renamed over it)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
         try:
             partial.write_text(self.to_json(), encoding="utf-8")
             os.replace(partial, path)

@@ -220,6 +220,9 @@ def test_a_future_format_or_inconsistent_file_is_refused(tmp_path: Path) -> None
     path.write_text(json.dumps({**data, "coefficients": data["coefficients"][:-1]}))
     with pytest.raises(CalibratorLoadError, match="inconsistent sizes"):
         Calibrator.load(path)
+    path.write_text(json.dumps({**data, "intercept": 0.1, "coefficients": ["a"] * 3}))
+    with pytest.raises(CalibratorLoadError, match="not a number"):
+        Calibrator.load(path)
     path.write_text(json.dumps({**data, "method": "forest"}))
     with pytest.raises(CalibratorLoadError, match="unknown method 'forest'"):
         Calibrator.load(path)
