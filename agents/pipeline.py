@@ -347,12 +347,13 @@ class Pipeline:
             plain_fallback=outcome.plain_fallback,
             tiers_tried=len(outcome.tiers_tried),
         )
-        answer.confidence = assessed.confidence
+        # no candidate ran: there is no answer to be confident in (``error`` says why)
+        answer.confidence = assessed.confidence if outcome.winner is not None else 0.0
         answer.signals = {k: round(v, 4) for k, v in assessed.signals.features.items()}
         answer.calibrator = assessed.calibrator
         settings = self.confidence.options
         threshold = settings.abstain_below
-        if options.abstain and answer.confidence < threshold:
+        if options.abstain and answer.executed and answer.confidence < threshold:
             answer.abstained = True
             answer.abstention = abstention(
                 assessed.signals,

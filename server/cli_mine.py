@@ -138,6 +138,7 @@ def _unlabeled(
 
     from agents.learn.mine.unlabeled import mine_unlabeled, unlabeled_experiences
     from indices.index_set import IndexSet
+    from server.confidence import calibrator_source
     from server.mine_vote import vote_asker, vote_thresholds
     from server.state import configured_embedder
 
@@ -150,6 +151,7 @@ def _unlabeled(
         database=targets[name],
         database_name=name,
         options=_pipeline_options(settings),
+        calibrators=calibrator_source(settings),
     )
     with tqdm(total=len(experiences), desc="voting", unit="q", disable=args.json) as bar:
 

@@ -103,6 +103,7 @@ def _synthesize(
     from indices.index_set import IndexSet
     from kb.store import KnowledgeStore
     from kb.target.database import Database
+    from server.confidence import calibrator_source
     from server.mine_vote import vote_asker
     from server.state import configured_embedder
 
@@ -121,6 +122,7 @@ def _synthesize(
                     feedback_agreement=settings.feedback_agreement,
                     blame_threshold=settings.blame_threshold,
                 ),
+                calibrators=calibrator_source(settings),
             )
             sources = synthesis_sources(store, database=name)
             with tqdm(

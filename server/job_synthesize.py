@@ -40,6 +40,7 @@ from agents.learn.synth import (
 )
 from server.access import check_global_writer
 from server.auth import Identity
+from server.confidence import calibrator_source
 from server.mine_vote import background_ask_tiers, vote_asker
 from server.worker import JobContext
 
@@ -118,6 +119,7 @@ def run_synthesize(
         database=state.target,
         database_name=database,
         options=state.asks.options,
+        calibrators=calibrator_source(state.settings),
     )
     sources = synthesis_sources(state.store, database=database)
     context.progress(_START, f"synthesizing from {len(sources)} experience(s) of {database!r}")

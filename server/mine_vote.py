@@ -16,12 +16,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agents.answer import Answer
+from agents.confidence.assess import CalibratorSource, ConfidenceAssessor
 from agents.learn.mine.unlabeled import VoteAsker, VoteThresholds
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 from agents.pipeline_options import PipelineOptions
 from indices.retriever import Retriever
 from kb.store import KnowledgeStore
 from kb.target.database import Database
+from server.confidence import calibrator_source
 from server.settings import JobSettings
 from ukf import ExperienceUKF
 
@@ -48,9 +50,14 @@ def vote_asker(
     database: Database,
     database_name: str,
     options: PipelineOptions | None = None,
+    calibrators: CalibratorSource | None = None,
 ) -> VoteAsker:
     """``(experience, n) -> Answer``: the question asked again with ``n`` samples of the last
-    of ``tiers``, executed, not logged (see the module docstring)."""
+    of ``tiers``, executed, not logged (see the module docstring). Its confidence comes from
+    ``calibrators`` (the deployment's; default: the packaged calibrator)."""
+    confidence = ConfidenceAssessor(
+        store, database_name, dialect=database.dialect, calibrators=calibrators
+    )
     pipeline = Pipeline(
         store=store,
         retriever=retriever,
@@ -58,10 +65,12 @@ def vote_asker(
         database_name=database_name,
         tiers=tiers[-1:],
         options=replace(options or PipelineOptions(), log_questions=False),
+        confidence=confidence,
     )
 
     def ask(experience: ExperienceUKF, n: int) -> Answer:
-        return pipeline.ask(experience.question, experience.context, AskOptions(n=n))
+        options = AskOptions(n=n, adaptive=False, abstain=False)
+        return pipeline.ask(experience.question, experience.context, options)
 
     return ask
 
@@ -98,6 +107,7 @@ def job_asker(state: AppState, database: str | None, target_name: str | None) ->
         database=state.target,
         database_name=state.asks.database_name,
         options=state.asks.options,
+        calibrators=calibrator_source(state.settings),
     )
 
 

@@ -65,8 +65,12 @@ class DataSpan:
         return first <= self.last and last >= self.first
 
     def describe(self) -> str:
-        if self.first.year == self.last.year and self.first.month == 1 and self.last.month == 12:
-            return str(self.first.year)
+        """``2014 to 2015`` for whole years, else ``2019-01-01 to 2024-06-30``."""
+        whole = (self.first.month, self.first.day, self.last.month, self.last.day) == (1, 1, 12, 31)
+        if whole:
+            if self.first.year == self.last.year:
+                return str(self.first.year)
+            return f"{self.first.year} to {self.last.year}"
         return f"{self.first.isoformat()} to {self.last.isoformat()}"
 
 

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agents.confidence.assess import CalibratorSource, ConfidenceAssessor, ConfidenceOptions
+from agents.confidence.calibrator import FittedOn
 from agents.llm.base import ChatResult, Completion, LLMTimeoutError, Message
 
 Reply = str | Exception | Callable[[list[Message], dict[str, Any]], str]
@@ -69,3 +71,25 @@ class ScriptedTogetherLLM(ScriptedLLM):
     ) -> list[ChatResult]:
         self.batches.append(list(variants))
         return [self.chat(messages, **options, **v.chat_options()) for v in variants]
+
+
+class ShareCalibrator:
+    """A calibrator whose confidence is the vote's winning share (what an answer's confidence
+    was before calibration): for orchestration tests whose outcome must not depend on the
+    packaged calibrator. One sample that ran is fully confident."""
+
+    method, version, source = "share", 1, "test"
+    fitted_on = FittedOn(0, 0)
+
+    def predict(self, features: dict[str, float]) -> float:
+        return features.get("vote_share", 1.0 - features.get("failed_share", 0.0))
+
+
+def share_confidence(store: Any, database: str, **options: Any) -> ConfidenceAssessor:
+    """An assessor of ``database``'s answers by :class:`ShareCalibrator`."""
+    return ConfidenceAssessor(
+        store,
+        database,
+        calibrators=CalibratorSource(fallback=ShareCalibrator()),  # type: ignore[arg-type]
+        options=ConfidenceOptions(**options),
+    )

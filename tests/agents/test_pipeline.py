@@ -35,13 +35,14 @@ def test_an_answer_carries_sql_rows_knowledge_stages_and_is_logged(concert):
     store, _, _ = concert
     llm = ScriptedLLM([sql_reply(FRANCE, "singers filtered by country")])
     answer = make(concert, llm).ask(QUESTION, QueryContext(query_time="2026-01-01T00:00:00Z"))
-    assert answer.error is None and answer.executed and answer.vote_share == 1.0 and 0 < answer.confidence < 1
+    assert answer.error is None and answer.executed and answer.vote_share == 1.0
+    assert 0 < answer.confidence < 1 and answer.signals["unmatched_content_words"] == 0
     assert answer.row_count == 4 and answer.columns == ["Name"]
     assert "singers filtered by country" in answer.reasoning
     assert answer.sql == FRANCE  # the reply's "-- Reasoning:" header is not part of the SQL
     linked = {(k.type, k.name): k for k in answer.knowledge}
     assert ("enum", "France") in linked and linked[("enum", "France")].phrases == ["France"]
-    assert [s.stage for s in answer.stages] == ["retrieve", "generate", "refine", "log"]
+    assert [s.stage for s in answer.stages] == ["retrieve", "generate", "refine", "assess", "log"]
     assert answer.prompt_tokens > 0 and answer.completion_tokens > 0
     prompt = llm.calls[0][0][1]["content"]
     assert "CREATE TABLE singer" in prompt and "Query time: 2026-01-01" in prompt

@@ -25,7 +25,7 @@ from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
 from indices.embeddings import HashingEmbedder
 from indices.index_set import IndexSet
 from tests.agents.learn.conftest import NC, labeled
-from tests.agents.scripted import ScriptedLLM, sql_reply
+from tests.agents.scripted import ScriptedLLM, share_confidence, sql_reply
 from ukf import ExperienceUKF
 
 HOUSTON_SQL = "SELECT population FROM city WHERE city_name = 'houston'"
@@ -59,6 +59,7 @@ class Asker:
             database_name="geoquery",
             tiers=[ModelTier("scripted", llm, samples=n)],
             options=PipelineOptions(log_questions=False),
+            confidence=share_confidence(self.store, "geoquery"),
         )
         return pipeline.ask(experience.question, options=AskOptions(n=n))
 
