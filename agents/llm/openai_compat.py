@@ -182,7 +182,7 @@ def _logprobs(choice: Any) -> tuple[float, ...] | None:
     content = getattr(getattr(choice, "logprobs", None), "content", None)
     if not content:
         return None
-    values = [getattr(token, "logprob", None) for token in content]
+    values: list[Any] = [getattr(token, "logprob", None) for token in content]
     if any(value is None for value in values):
         return None
     return tuple(float(value) for value in values)

@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from agents.llm.base import LLMError
 from agents.llm.logprobs import TokenLogprobs, summary, token_logprob
 from agents.llm.openai_compat import OpenAICompatibleLLM
 
@@ -56,6 +57,9 @@ class _Server(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.bodies.append(body)
+        if self.mode == "bad":
+            self._send(400, {"error": {"message": "max_tokens is too large"}})
+            return
         if self.mode == "refuse" and "logprobs" in body:
             self._send(400, {"error": {"message": "Unsupported parameter: 'logprobs'"}})
             return
@@ -119,3 +123,11 @@ def test_a_server_refusing_logprobs_still_answers_and_is_not_asked_again(server)
     assert llm.chat(ASK).text == "SELECT 1"
     assert ["logprobs" in body for body in _Server.bodies] == [True, False, False]
     assert OpenAICompatibleLLM(server, "m").ask_logprobs  # remembered per instance
+
+
+def test_another_bad_request_is_an_error_and_logprobs_are_still_asked(server):
+    _Server.mode = "bad"
+    llm = OpenAICompatibleLLM(server, "m")
+    with pytest.raises(LLMError, match="max_tokens"):
+        llm.chat(ASK)
+    assert len(_Server.bodies) == 1 and llm.ask_logprobs
