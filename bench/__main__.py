@@ -114,6 +114,9 @@ def _parser() -> argparse.ArgumentParser:
         "(default: one overview for every question, RagOptions.stable_schema)",
     )
     models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
+    models.add_argument(
+        "--calibrator", type=Path, help="confidence calibrator JSON (bench.calibration)"
+    )
     models.add_argument("--threads", type=int, help="llama.cpp threads")
     models.add_argument(
         "--sequences",
@@ -381,6 +384,7 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         "threads",
         "sequences",
         "prompt_cache",
+        "calibrator",
     )
     options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if args.sliced_schema:

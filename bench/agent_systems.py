@@ -34,6 +34,13 @@ from typing import Any
 from tqdm import tqdm
 
 from agents.answer import Answer, CandidateSummary
+from agents.confidence.assess import (
+    CalibratorSource,
+    ConfidenceAssessor,
+    ConfidenceOptions,
+    packaged_calibrator,
+)
+from agents.confidence.calibrator import Calibrator
 from agents.learn.cot import CotReport, CotWriter, cot_experiences, profile_cot
 from agents.learn.gate import PipelineFactory
 from agents.learn.synth import (
@@ -162,11 +169,15 @@ class _AlmanacSystem(_LLMSystem):
 
     ask_options = AskOptions()
     tiers_needed = 1
+    adaptive = False  # sample by confidence (agents.confidence), up to 5 samples
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.stable_schema = not options.get("sliced_schema")
         self.show_cot = bool(options.get("cot"))  # checked CoT beside the examples
+        # the answers' confidence: the calibrator of --calibrator, else the packaged one
+        path = options.get("calibrator")
+        self.calibrator = Calibrator.load(Path(path)) if path else packaged_calibrator()
         self.small = (
             load_llm(self.choice.small_model, self.choice) if self.tiers_needed > 1 else None
         )
@@ -210,6 +221,13 @@ class _AlmanacSystem(_LLMSystem):
                     database_name=database_name,
                     tiers=self.tiers(),
                     options=self.pipeline_options(),
+                    confidence=ConfidenceAssessor(
+                        self.workspace.store,
+                        database_name,
+                        dialect=database.dialect,
+                        calibrators=CalibratorSource(fallback=self.calibrator),
+                        options=ConfidenceOptions(abstain_below=0.0, adaptive=self.adaptive),
+                    ),
                 )
             return self.pipelines[database_name]
 
@@ -324,6 +342,11 @@ class _AlmanacSystem(_LLMSystem):
             alternatives=greedy_alternatives(answer.candidates),
             metadata={
                 "confidence": answer.confidence,
+                "vote_share": answer.vote_share,
+                "samples": answer.samples,
+                "signals": answer.signals,
+                "calibrator": answer.calibrator,
+                "seconds": round(answer.seconds, 3),
                 "tier": answer.tier,
                 "prompt_tokens": answer.prompt_tokens,
                 "completion_tokens": answer.completion_tokens,
@@ -372,6 +395,16 @@ class AlmanacSystem(_AlmanacSystem):
 class AlmanacTTSSystem(_AlmanacSystem):
     name = "almanac-tts"
     ask_options = AskOptions(n=5)
+
+
+@register_system("almanac-adaptive")
+class AlmanacAdaptiveSystem(_AlmanacSystem):
+    """The greedy answer, then more samples only while its confidence is under the target
+    (0.8), up to five: the vote's accuracy where it is needed, greedy cost elsewhere."""
+
+    name = "almanac-adaptive"
+    adaptive = True
+    ask_options = AskOptions(adaptive=True)
 
 
 @register_system("almanac-cascade")

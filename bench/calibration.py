@@ -1,0 +1,309 @@
+"""How good the answers' confidence is: AUROC, calibration error, abstention, adaptive n.
+
+Two steps. ``bench run --system almanac`` (or ``almanac-tts``, ``almanac-adaptive``) records
+each answer's confidence signals in ``results.jsonl`` beside whether it was right; the
+unanswerable set (``bench/datasets/unanswerable.jsonl``) is asked with ``ask-unanswerable``,
+which records the same signals (every answer to those is wrong). ``report`` then reads the
+runs and prints, per set:
+
+- the confidence the runs recorded (the calibrator they ran with): AUROC and ECE;
+- a calibrator fitted on the *other* sets (leave one set out: what the packaged calibrator
+  is to a new deployment), and one fitted by 5-fold cross-fitting, each fold predicted by a
+  calibrator fitted on the other sets and the set's other folds (a deployment that has
+  verified some of its own answers): AUROC, ECE, Brier;
+- abstention at each threshold: the share of unanswerable questions abstained on against
+  the share of correctly answered questions abstained on (the cost);
+- with ``--adaptive RUN --fixed RUN``: EX and mean latency of adaptive sampling against a
+  fixed vote on the same questions.
+
+``report --write PATH`` fits one calibrator on every set given (the unanswerable set
+included) and saves it: ``agents/confidence/default_calibrator.json`` is made this way.
+
+    python -m bench.calibration ask-unanswerable --model qwen2.5-coder-1.5b --threads 2 \\
+        --autofin bench/out/autofin-data/questions.jsonl --out bench/out/unanswerable
+    python -m bench.calibration report spider=bench/out/s300 geo=bench/out/g150 \\
+        autofin=bench/out/a60 --unanswerable bench/out/unanswerable
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from agents.confidence.calibrator import fit_calibrator
+from agents.confidence.metrics import auroc, brier, expected_calibration_error
+from bench.calibration_folds import cross_fitted, leave_one_out
+from bench.datasets.example import Example
+from bench.datasets.registry import default_data_root, load_dataset
+from bench.datasets.unanswerable import load_unanswerable
+from bench.run import load_results
+from bench.systems import make_system
+
+log = logging.getLogger(__name__)
+THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+UNANSWERABLE = "unanswerable"
+
+
+@dataclass
+class Scored:
+    """One answer of a set: its signals, whether it was right, what it cost."""
+
+    set_name: str
+    id: str
+    features: dict[str, float]
+    correct: bool
+    confidence: float | None
+    seconds: float
+
+
+def read_run(set_name: str, folder: Path) -> list[Scored]:
+    """The scored answers of a ``bench run`` folder (questions whose gold failed left out)."""
+    found = []
+    for result in load_results(folder / "results.jsonl"):
+        if result.scores is None:
+            continue
+        meta = result.system_metadata
+        found.append(
+            Scored(
+                set_name,
+                result.id,
+                {k: float(v) for k, v in (meta.get("signals") or {}).items()},
+                result.scores.get("ex", 0.0) >= 1.0,
+                meta.get("confidence"),
+                result.latency_s,
+            )
+        )
+    return found
+
+
+def read_unanswerable(folder: Path) -> list[Scored]:
+    """The answers to the unanswerable set (all wrong by definition)."""
+    found = []
+    for line in (folder / "unanswerable.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            meta = row.get("metadata") or {}
+            signals = {k: float(v) for k, v in (meta.get("signals") or {}).items()}
+            found.append(
+                Scored(
+                    UNANSWERABLE,
+                    row["id"],
+                    signals,
+                    False,
+                    meta.get("confidence"),
+                    row.get("seconds", 0.0),
+                )
+            )
+    return found
+
+
+# --------------------------------------------------------------------------- ask
+def ask_unanswerable(args: argparse.Namespace) -> int:
+    """Ask every unanswerable question with an almanac system; one line per question."""
+    questions = load_unanswerable(args.questions)
+    autofin = _autofin_example(args.autofin) if args.autofin else None
+    if autofin is None:
+        questions = [q for q in questions if q.database != "autofin"]
+    spider = default_data_root() / "spider_dev" / "database"
+    options = {"model": args.model, "threads": args.threads, "llm_cache": args.llm_cache}
+    if args.calibrator:
+        options["calibrator"] = args.calibrator
+    system = make_system(args.system, **{k: v for k, v in options.items() if v is not None})
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "unanswerable.jsonl"
+    done = set()
+    if path.exists():
+        done = {json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()}
+    with path.open("a", encoding="utf-8") as out:
+        for item in tqdm(questions, desc="unanswerable", unit="q"):
+            if item.id in done:
+                continue
+            if item.database == "autofin":
+                assert autofin is not None
+                url, context = autofin.database_url, autofin.context
+            else:
+                url = f"sqlite:///{spider / item.database / f'{item.database}.sqlite'}"
+                context = None
+            example = Example(
+                id=item.id,
+                question=item.question,
+                database=autofin.database
+                if item.database == "autofin" and autofin
+                else item.database,
+                database_url=url,
+                gold_sql=["SELECT 1"],  # never run: nothing answers these questions
+                **({"context": context} if context is not None else {}),
+            )
+            prediction = system.predict(example, "sqlite")
+            row = {
+                "id": item.id,
+                "database": item.database,
+                "category": item.category,
+                "question": item.question,
+                "sql": prediction.sql,
+                "error": prediction.error,
+                "seconds": prediction.metadata.get("seconds", 0.0),
+                "metadata": prediction.metadata,
+            }
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+    print(f"asked {len(questions)} unanswerable questions: {path}")
+    return 0
+
+
+def _autofin_example(path: Path) -> Example:
+    dataset = load_dataset(str(path))
+    if not dataset.examples:
+        raise ValueError(f"no AutoFin questions in {path}")
+    return dataset.examples[0]
+
+
+# --------------------------------------------------------------------------- report
+def report(args: argparse.Namespace) -> int:
+    sets: dict[str, list[Scored]] = {}
+    for spec in args.runs:
+        name, _, folder = spec.partition("=")
+        if not folder:
+            raise ValueError(f"a run is NAME=FOLDER, got {spec!r}")
+        sets[name] = read_run(name, Path(folder))
+    if args.unanswerable:
+        sets[UNANSWERABLE] = read_unanswerable(args.unanswerable)
+    lines = [_quality_table(sets), "", _abstention_table(sets, args.abstain_fit)]
+    if args.adaptive and args.fixed:
+        lines += ["", _adaptive_line(args.adaptive, args.fixed)]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    if args.write:
+        everything = [s for found in sets.values() for s in found]
+        fitted = fit_calibrator(
+            [s.features for s in everything],
+            [s.correct for s in everything],
+            source="bench:" + "+".join(sorted(sets)),
+        )
+        fitted.save(args.write)
+        print(f"calibrator {fitted.method} v{fitted.version} on {len(everything)}: {args.write}")
+    return 0
+
+
+def _quality_table(sets: dict[str, list[Scored]]) -> str:
+    out = [
+        "| set | answers | correct | recorded AUROC | recorded ECE | other sets AUROC | "
+        "other sets ECE | in-set 5-fold AUROC | in-set 5-fold ECE | in-set Brier |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    others = leave_one_out(sets)
+    folds = cross_fitted(sets)
+    for name, found in sets.items():
+        labels = [s.correct for s in found]
+        recorded = [s.confidence if s.confidence is not None else 0.5 for s in found]
+        cells = [name, str(len(found)), f"{np.mean(labels):.3f}" if found else "-"]
+        for probs in (recorded, others[name], folds[name]):
+            cells += [_fmt(auroc(probs, labels)), _fmt(expected_calibration_error(probs, labels))]
+        cells.append(_fmt(brier(folds[name], labels)))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def _abstention_table(sets: dict[str, list[Scored]], fit: str) -> str:
+    """Abstention by threshold: unanswerable questions abstained on, and the correct answers
+    of each answerable set abstained on (the cost)."""
+    probs = leave_one_out(sets) if fit == "other-sets" else cross_fitted(sets)
+    names = [n for n in sets if n != UNANSWERABLE]
+    head = "| threshold | unanswerable abstained | " + " | ".join(
+        f"{n}: correct abstained | {n}: wrong abstained" for n in names
+    )
+    out = [head + " |", "|---:" * (2 + 2 * len(names)) + "|"]
+    for threshold in THRESHOLDS:
+        cells = [f"{threshold:.1f}"]
+        if UNANSWERABLE in sets:
+            cells.append(_share([p < threshold for p in probs[UNANSWERABLE]]))
+        else:
+            cells.append("-")
+        for name in names:
+            found = sets[name]
+            right = [p < threshold for p, s in zip(probs[name], found, strict=True) if s.correct]
+            wrong = [
+                p < threshold for p, s in zip(probs[name], found, strict=True) if not s.correct
+            ]
+            cells += [_share(right), _share(wrong)]
+        out.append("| " + " | ".join(cells) + " |")
+    return f"abstention ({fit} calibrator):\n" + "\n".join(out)
+
+
+def _adaptive_line(adaptive: Path, fixed: Path) -> str:
+    a = {s.id: s for s in read_run("adaptive", adaptive)}
+    f = {s.id: s for s in read_run("fixed", fixed)}
+    common = sorted(set(a) & set(f))
+    if not common:
+        return "adaptive vs fixed: no question in common"
+    ex_a = np.mean([a[i].correct for i in common])
+    ex_f = np.mean([f[i].correct for i in common])
+    lat_a = np.mean([a[i].seconds for i in common])
+    lat_f = np.mean([f[i].seconds for i in common])
+    samples = np.mean([a[i].features.get("samples", 1.0) for i in common])
+    return (
+        f"adaptive vs fixed on {len(common)} questions: EX {ex_a:.3f} vs {ex_f:.3f} "
+        f"({100 * (ex_a - ex_f):+.1f} points); mean latency {lat_a:.2f} s vs {lat_f:.2f} s "
+        f"({100 * lat_a / lat_f:.0f} %); adaptive drew {samples:.2f} samples on average"
+    )
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:.3f}"
+
+
+def _share(flags: Sequence[bool]) -> str:
+    return f"{np.mean(flags):.3f} ({sum(flags)}/{len(flags)})" if flags else "-"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.calibration",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    ask = commands.add_parser("ask-unanswerable", help="ask the unanswerable set")
+    ask.add_argument("--system", default="almanac")
+    ask.add_argument("--questions", type=Path, help="default: bench/datasets/unanswerable.jsonl")
+    ask.add_argument("--autofin", type=Path, help="AutoFin questions.jsonl (its database)")
+    ask.add_argument("--model")
+    ask.add_argument("--threads", type=int)
+    ask.add_argument("--llm-cache", type=Path)
+    ask.add_argument("--calibrator", type=Path)
+    ask.add_argument("--out", type=Path, required=True)
+    rep = commands.add_parser("report", help="AUROC, ECE, abstention, adaptive n")
+    rep.add_argument("runs", nargs="*", help="NAME=FOLDER of `bench run` outputs")
+    rep.add_argument("--unanswerable", type=Path, help="folder of ask-unanswerable")
+    rep.add_argument("--abstain-fit", choices=("other-sets", "pooled"), default="other-sets")
+    rep.add_argument("--adaptive", type=Path, help="a run of almanac-adaptive")
+    rep.add_argument("--fixed", type=Path, help="a run of almanac-tts on the same questions")
+    rep.add_argument("--write", type=Path, help="fit on every set and save the calibrator here")
+    rep.add_argument("--out", type=Path, help="also write the tables here (markdown)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "ask-unanswerable":
+            return ask_unanswerable(args)
+        return report(args)
+    except (KeyError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
