@@ -118,10 +118,13 @@ class ExperienceLog:
         columns: list[str] | None = None,
         extra: Mapping[str, Any] | None = None,
         knowledge: list[str] | None = None,
+        answer_extra: Mapping[str, Any] | None = None,
     ) -> tuple[str, str]:
         """Store the question as an unlabeled Experience; return (answer id, experience id).
 
-        ``knowledge``: ids of the entries the answer used (feedback credits or blames them)."""
+        ``knowledge``: ids of the entries the answer used (feedback credits or blames them).
+        ``answer_extra``: kept with this answer's record (its confidence signals: with the
+        verdict feedback adds, what the calibrator is refitted on)."""
         context = context or QueryContext()
         with self._lock:
             entry = ExperienceUKF.create(
@@ -145,6 +148,7 @@ class ExperienceLog:
                 "sql": sql,
                 "at": datetime.now(UTC).isoformat(),
                 "knowledge": list(dict.fromkeys(knowledge or [])),
+                **(answer_extra or {}),
             }
             answers = dict(list(answers.items())[-MAX_ANSWERS_KEPT:])
             resources = {**entry.content_resources, "answers": answers, **(extra or {})}

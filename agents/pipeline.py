@@ -30,10 +30,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from agents.answer import Answer, Candidate, StageReport
+from agents.ask_options import AskOptions, QuestionError, checked_question
 from agents.confidence.abstain import abstention
 from agents.confidence.assess import Assessment, ConfidenceAssessor
 from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
@@ -58,46 +59,6 @@ from ukf import QueryContext
 
 log = logging.getLogger(__name__)
 Event = dict[str, Any]
-MAX_QUESTION_CHARS = 2000
-
-
-@dataclass
-class AskOptions:
-    """Per-question options.
-
-    Attributes:
-        n: candidates from the default model (test-time scaling when > 1).
-        cascade: run the tiers small to large instead.
-        execute: run the SQL; False returns the greedy SQL unexecuted.
-        max_rows: rows returned in the answer.
-        explore: let the model search the knowledge base with tools before writing SQL
-            (None: as the pipeline's ``rag.explore`` option says).
-        deadline_s: seconds from the start of ``ask`` after which no sample is drawn, no
-            query starts and no repair is asked (None: no deadline; each query still has
-            the database's time limit).
-        adaptive: draw more samples only while the answer's confidence is under the
-            target (``ConfidenceOptions``), up to ``n`` samples when ``n`` > 1, else up to
-            the configured budget (None: as the pipeline's confidence options say; an
-            explicit ``n`` > 1 with None samples ``n`` as before).
-        abstain: let an unsure answer abstain (False: always answer, with its confidence).
-    """
-
-    n: int = 1
-    cascade: bool = False
-    execute: bool = True
-    max_rows: int = 100
-    explore: bool | None = None
-    deadline_s: float | None = None
-    adaptive: bool | None = None
-    abstain: bool = True
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.n <= 16:
-            raise ValueError(f"n must be between 1 and 16, got {self.n}")
-        if self.deadline_s is not None and not self.deadline_s > 0:
-            raise ValueError(f"deadline_s must be positive, got {self.deadline_s}")
-        if not 0 <= self.max_rows <= 10_000:
-            raise ValueError(f"max_rows must be between 0 and 10000, got {self.max_rows}")
 
 
 class Pipeline:
@@ -174,7 +135,7 @@ class Pipeline:
         on_event: Callable[[Event], None] | None = None,
     ) -> Answer:
         """Answer ``question`` asked in ``context`` (query time, user profile, reader)."""
-        question = _checked_question(question)
+        question = checked_question(question)
         self.catalog.require_tables()
         options = options or AskOptions()
         context = (context or QueryContext()).on(self.database_name)
@@ -411,12 +372,9 @@ class Pipeline:
                 "error": answer.error,
             },
             knowledge=[k.id for k in answer.knowledge],
+            answer_extra={"confidence": answer.confidence, "signals": answer.signals},
         )
         answer.stages.append(StageReport(stage="log", seconds=time.perf_counter() - started))
-
-
-class QuestionError(ValueError):
-    """A question that cannot be asked (empty, too long)."""
 
 
 def _deadline_token(deadline: float | None) -> Cancellation | None:
@@ -431,11 +389,4 @@ def _deadline_token(deadline: float | None) -> Cancellation | None:
     )
 
 
-def _checked_question(question: str) -> str:
-    if not isinstance(question, str) or not question.strip():
-        raise QuestionError("the question is empty")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise QuestionError(
-            f"the question has {len(question)} characters; at most {MAX_QUESTION_CHARS}"
-        )
-    return question.strip()
+__all__ = ["AskOptions", "ModelTier", "Pipeline", "PipelineOptions", "QuestionError"]

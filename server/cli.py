@@ -16,6 +16,8 @@
     almanac kb extract FILE... [--database NAME] [--dry-run] [--activate] [--json]
                                       knowledge from documents as candidates (cli_extract.py)
     almanac kb cot [--limit N] [--json]   checked CoT for verified experiences (cli_cot.py)
+    almanac kb calibrate [--dry-run] [--json]   refit the confidence calibrator on the
+                                      verified answers (cli_calibrate.py)
     almanac kb synthesize [--limit N] [--per-source N] [--transform T] [--json]
                                       verified question-SQL pairs synthesized from the
                                       verified experiences (cli_synth.py)
@@ -42,6 +44,7 @@ from agents.llm.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from server.cli_agents import AGENT_COMMANDS, add_agent_commands, run_agent_command
+from server.cli_calibrate import CALIBRATE_ACTION, add_calibrate_command, run_calibrate_command
 from server.cli_cot import COT_ACTION, add_cot_command, run_cot_command
 from server.cli_dictionary import (
     DICTIONARY_ACTION,
@@ -88,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     add_dictionary_command(actions)
     add_extract_command(actions)
     add_cot_command(actions)
+    add_calibrate_command(actions)
     add_synthesize_command(actions)
     models = commands.add_parser("models", help="the packaged default models")
     model_actions = models.add_subparsers(dest="action", required=True)
@@ -342,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_extract_command(args, settings)
         elif args.command == "kb" and args.action == COT_ACTION:
             return run_cot_command(args, settings)
+        elif args.command == "kb" and args.action == CALIBRATE_ACTION:
+            return run_calibrate_command(args, settings)
         elif args.command == "kb" and args.action == SYNTHESIZE_ACTION:
             return run_synthesize_command(args, settings)
         else:

@@ -11,6 +11,8 @@
 - ``cot``: checked CoT for verified experiences that have none (:mod:`server.job_cot`);
 - ``synthesize``: new verified question-SQL pairs from the verified experiences and the
   profiled schema (:mod:`server.job_synthesize`);
+- ``calibrate``: refit the answers' confidence calibrator on the verified answers
+  (:mod:`server.job_calibrate`);
 - ``distill-data``, ``distill-train``, ``distill-eval``: NL-CoT-SQL training tuples, a student
   fine-tuned on them, and the student benched against its base model
   (:mod:`server.job_distill`, permission ``distill``).
@@ -40,6 +42,7 @@ from kb.profile.model import ColumnProfile, Describer, Description, TableProfile
 from kb.profile.profiler import ProfileOptions, profile_database
 from server.access import check_global_writer
 from server.auth import Identity, Permission
+from server.job_calibrate import CalibrateParams, authorize_calibrate, run_calibrate
 from server.job_cot import CotParams, authorize_cot, cot_unavailable, run_cot
 from server.job_dictionary import DictionaryParams, authorize_dictionary, run_dictionary
 from server.job_distill import (
@@ -353,6 +356,14 @@ JOB_KINDS: dict[str, JobKind] = {
             run_synthesize,
             synthesize_unavailable,
             authorize=authorize_synthesize,
+        ),
+        JobKind(
+            "calibrate",
+            "refit the answers' confidence calibrator on the verified answers",
+            CalibrateParams,
+            Permission.JOBS_WRITE,
+            run_calibrate,
+            authorize=authorize_calibrate,
         ),
         JobKind(
             "distill-data",

@@ -35,6 +35,7 @@ from agents.experience_log import FeedbackError, FeedbackOutcome
 from agents.pipeline import AskOptions
 from server.auth import Identity, Permission
 from server.deps import get_state, require
+from server.job_calibrate import request_calibrate
 from server.job_cot import request_cot
 from server.limits import check_text_length
 from server.responses import FastJSONResponse
@@ -192,6 +193,10 @@ def _apply_feedback(
         store_version=state.store.version,
         detail={"answer_id": answer_id, "verdict": body.verdict, "labeled": outcome.labeled},
     )
+    try:
+        request_calibrate(state, state.verdicts)
+    except Exception:  # the feedback is stored; a missing refit must not turn it into a 500
+        log.exception("feedback %s: the calibrate job could not be queued", answer_id)
     if outcome.labeled and state.settings.jobs.cot_after_feedback:
         try:
             request_cot(state, state.settings.resolved_target_name)

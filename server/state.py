@@ -35,6 +35,7 @@ from server.ask_service import AskService
 from server.audit import AuditLog
 from server.auth import Authenticator
 from server.confidence import calibrator_source, confidence_options
+from server.job_calibrate import VerdictCounter
 from server.jobs import JobQueue
 from server.keys import KeyStore
 from server.knowledge import KnowledgeService
@@ -88,6 +89,7 @@ class AppState:
     job_kinds: dict[str, JobKind] = field(default_factory=dict)
     workers: list[JobWorker] = field(default_factory=list)
     mine_scheduler: MineScheduler | None = None
+    verdicts: VerdictCounter = field(default_factory=VerdictCounter)
     started_at: float = field(default_factory=time.time)
 
     def start(self) -> None:
