@@ -234,7 +234,7 @@ def _examples(rag: RagContext, winner: Candidate, dialect: str, f: dict[str, flo
     similarities = [
         float(hit.detail.get("similarity", hit.score))
         for item in rag.evidence.items
-        if item.entry.type == "experience"
+        if item.entry.type == "experience" and _trusted(item.entry)
         for hit in item.hits
         if hit.reason == "vector"
     ]
@@ -244,6 +244,12 @@ def _examples(rag: RagContext, winner: Candidate, dialect: str, f: dict[str, flo
         return
     mine = sql_skeleton(winner.sql, dialect)
     f["same_skeleton_example"] = float(any(skeleton_of(e) == mine for e in rag.examples))
+
+
+def _trusted(entry: Any) -> bool:
+    """A labeled or verified experience (a logged question nobody checked is no example)."""
+    resources = entry.content_resources
+    return bool(resources.get("labeled") or resources.get("verified"))
 
 
 def _meaning_key(entry: Any) -> str:

@@ -42,11 +42,15 @@ GENERIC_WORDS_FILE = Path(__file__).with_name("generic_words.txt")
 
 
 def generic_words() -> frozenset[str]:
-    """Words that name no data (``generic_words.txt``): function words and asking words."""
+    """Words that name no data (``generic_words.txt``): function words and asking words,
+    with their lemmas as a question's words are compared by lemma (the lookup lemmatiser
+    makes "number" "numb")."""
     words: set[str] = set()
     for line in GENERIC_WORDS_FILE.read_text(encoding="utf-8").splitlines():
         if not line.startswith("#"):
-            words.update(line.lower().split())
+            for word in line.lower().split():
+                words.add(word)
+                words.update(t.lemma for t in tokenize(word))
     return frozenset(words)
 
 
