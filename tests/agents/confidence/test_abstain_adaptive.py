@@ -1,0 +1,179 @@
+"""Abstention and adaptive sampling through the whole chain, with scripted models."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from agents.confidence.assess import CalibratorSource, ConfidenceAssessor, ConfidenceOptions
+from agents.confidence.calibrator import FittedOn, prior_calibrator
+from agents.pipeline import AskOptions, ModelTier, Pipeline
+from indices.embeddings import HashingEmbedder
+from indices.index_set import IndexSet
+from tests.agents.scripted import ScriptedLLM, sql_reply
+from ukf import ExperienceUKF, SynonymUKF
+
+
+def _pipeline(concert, tiers, calibrator, **options) -> Pipeline:
+    store, database, _ = concert
+    return Pipeline(
+        store=store,
+        retriever=IndexSet.build(store, HashingEmbedder()).retriever(),
+        database=database,
+        database_name="concert_singer",
+        tiers=tiers,
+        confidence=ConfidenceAssessor(
+            store,
+            "concert_singer",
+            calibrators=CalibratorSource(fallback=calibrator),
+            options=ConfidenceOptions(**options),
+        ),
+    )
+
+
+@dataclass
+class RuleCalibrator:
+    """Confidence from two signals: the vote share once several samples voted, else 0.9
+    for a question whose words the database covers and 0.3 for one it does not."""
+
+    method: str = "rule"
+    version: int = 1
+    source: str = "test"
+    fitted_on: FittedOn = FittedOn(0, 0)  # noqa: RUF009 - frozen, shared safely
+
+    def predict(self, features: dict[str, float]) -> float:
+        if "vote_share" in features:
+            return features["vote_share"]
+        return 0.9 if features.get("span_coverage", 0.0) == 1.0 else 0.3
+
+
+def test_an_unanswerable_question_abstains_with_its_reason_and_withholds_rows(concert):
+    llm = ScriptedLLM([sql_reply("SELECT avg(age) FROM singer")])
+    pipeline = _pipeline(concert, [ModelTier("m", llm)], prior_calibrator(), abstain_below=0.5)
+    answer = pipeline.ask("What is the average salary of singers?")
+    assert answer.abstained and answer.confidence < 0.5 and answer.calibrator.startswith("prior")
+    assert answer.sql == "SELECT avg(age) FROM singer" and answer.rows == []
+    assert answer.withheld_rows == 1 and answer.row_count == 1
+    assert "nothing in the database concert_singer matches 'salary'" in answer.abstention.reasons
+    assert answer.abstention.clarification is None
+    logged = concert[0].get(answer.experience_id).content_resources
+    record = logged["answers"][answer.id]
+    assert record["signals"]["unmatched_content_words"] == 1.0 and logged["abstained"]
+
+    kept = pipeline.ask("What is the average salary of singers?", options=AskOptions(abstain=False))
+    assert not kept.abstained and kept.rows and kept.confidence == answer.confidence
+
+
+def test_a_covered_question_is_answered(concert):
+    llm = ScriptedLLM([sql_reply("SELECT count(*) FROM singer WHERE country = 'France'")])
+    pipeline = _pipeline(concert, [ModelTier("m", llm)], prior_calibrator(), abstain_below=0.5)
+    answer = pipeline.ask("How many singers are from France?")
+    assert not answer.abstained and answer.abstention is None and answer.rows == [[4]]
+    assert answer.confidence > 0.5 and answer.signals["span_coverage"] == 1.0
+
+
+def test_an_abstention_offers_the_nearest_questions_the_knowledge_base_can_answer(concert):
+    store = concert[0]
+    store.upsert(
+        ExperienceUKF.create(
+            "What is the average age of singers?",
+            "SELECT avg(age) FROM singer",
+            database="concert_singer",
+            labeled=True,
+        )
+    )
+    llm = ScriptedLLM([sql_reply("SELECT avg(age) FROM singer")])
+    pipeline = _pipeline(concert, [ModelTier("m", llm)], prior_calibrator(), abstain_below=0.5)
+    answer = pipeline.ask("What is the average salary of singers?")
+    assert answer.abstained
+    assert answer.abstention.suggestions == ["What is the average age of singers?"]
+
+
+def test_two_meanings_of_a_phrase_ask_which_was_meant(concert):
+    store = concert[0]
+    columns = {
+        (e.content_resources["table"], e.content_resources["column"]): e
+        for e in store.iterate(type="column")
+    }
+    store.upsert_many(
+        [
+            SynonymUKF.create(
+                "size", columns[("singer", "Age")], database="concert_singer", variant="age"
+            ),
+            SynonymUKF.create(
+                "size", columns[("stadium", "Capacity")], database="concert_singer", variant="cap"
+            ),
+        ]
+    )
+    llm = ScriptedLLM([sql_reply("SELECT max(capacity) FROM stadium")])
+    pipeline = _pipeline(concert, [ModelTier("m", llm)], RuleCalibrator(), abstain_below=0.95)
+    answer = pipeline.ask("What is the biggest size?")
+    assert answer.abstained
+    clarification = answer.abstention.clarification
+    assert clarification is not None and clarification.phrase == "size"
+    assert {o.meaning for o in clarification.options} == {"Age", "Capacity"}
+    assert "What do you mean by 'size'" in clarification.question
+    assert "'size' has 2 meanings in the knowledge base" in answer.abstention.reasons
+
+
+def test_adaptive_sampling_stops_at_the_greedy_answer_of_an_easy_question(concert):
+    llm = ScriptedLLM([sql_reply("SELECT count(*) FROM singer WHERE country = 'France'")])
+    pipeline = _pipeline(concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True)
+    answer = pipeline.ask("How many singers are from France?")
+    assert answer.samples == 1 and len(llm.calls) == 1 and answer.confidence == 0.9
+
+
+def test_adaptive_sampling_spends_its_budget_on_a_hard_question(concert):
+    replies = itertools.cycle(
+        ["SELECT count(*) FROM singer", "SELECT count(*) FROM stadium", "SELECT 7"]
+    )
+    llm = ScriptedLLM([lambda _m, _o: sql_reply(next(replies))])
+    pipeline = _pipeline(
+        concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True, max_samples=5
+    )
+    answer = pipeline.ask("How many wombats sing?")  # 'wombats' unmatched: 0.3 at first
+    assert answer.samples == 5 and len(llm.calls) == 5
+    assert answer.vote_share == 0.4 and answer.confidence == 0.4
+
+
+def test_adaptive_sampling_stops_once_the_samples_agree_enough(concert):
+    replies = iter(["SELECT count(*) FROM stadium", "SELECT count(*) FROM singer"])
+    llm = ScriptedLLM([lambda _m, _o: sql_reply(next(replies, "SELECT count(*) FROM singer"))])
+    pipeline = _pipeline(
+        concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True, target=0.6
+    )
+    answer = pipeline.ask("How many wombats sing?")
+    # greedy 0.3; two samples split 0.5; the third makes 2/3 >= 0.6
+    assert answer.samples == 3 and answer.confidence >= 0.6
+
+
+def test_an_explicit_n_still_draws_n(concert):
+    llm = ScriptedLLM([sql_reply("SELECT count(*) FROM singer")])
+    pipeline = _pipeline(concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True)
+    answer = pipeline.ask("How many singers are there?", options=AskOptions(n=3, adaptive=False))
+    assert answer.samples == 3 and answer.vote_share == 1.0
+
+
+def test_the_cascade_escalates_while_unsure_and_stops_when_sure(concert):
+    small = ScriptedLLM([lambda _m, _o: sql_reply("SELECT 1")], name="small")
+    large = ScriptedLLM([sql_reply("SELECT count(*) FROM singer")], name="large")
+    calibrator = RuleCalibrator()
+    pipeline = _pipeline(
+        concert,
+        [ModelTier("small", small, samples=2), ModelTier("large", large)],
+        calibrator,
+        adaptive=True,
+        max_samples=3,
+    )
+    easy = pipeline.ask("How many singers are there?", options=AskOptions(cascade=True))
+    assert easy.tier == "small" and len(small.calls) == 1 and not large.calls
+    hard = pipeline.ask("How many wombats sing?", options=AskOptions(cascade=True))
+    # the small tier's two samples agree: share 1.0 is confident enough
+    assert hard.tier == "small" and len(small.calls) == 3
+
+    split = itertools.cycle(["SELECT 1", "SELECT 2"])
+    small.replies = [lambda _m, _o: sql_reply(next(split))]
+    small.calls.clear()
+    unsure = pipeline.ask("How many wombats dance?", options=AskOptions(cascade=True))
+    assert len(small.calls) == 2 and large.calls  # 1/2 agreement: escalated
+    assert unsure.tier == "large"
