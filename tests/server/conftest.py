@@ -20,6 +20,7 @@ from indices.embeddings import HashingEmbedder
 from kb.profile.model import ColumnProfile, Description, TableProfile
 from server.app import create_app
 from server.settings import JobSettings, LimitSettings, Settings
+from server.settings_confidence import ConfidenceSettings
 from server.state import AppState, build_state
 from tests.support.prebuilt import shared_session_build
 from tests.support.served import Initialized, init_data_dir
@@ -40,6 +41,9 @@ def make_settings(tmp_path: Path, store_url: str, **overrides: Any) -> Settings:
     """Settings for tests: no LLM, no MiniLM, no warming, fast polling, a fixed pepper."""
     jobs = overrides.pop("jobs", {})
     limits = overrides.pop("limits", {})
+    # scripted answers keep their rows and draw one sample unless a test asks for abstention
+    # or adaptive sampling: their confidence says nothing about a scripted model
+    confidence = {"abstain_below": 0.0, "adaptive": False, **overrides.pop("confidence", {})}
     return Settings(
         data_dir=tmp_path,
         store_url=store_url,
@@ -51,6 +55,7 @@ def make_settings(tmp_path: Path, store_url: str, **overrides: Any) -> Settings:
         # share the scripted LLM with the test's asks
         jobs=JobSettings(**{"poll_s": 0.05, "lease_s": 30.0, "cot_after_feedback": False, **jobs}),
         limits=LimitSettings(**limits),
+        confidence=ConfidenceSettings(**confidence),
         **{"warm_on_start": False, **overrides},
     )
 
