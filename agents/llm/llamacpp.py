@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from agents.llm.base import (
-    Cancellation,
     ChatResult,
     Completion,
     LLMError,
@@ -48,6 +47,7 @@ from agents.llm.base import (
     current_cancellation,
     raise_if_cancelled,
 )
+from agents.llm.llamacpp_process import aborted_by, chat_template, keep_process_output
 from agents.llm.logprobs import TokenLogprobs
 from agents.llm.parallel_decode import (
     SequenceRequest,
@@ -85,7 +85,7 @@ class LlamaCppLLM:
     ) -> None:
         from llama_cpp import Llama
 
-        _keep_process_output()
+        keep_process_output()
         self.name = f"llama.cpp:{model_path.rsplit('/', 1)[-1]}"
         self.seed = seed
         self._llama = Llama(
@@ -95,7 +95,7 @@ class LlamaCppLLM:
             multi_sequence_context(self._llama, parallel_sequences)
         self._eval_whole = self._llama.eval
         self._llama.eval = self._eval_cancellable  # llama-cpp-python's generate calls self.eval
-        self._template = _chat_template(self._llama)
+        self._template = chat_template(self._llama)
         self._lock = threading.Lock()
         self._logprobs: TokenLogprobs | None = None  # the generation under way, if any
         self.prompt_cache = prompt_cache
@@ -249,7 +249,7 @@ class LlamaCppLLM:
         if len(tokens) < 2:  # a generated token: looked at between tokens is soon enough
             self._eval_whole(tokens)
             return
-        with _aborted_by(self._llama, token):
+        with aborted_by(self._llama, token):
             try:
                 self._eval_whole(tokens)
             except RuntimeError:  # "llama_decode returned 2": aborted
@@ -379,66 +379,3 @@ class _Sampling:
     max_tokens: int
     seed: int
     deadline: float | None
-
-
-@contextlib.contextmanager
-def _aborted_by(llama: Any, token: Cancellation) -> Iterator[None]:
-    """llama.cpp's abort callback on ``llama``'s context, true once ``token`` is cancelled."""
-    import llama_cpp
-
-    context = llama._ctx.ctx
-    callback = llama_cpp.ggml_abort_callback(lambda _data: token.cancelled)
-    llama_cpp.llama_set_abort_callback(context, callback, None)
-    try:
-        yield
-    finally:
-        llama_cpp.llama_set_abort_callback(context, llama_cpp.ggml_abort_callback(), None)
-
-
-def _chat_template(llama: Any) -> Any:
-    """The GGUF's own chat template as a formatter, or None (llama.cpp's default format)."""
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-    template = llama.metadata.get("tokenizer.chat_template")
-    if not template:
-        return None
-    eos, bos = llama.token_eos(), llama.token_bos()
-
-    def text(token: int) -> str:
-        if token < 0:
-            return ""
-        return llama.detokenize([token], special=True).decode("utf-8", errors="replace")
-
-    return Jinja2ChatFormatter(template, text(eos), text(bos), stop_token_ids=[eos])
-
-
-class _NoRedirect:
-    """Stands in for llama-cpp-python's ``suppress_stdout_stderr`` (same signature)."""
-
-    def __init__(self, disable: bool = True) -> None:
-        self.disable = disable
-
-    def __enter__(self) -> _NoRedirect:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        return None
-
-
-def _keep_process_output() -> None:
-    """Stop llama-cpp-python from silencing the whole process while it loads a model.
-
-    With ``verbose=False`` it wraps loading in ``suppress_stdout_stderr``, which points file
-    descriptors 1 and 2 *of the process* at /dev/null: whatever another thread prints
-    meanwhile is lost (``almanac init`` loads the model in the background while it prints
-    what it profiled; ``serve`` logs while tiers load). llama.cpp's own messages go through
-    its log callback, which ``verbose=False`` already limits to errors, so nothing is
-    printed without the redirection either. Every module of it that imports the redirection
-    gets the stand-in. Idempotent; done at the first model load, not at import.
-    """
-    import importlib
-
-    for name in ("llama_cpp.llama", "llama_cpp._internals", "llama_cpp.llama_chat_format"):
-        module = importlib.import_module(name)
-        if getattr(module, "suppress_stdout_stderr", _NoRedirect) is not _NoRedirect:
-            setattr(module, "suppress_stdout_stderr", _NoRedirect)  # noqa: B010
