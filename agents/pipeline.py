@@ -236,7 +236,7 @@ class Pipeline:
             {
                 "stage": "vote",
                 "winner": outcome.winner.sql if outcome.winner else None,
-                "confidence": outcome.confidence,
+                "vote_share": outcome.confidence,
                 "tier": outcome.tier,
                 "groups": [len(g) for g in (outcome.vote.groups if outcome.vote else [])],
             }

@@ -221,15 +221,20 @@ class _AlmanacSystem(_LLMSystem):
                     database_name=database_name,
                     tiers=self.tiers(),
                     options=self.pipeline_options(),
-                    confidence=ConfidenceAssessor(
-                        self.workspace.store,
-                        database_name,
-                        dialect=database.dialect,
-                        calibrators=CalibratorSource(fallback=self.calibrator),
-                        options=ConfidenceOptions(abstain_below=0.0, adaptive=self.adaptive),
-                    ),
+                    confidence=self._confidence(database_name, adaptive=self.adaptive),
                 )
             return self.pipelines[database_name]
+
+    def _confidence(self, database_name: str, *, adaptive: bool = False) -> ConfidenceAssessor:
+        """How this system's answers on ``database_name`` are assessed: its calibrator,
+        never abstaining (the bench scores the SQL)."""
+        return ConfidenceAssessor(
+            self.workspace.store,
+            database_name,
+            dialect=self.workspace.databases[database_name].dialect,
+            calibrators=CalibratorSource(fallback=self.calibrator),
+            options=ConfidenceOptions(abstain_below=0.0, adaptive=adaptive),
+        )
 
     # ------------------------------------------------------------------ stream mining
     def enable_mining(self, options: StreamMiningOptions) -> None:
@@ -256,6 +261,7 @@ class _AlmanacSystem(_LLMSystem):
                     database_name=name,
                     tiers=self.tiers()[-1:],
                     options=replace(self.pipeline_options(), log_questions=False),
+                    confidence=self._confidence(name),
                 )
             pipeline = self._vote_pipelines[name]
         return pipeline.ask(experience.question, experience.context, AskOptions(n=n))

@@ -18,7 +18,7 @@ from bench.run import RunConfig, Runner, load_mining, load_results
 from bench.stream_mining import StreamMiningOptions
 from bench.systems import make_system
 from indices.embeddings import HashingEmbedder
-from tests.agents.scripted import ScriptedLLM, sql_reply
+from tests.agents.scripted import ScriptedLLM, ShareCalibrator, sql_reply
 
 GEOQUERY = default_data_root() / "geoquery" / "geography-db.added-in-2020.sqlite"
 NC_CAPITAL = "what is the capital of NC"
@@ -160,6 +160,7 @@ def test_an_unlabeled_stream_mines_what_the_vote_is_sure_of(geo_stream, tmp_path
         system = make_system(
             "almanac", llm=ScriptedLLM([unsure_on_ohio()]), embedder=HashingEmbedder()
         )
+        system.calibrator = ShareCalibrator()  # the vote's confidence: its share
         system.prepare(dataset.databases)
         if every:
             system.enable_mining(StreamMiningOptions(every=every))

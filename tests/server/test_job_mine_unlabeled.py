@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from agents.confidence.assess import CalibratorSource
 from agents.llm.base import LLMCancelledError, current_cancellation
 from tests.agents.learn.conftest import GEOQUERY, labeled
 from tests.agents.learn.test_gate import knowledge_of
-from tests.agents.scripted import ScriptedLLM, sql_reply
+from tests.agents.scripted import ScriptedLLM, ShareCalibrator, sql_reply
 from tests.server.conftest import Server, running_server
 from tests.server.test_job_mine import DATABASE, OneTier, _mined, _real_model_state, _submit
 from ukf import ExperienceUKF
@@ -56,8 +57,11 @@ def store_url(tmp_path) -> str:
 
 
 @pytest.fixture()
-def voting(make_server) -> Server:
-    """GeoQuery profiled, two unlabeled questions and one labeled, a scripted tier."""
+def voting(make_server, monkeypatch) -> Server:
+    """GeoQuery profiled, two unlabeled questions and one labeled, a scripted tier whose
+    vote's confidence is its share (a scripted model's signals say nothing)."""
+    share = CalibratorSource(fallback=ShareCalibrator())  # type: ignore[arg-type]
+    monkeypatch.setattr("server.mine_vote.calibrator_source", lambda _s: share)
     if not GEOQUERY.is_file():
         pytest.skip(f"benchmark database {GEOQUERY} not found (set ALMANAC_BENCH_DATA)")
     server = make_server(target_url=f"sqlite:///{GEOQUERY}", target_name=DATABASE)

@@ -68,9 +68,6 @@ def test_mine_with_the_gate_from_the_command_line(geo, tmp_path, capsys, monkeyp
     )
     llm = ScriptedLLM([model_reading_knowledge])
     monkeypatch.setattr("server.cli_mine.ask_tiers", lambda _s: [ModelTier("scripted", llm)])
-    # the vote's confidence is its share (a scripted model's signals say nothing)
-    share = CalibratorSource(fallback=ShareCalibrator())  # type: ignore[arg-type]
-    monkeypatch.setattr("server.confidence.calibrator_source", lambda _s: share)
     monkeypatch.setenv("ALMANAC_EMBEDDER", "none")
     base = ["--data-dir", str(tmp_path), "--store-url", store.url, "mine", "--labeled"]
     since = ["--since", str(version), "--gate", "--gate-batch", "1"]
@@ -108,8 +105,8 @@ def test_the_gate_summary_says_what_changed():
 def test_mine_unlabeled_from_the_command_line(geo, tmp_path, capsys, monkeypatch):
     """``--unlabeled`` votes with the ask tiers (scripted here: every sample agrees) and
     mines the question with trust ``unlabeled``; both flags mine labeled first."""
-    from agents.pipeline import ModelTier
     from agents.confidence.assess import CalibratorSource
+    from agents.pipeline import ModelTier
     from tests.agents.scripted import ScriptedLLM, ShareCalibrator, sql_reply
     from ukf import ExperienceUKF
 
