@@ -314,7 +314,8 @@ class Pipeline:
         answer.calibrator = assessed.calibrator
         settings = self.confidence.options
         threshold = settings.abstain_below
-        if options.abstain and answer.executed and answer.confidence < threshold:
+        # an answer that ran nothing abstains too (beside its error): the reasons say why
+        if options.abstain and answer.confidence < threshold:
             answer.abstained = True
             answer.abstention = abstention(
                 assessed.signals,

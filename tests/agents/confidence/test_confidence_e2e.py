@@ -37,9 +37,11 @@ def test_the_embedded_model_is_confident_where_it_can_be_and_abstains_where_it_c
     assert easy.calibrator is not None and 0 < easy.confidence <= 1
 
     unanswerable = pipeline.ask("What is the average salary of the singers?")
+    # the model may write SQL that fails (no salary column) or that answers something else
     assert unanswerable.abstained and unanswerable.rows == []
     assert unanswerable.confidence < easy.confidence
     reasons = unanswerable.abstention.reasons
     assert "nothing in the database concert_singer matches 'salary'" in reasons
-    # unsure after the greedy answer, so more samples were drawn (up to the budget)
-    assert 1 < unanswerable.samples <= 3
+    # unsure after the greedy answer, so more samples were drawn (up to the budget, and a
+    # plain-prompt retry when none ran)
+    assert 1 < unanswerable.samples <= 4
