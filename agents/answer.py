@@ -8,6 +8,7 @@ and per-stage timings and token counts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ class Candidate:
         logprob_mean: mean natural-log probability of the tokens the model generated for
             it (None when the backend gave none); a confidence signal.
         logprob_min: the least likely generated token's log probability.
+        sql_logprob_mean, sql_logprob_min: the same over the tokens of the SQL statement
+            alone (the reply's last tokens; the reasoning header before it is left out).
     """
 
     sql: str
@@ -51,6 +54,17 @@ class Candidate:
     refine_seconds: float = 0.0
     logprob_mean: float | None = None
     logprob_min: float | None = None
+    sql_logprob_mean: float | None = None
+    sql_logprob_min: float | None = None
+
+    def scored_by(self, logprobs: Sequence[float] | None) -> None:
+        """Set the log-probability summaries from the reply's token ``logprobs``."""
+        from agents.llm.logprobs import summary, tail
+        from agents.sql.extract import statement_only
+
+        self.logprob_mean, self.logprob_min = summary(logprobs)
+        statement = statement_only(self.sql) if self.sql else ""
+        self.sql_logprob_mean, self.sql_logprob_min = summary(tail(logprobs, statement))
 
     @property
     def ok(self) -> bool:

@@ -7,8 +7,10 @@
 
 Features (a feature that does not apply is left out, never set to a made-up value):
 
-- ``logprob_mean``, ``logprob_min``: the winning SQL's token log probabilities (when the
-  model reports them);
+- ``logprob_mean``, ``logprob_min``: the winning reply's token log probabilities (when the
+  model reports them), and ``sql_logprob_mean``, ``sql_logprob_min`` over its SQL alone;
+- how complex the SQL is (:mod:`agents.confidence.sql_shape`): tables, subqueries, set
+  operations, conditions, aggregates, clauses, length;
 - ``span_coverage``: share of the question's content words that a knowledge match covers
   (a span of the string index, a time phrase) or that the database's knowledge names
   (:mod:`agents.confidence.vocabulary`); ``unmatched_content_words``: how many do not;
@@ -37,8 +39,10 @@ from datetime import date
 from typing import Any
 
 from agents.answer import Candidate
+from agents.confidence.sql_shape import sql_shape
 from agents.confidence.vocabulary import VocabularySnapshot, generic_words
 from agents.rag.agent import RagContext
+from agents.sql.extract import statement_only
 from agents.sql.vote import VoteOutcome
 from indices.experience_skeleton import skeleton_of, sql_skeleton
 from indices.normalize import tokenize
@@ -121,6 +125,12 @@ def answer_signals(
         f["logprob_mean"] = winner.logprob_mean
     if winner.logprob_min is not None:
         f["logprob_min"] = winner.logprob_min
+    if winner.sql_logprob_mean is not None and winner.sql_logprob_min is not None:
+        f["sql_logprob_mean"], f["sql_logprob_min"] = (
+            winner.sql_logprob_mean,
+            winner.sql_logprob_min,
+        )
+    f.update(sql_shape(statement_only(winner.sql), dialect))
     f["repairs"] = float(winner.repairs)
     f["value_corrected"] = float(any("value" in note for note in winner.notes))
     _result_shape(question, winner, f)

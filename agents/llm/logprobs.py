@@ -54,6 +54,17 @@ class TokenLogprobs:
         return tuple(self.values) if self.values else None
 
 
+def tail(logprobs: Sequence[float] | None, text: str, chars_per_token: float = 3.0) -> list[float]:
+    """The log probabilities of about the last ``len(text) / chars_per_token`` tokens: those
+    of ``text`` when it ends the reply (a SQL statement after the model's reasoning header).
+    Code runs about 3 characters a token in the Qwen tokenizer; an over-estimate reaches a
+    little into the text before, never past the reply."""
+    if not logprobs or not text:
+        return []
+    count = max(1, min(len(logprobs), round(len(text) / chars_per_token)))
+    return list(logprobs[-count:])
+
+
 def summary(logprobs: Sequence[float] | None) -> tuple[float | None, float | None]:
     """(mean, min) of ``logprobs``; (None, None) when there are none."""
     if not logprobs:

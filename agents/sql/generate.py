@@ -23,7 +23,6 @@ from typing import Any
 from agents.answer import Candidate
 from agents.learn.cot.record import checked_cot
 from agents.llm.base import LLM, ChatResult, LLMCancelledError, LLMError, Message
-from agents.llm.logprobs import summary
 from agents.llm.variants import Variant, chat_variants
 from agents.rag.agent import RagContext
 from agents.sql.extract import NoSQLError, extract_sql
@@ -161,7 +160,7 @@ class SqlGenerator:
             reply.completion_tokens,
         )
         if candidate.sql:  # a reply without SQL is a failed candidate: no confidence to give
-            candidate.logprob_mean, candidate.logprob_min = summary(reply.completions[0].logprobs)
+            candidate.scored_by(reply.completions[0].logprobs)
         return candidate
 
     def samples(

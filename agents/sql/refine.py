@@ -262,6 +262,8 @@ class Refiner:
         repaired.notes = [*candidate.notes, f"repair {attempt}: {problem.text[:200]}"]
         repaired.prompt_tokens = candidate.prompt_tokens + reply.prompt_tokens
         repaired.completion_tokens = candidate.completion_tokens + reply.completion_tokens
+        if repaired.sql:  # the confidence signals read the SQL that is answered with
+            repaired.scored_by(reply.completions[0].logprobs)
         if not repaired.sql:
             return repaired  # a failed candidate; the next round may try again
         return self.execute(repaired)
@@ -291,6 +293,10 @@ def _rewritten(candidate: Candidate, sql: str, notes: list[str]) -> Candidate:
         notes=[*candidate.notes, *notes],
         prompt_tokens=candidate.prompt_tokens,
         completion_tokens=candidate.completion_tokens,
+        logprob_mean=candidate.logprob_mean,
+        logprob_min=candidate.logprob_min,
+        sql_logprob_mean=candidate.sql_logprob_mean,
+        sql_logprob_min=candidate.sql_logprob_min,
     )
 
 
