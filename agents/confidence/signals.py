@@ -19,6 +19,7 @@ Features (a feature that does not apply is left out, never set to a made-up valu
   example; ``same_skeleton_example``: 1 when an example's SQL has the winner's skeleton;
 - ``repairs``: refine rounds the winner needed; ``value_corrected``: refine changed one of
   its values;
+- ``result_rows_log`` (log10 of 1 + rows), ``result_columns``;
 - ``empty_result``, ``degenerate_result`` (only NULLs, zeros or empty strings),
   ``shape_mismatch`` (a question asking for one number answered with several rows, or one
   asking for a list answered by a bare count);
@@ -32,6 +33,7 @@ Features (a feature that does not apply is left out, never set to a made-up valu
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -227,6 +229,8 @@ def _result_shape(question: str, winner: Candidate, f: dict[str, float]) -> None
     assert results is not None
     rows = results.rows
     f["empty_result"] = float(results.row_count == 0)
+    f["result_rows_log"] = math.log10(1 + results.row_count)
+    f["result_columns"] = float(len(results.columns))
     values = [v for row in rows for v in row]
     f["degenerate_result"] = float(
         bool(rows) and all(v is None or v == 0 or v == "" for v in values)
