@@ -214,11 +214,12 @@ def _run_bench(
     on_progress: ProgressHook | None,
 ) -> None:
     # the bench's own parser: every option means what it means to `python -m bench run`
-    from bench.__main__ import _parser, run_command
+    from bench.__main__ import run_command
+    from bench.cli_parser import build_parser
 
     argv = bench_argv(sample, bench, model, out)
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit:  # argparse exits on a bad option; a job's worker must not
         raise EvalError(f"bench run of the {phase} model {model}: bad options {argv}") from None
     watcher = _Watcher(out / "results.jsonl", phase, total, on_progress)

@@ -1,0 +1,186 @@
+"""The command line of ``python -m bench``: its subcommands and their options."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench.systems import system_names
+
+MINING_HELP = """\
+mining in the stream (almanac systems; issue 22). The two GeoQuery measurements:
+  the prequential curve (EX of the first 50 questions against the last 100):
+    python -m bench run --dataset geoquery --system almanac --drop-failing-gold --split train
+      --stream labeled --mine-every 25 --out bench/out/geo-stream-mine
+    (and without --mine-every into another --out; then
+     python -m bench compare bench/out/geo-stream bench/out/geo-stream-mine --out DIR)
+  mining against the same experiences without mining:
+    python -m bench run --dataset geoquery --system almanac --drop-failing-gold
+      --learn-split train --split test --stratify 150 --mine-every 25 --out bench/out/geo-mine
+    (--learn-split reveals the train questions, then mines them once; the test questions
+     are then answered in order, mining every 25 only with --stream labeled)"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m bench``'s arguments: ``run`` and ``compare``."""
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser(
+        "run",
+        help="run a system over a dataset and write a report",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the mining group's examples
+    )
+    run.add_argument("--dataset", required=True, help="spider_dev, geoquery, or a path")
+    run.add_argument("--system", required=True, help=f"one of {system_names()}")
+    run.add_argument("--split", help="keep only this split")
+    run.add_argument("--limit", type=int, help="first N questions")
+    run.add_argument("--workers", type=int, default=1)
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds per predict: a question not answered by then is scored as timed out (its"
+        " late answer discarded); a started predict cannot be stopped, so the run waits for it"
+        " to end and the summary and report say how many ran over and by how much",
+    )
+    run.add_argument("--sql-timeout", type=float, default=30.0, help="seconds per query")
+    run.add_argument(
+        "--stream",
+        choices=["labeled", "unlabeled"],
+        help="lifelong-learning mode: in order, learning after each question",
+    )
+    run.add_argument(
+        "--drop-failing-gold",
+        action="store_true",
+        help="leave out questions whose gold SQL fails (GeoQuery has 5)",
+    )
+    run.add_argument(
+        "--learn-split",
+        help="first reveal this split's questions and gold SQL to the system (no predictions),"
+        " e.g. train; combine with --split test",
+    )
+    run.add_argument(
+        "--stratify",
+        type=int,
+        metavar="N",
+        help="a stratified sample of N questions (by difficulty, then database), seeded",
+    )
+    run.add_argument(
+        "--data-dictionary",
+        action="store_true",
+        help="apply the data dictionary a benchmark ships (Spider's tables.json: natural"
+        " table and column names) to each database's knowledge base (kb.dictionary)",
+    )
+    models = run.add_argument_group("LLM systems")
+    models.add_argument("--model", help="default model: packaged name or GGUF path")
+    models.add_argument("--small-model", help="small cascade tier: packaged name or GGUF path")
+    models.add_argument(
+        "--small-temperature", type=float, help="sampling temperature of the small cascade tier"
+    )
+    models.add_argument(
+        "--small-max-tokens", type=int, help="completion budget of the small cascade tier"
+    )
+    models.add_argument(
+        "--small-samples",
+        type=int,
+        help="samples the small cascade tier draws at most (default 2; it answers once two agree)",
+    )
+    models.add_argument(
+        "--sliced-schema",
+        action="store_true",
+        help="almanac systems: a schema slice ranked per question for large databases "
+        "(default: one overview for every question, RagOptions.stable_schema)",
+    )
+    models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
+    models.add_argument(
+        "--calibrator", type=Path, help="confidence calibrator JSON (bench.calibration)"
+    )
+    models.add_argument("--threads", type=int, help="llama.cpp threads")
+    models.add_argument(
+        "--sequences",
+        type=int,
+        help="replies llama.cpp decodes together (greedy + samples of a vote or cascade tier; "
+        "default 1, one after the other; almanac's own default is 5)",
+    )
+    models.add_argument(
+        "--prompt-cache",
+        type=Path,
+        help="folder of llama.cpp context states kept across questions and runs "
+        "(default: none, every database's prompt prefilled in this process)",
+    )
+    mining = run.add_argument_group("mining", MINING_HELP)
+    mining.add_argument(
+        "--mine-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --stream: mine the experiences observed since the last round every N"
+        " questions seen (labeled: their gold SQL; unlabeled: by the vote), and once after"
+        " --learn-split; rounds go to mining.jsonl, their time to no question (0: no mining)",
+    )
+    mining.add_argument(
+        "--mine-gate",
+        action="store_true",
+        help="activate mined candidates through the regression gate (held: labeled"
+        " experiences not used as sources; costs the held questions' LLM calls) instead of"
+        " activating every candidate",
+    )
+    mining.add_argument(
+        "--mine-gate-held", type=int, default=20, help="held questions per gate run (default 20)"
+    )
+    mining.add_argument(
+        "--mine-gate-batch", type=int, default=8, help="candidates the gate decides together"
+    )
+    mining.add_argument(
+        "--mine-vote-samples",
+        type=int,
+        default=5,
+        help="--stream unlabeled: samples of each question's vote (kept when 80%% agree)",
+    )
+    synthesis = run.add_argument_group("synthesis", "query synthesis (bench/synthesis.py)")
+    synthesis.add_argument(
+        "--synthesize",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after --learn-split, synthesize up to N verified pairs from the revealed"
+        " examples (almanac systems; spread over the databases; report in synthesis.json)",
+    )
+    synthesis.add_argument(
+        "--synthesize-per-source",
+        type=int,
+        default=6,
+        metavar="K",
+        help="variants tried per revealed example (default 6)",
+    )
+    synthesis.add_argument(
+        "--examples-per-db",
+        type=int,
+        metavar="K",
+        help="--learn-split reveals only the first K examples of each database; answered"
+        " questions that were revealed are left out",
+    )
+    cot = run.add_argument_group("CoT", "checked step-by-step explanations (agents/learn/cot)")
+    cot.add_argument(
+        "--cot",
+        action="store_true",
+        help="almanac systems: before the questions, the default model (as teacher) explains"
+        " the labeled experiences (--learn-split) in checked steps, shown beside the examples"
+        " (report in cot_report.json)",
+    )
+    cot.add_argument("--cot-limit", type=int, metavar="N", help="--cot: explain at most N")
+    run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
+    run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
+    compare = commands.add_parser(
+        "compare", help="compare runs on the questions every one of them scored"
+    )
+    compare.add_argument("runs", nargs="+", type=Path, help="output folders of `run`")
+    compare.add_argument(
+        "--out",
+        type=Path,
+        help="write comparison.md and, for streaming runs, learning_curves.png here",
+    )
+    compare.add_argument(
+        "--window", type=int, default=50, help="questions in the rolling EX of the curves"
+    )
+    return parser
