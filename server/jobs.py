@@ -23,151 +23,45 @@ import json
 import uuid
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, overload
+from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Connection, Engine, case, func, insert, select, update
 
 from kb import schema
 from kb.engine import read_transaction, write_transaction
+from server.job_records import (  # the queue's records, re-exported
+    CANCELLED,
+    FAILED,
+    FINISHED,
+    QUEUED,
+    RUNNING,
+    STATES,
+    SUCCEEDED,
+    Job,
+    JobNotFoundError,
+    JobStateError,
+    LogLine,
+    db_clock,
+    job_from_row,
+    read_job,
+)
 
 _J, _L = schema.jobs, schema.job_logs
-QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
-    "queued",
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-)
-STATES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)
-FINISHED = frozenset({SUCCEEDED, FAILED, CANCELLED})
-
-
-class JobNotFoundError(KeyError):
-    def __init__(self, job_id: str) -> None:
-        super().__init__(job_id)
-        self.job_id = job_id
-
-    def __str__(self) -> str:
-        return f"unknown job id {self.job_id!r}"
-
-
-class JobStateError(RuntimeError):
-    """The job is not in a state that allows the operation (e.g. cancelling a finished job)."""
-
-
-@overload
-def _utc(value: datetime) -> datetime: ...
-@overload
-def _utc(value: datetime | None) -> datetime | None: ...
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-
-def _now() -> datetime:
-    """This host's clock (SQLite's only clock; see :func:`_clock`)."""
-    return datetime.now(UTC)
-
-
-def _clock(conn: Connection) -> Any:
-    """Now, as a value to write or compare in ``conn``'s transaction: the database server's
-    clock on PostgreSQL (one clock for every replica), this host's clock elsewhere."""
-    return func.now() if conn.dialect.name == "postgresql" else _now()
-
-
-@dataclass(frozen=True)
-class LogLine:
-    id: int
-    at: datetime
-    level: str
-    line: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "at": self.at, "level": self.level, "line": self.line}
-
-
-@dataclass(frozen=True)
-class Job:
-    id: str
-    kind: str
-    state: str
-    params: dict[str, Any]
-    submitter: dict[str, Any]
-    progress: float
-    message: str
-    result: dict[str, Any] | None
-    error: str | None
-    attempts: int
-    max_attempts: int
-    cancel_requested: bool
-    worker_id: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    heartbeat_at: datetime | None
-    log: list[LogLine] = field(default_factory=list)
-
-    @property
-    def finished(self) -> bool:
-        return self.state in FINISHED
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "state": self.state,
-            "params": self.params,
-            "submitted_by": self.submitter,
-            "progress": self.progress,
-            "message": self.message,
-            "result": self.result,
-            "error": self.error,
-            "attempts": self.attempts,
-            "max_attempts": self.max_attempts,
-            "cancel_requested": self.cancel_requested,
-            "worker_id": self.worker_id,
-            "created_at": self.created_at,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "heartbeat_at": self.heartbeat_at,
-            "log": [line.to_dict() for line in self.log],
-        }
-
-
-def _read_job(conn: Any, job_id: str, log_lines: int) -> Job:
-    row = conn.execute(select(_J).where(_J.c.id == job_id)).first()
-    if row is None:
-        raise JobNotFoundError(job_id)
-    lines = conn.execute(
-        select(_L).where(_L.c.job_id == job_id).order_by(_L.c.id.desc()).limit(log_lines)
-    ).all()
-    return _job(row, [LogLine(r.id, _utc(r.at), r.level, r.line) for r in reversed(lines)])
-
-
-def _job(row: Any, log: list[LogLine] | None = None) -> Job:
-    return Job(
-        id=row.id,
-        kind=row.kind,
-        state=row.state,
-        params=json.loads(row.params),
-        submitter=json.loads(row.submitter),
-        progress=row.progress,
-        message=row.message,
-        result=json.loads(row.result) if row.result is not None else None,
-        error=row.error,
-        attempts=row.attempts,
-        max_attempts=row.max_attempts,
-        cancel_requested=row.cancel_requested,
-        worker_id=row.worker_id,
-        created_at=_utc(row.created_at),
-        started_at=_utc(row.started_at),
-        finished_at=_utc(row.finished_at),
-        heartbeat_at=_utc(row.heartbeat_at),
-        log=log or [],
-    )
+__all__ = [
+    "CANCELLED",
+    "FAILED",
+    "FINISHED",
+    "QUEUED",
+    "RUNNING",
+    "STATES",
+    "SUCCEEDED",
+    "Job",
+    "JobNotFoundError",
+    "JobQueue",
+    "JobStateError",
+    "LogLine",
+]
 
 
 class JobQueue:
@@ -202,12 +96,12 @@ class JobQueue:
                 attempts=0,
                 max_attempts=self.max_attempts,
                 cancel_requested=False,
-                created_at=_clock(conn),
+                created_at=db_clock(conn),
             )
         )
         self._append(conn, job_id, "info", f"submitted by {submitter.get('user')}")
         # read in the same transaction: a worker may claim the job right after the commit
-        return _read_job(conn, job_id, 200)
+        return read_job(conn, job_id, 200)
 
     def submit_unless_pending(
         self,
@@ -238,7 +132,7 @@ class JobQueue:
             ).scalar_one()
             if pending:
                 return None
-            chosen = decide([_job(row) for row in latest])
+            chosen = decide([job_from_row(row) for row in latest])
             if chosen is None:
                 return None
             params, submitter = chosen
@@ -246,7 +140,7 @@ class JobQueue:
 
     def get(self, job_id: str, *, log_lines: int = 200) -> Job:
         with read_transaction(self._engine) as conn:
-            return _read_job(conn, job_id, log_lines)
+            return read_job(conn, job_id, log_lines)
 
     def list(
         self, *, state: str | None = None, kind: str | None = None, limit: int = 50
@@ -257,7 +151,7 @@ class JobQueue:
         if kind is not None:
             query = query.where(_J.c.kind == kind)
         with read_transaction(self._engine) as conn:
-            return [_job(row) for row in conn.execute(query)]
+            return [job_from_row(row) for row in conn.execute(query)]
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a queued job, or ask a running one to stop; 409-worthy if it has finished."""
@@ -273,7 +167,7 @@ class JobQueue:
                     .where(_J.c.id == job_id)
                     .values(
                         state=CANCELLED,
-                        finished_at=_clock(conn),
+                        finished_at=db_clock(conn),
                         message="cancelled before it ran",
                     )
                 )
@@ -294,7 +188,7 @@ class JobQueue:
     def claim(self, worker_id: str, kinds: builtins.list[str]) -> Job | None:
         """Atomically take the oldest queued job of ``kinds``; None when there is none."""
         with write_transaction(self._engine) as conn:
-            now = _clock(conn)
+            now = db_clock(conn)
             found = conn.execute(
                 select(_J.c.id)
                 .where(_J.c.state == QUEUED, _J.c.kind.in_(kinds))
@@ -327,7 +221,7 @@ class JobQueue:
             touched = conn.execute(
                 update(_J)
                 .where(_J.c.id == job_id, _J.c.worker_id == worker_id, _J.c.state == RUNNING)
-                .values(heartbeat_at=_clock(conn))
+                .values(heartbeat_at=db_clock(conn))
             ).rowcount
             if touched != 1:
                 return None
@@ -345,7 +239,7 @@ class JobQueue:
         if message is not None:
             values["message"] = message
         with write_transaction(self._engine) as conn:
-            values["heartbeat_at"] = _clock(conn)
+            values["heartbeat_at"] = db_clock(conn)
             return (
                 conn.execute(
                     update(_J)
@@ -381,7 +275,7 @@ class JobQueue:
         if state == SUCCEEDED:
             values["progress"] = 1.0
         with write_transaction(self._engine) as conn:
-            values["finished_at"] = _clock(conn)
+            values["finished_at"] = db_clock(conn)
             done = conn.execute(
                 update(_J)
                 .where(_J.c.id == job_id, _J.c.worker_id == worker_id, _J.c.state == RUNNING)
@@ -415,7 +309,7 @@ class JobQueue:
         """
         recovered: list[tuple[str, str]] = []
         with write_transaction(self._engine) as conn:
-            cutoff = _clock(conn) - timedelta(seconds=lease_s)
+            cutoff = db_clock(conn) - timedelta(seconds=lease_s)
             stale = conn.execute(
                 select(_J.c.id, _J.c.attempts, _J.c.max_attempts, _J.c.worker_id, _J.c.kind)
                 .where(_J.c.state == RUNNING, _J.c.heartbeat_at < cutoff)
@@ -431,7 +325,7 @@ class JobQueue:
                     if retry
                     else {
                         "state": FAILED,
-                        "finished_at": _clock(conn),
+                        "finished_at": db_clock(conn),
                         "error": f"interrupted: {reason}; no attempts left "
                         f"({row.attempts}/{row.max_attempts})",
                         "message": "failed: interrupted",
@@ -451,4 +345,4 @@ class JobQueue:
 
     @staticmethod
     def _append(conn: Any, job_id: str, level: str, line: str) -> None:
-        conn.execute(insert(_L).values(job_id=job_id, at=_clock(conn), level=level, line=line))
+        conn.execute(insert(_L).values(job_id=job_id, at=db_clock(conn), level=level, line=line))
