@@ -1,0 +1,216 @@
+"""What the analysis tools return: small dataclasses of rounded facts a narrative can cite.
+
+Every result says which tool made it and from which evidence (``evidence``: the sub-question
+id), gives its facts as a plain dict (``facts()``), every number in them (``numbers()``, what
+the number check accepts) and one sentence made only of those numbers (``summary()``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def rounded(value: Any) -> Any:
+    """``value`` rounded sensibly: 4 significant digits, at most 1 decimal from 100 on;
+    ints, strings and None as they are."""
+    if isinstance(value, bool) or value is None or isinstance(value, int | str):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(number):
+        return None
+    if number == 0:
+        return 0.0
+    if abs(number) >= 100:
+        return round(number, 1)
+    digits = 3 - math.floor(math.log10(abs(number)))
+    return round(number, digits)
+
+
+def label(value: Any) -> str:
+    """A period or category label as text (a timestamp as its date)."""
+    text = str(value)
+    return text[:10] if len(text) >= 19 and text[10:19] == " 00:00:00" else text
+
+
+def numbers_in(value: Any) -> list[float]:
+    """Every number in a nested structure of dicts, lists and scalars."""
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int | float):
+        return [float(value)] if math.isfinite(float(value)) else []
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in numbers_in(v)]
+    if isinstance(value, list | tuple):
+        return [n for v in value for n in numbers_in(v)]
+    return []
+
+
+@dataclass
+class ToolFacts:
+    """Base of the tools' results."""
+
+    tool: str = field(default="", init=False)
+    evidence: str = field(default="", init=False)
+
+    def facts(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def numbers(self) -> list[float]:
+        return numbers_in(self.facts())
+
+    def summary(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass
+class Contribution:
+    """One segment's part of a change: its values in the two periods, its change and its
+    share of the total change (1.0 = all of it)."""
+
+    segment: str
+    previous: float
+    last: float
+    change: float
+    share: float | None
+
+
+@dataclass
+class PeriodChange(ToolFacts):
+    measure: str
+    previous_period: str
+    last_period: str
+    previous: float
+    last: float
+    change: float
+    pct_change: float | None
+    dimension: str | None = None
+    contributions: list[Contribution] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tool = "period_change"
+
+    def summary(self) -> str:
+        pct = f" ({self.pct_change:+g}%)" if self.pct_change is not None else ""
+        text = (
+            f"{self.measure} went from {self.previous:g} in {self.previous_period} to "
+            f"{self.last:g} in {self.last_period}, a change of {self.change:+g}{pct}."
+        )
+        top = self.contributions[0] if self.contributions else None
+        if top is not None and top.share is not None:
+            text += (
+                f" The largest part came from {self.dimension} {top.segment} "
+                f"({top.change:+g}, {top.share * 100:.3g}% of the change)."
+            )
+        return text
+
+
+@dataclass
+class Outlier:
+    label: str
+    value: float
+    zscore: float
+
+
+@dataclass
+class Outliers(ToolFacts):
+    measure: str
+    count: int
+    mean: float
+    lower_fence: float
+    upper_fence: float
+    points: list[Outlier] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tool = "outliers"
+
+    def summary(self) -> str:
+        if not self.points:
+            return f"No outlier in {self.measure} among {self.count} values."
+        shown = ", ".join(f"{p.label} ({p.value:g}, z = {p.zscore:g})" for p in self.points[:3])
+        return f"Outliers in {self.measure} (mean {self.mean:g}): {shown}."
+
+
+@dataclass
+class TrendSeasonality(ToolFacts):
+    count: int
+    method: str
+    slope: float
+    p_value: float
+    r_squared: float
+    direction: str
+    period: int | None = None
+    seasonal_strength: float | None = None
+    seasonal_amplitude: float | None = None
+    peak_position: str | None = None
+
+    def __post_init__(self) -> None:
+        self.tool = "trend_seasonality"
+
+    def summary(self) -> str:
+        text = (
+            f"Over {self.count} periods the trend is {self.direction} "
+            f"(slope {self.slope:g} per period, p = {self.p_value:g})."
+        )
+        if self.seasonal_strength is not None and self.peak_position is not None:
+            text += (
+                f" Seasonality of period {self.period} has strength {self.seasonal_strength:g},"
+                f" peaking at {self.peak_position}."
+            )
+        return text
+
+
+@dataclass
+class ForecastPoint:
+    label: str
+    value: float
+    lower: float
+    upper: float
+
+
+@dataclass
+class Forecast(ToolFacts):
+    method: str
+    count: int
+    level: float
+    points: list[ForecastPoint] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tool = "forecast"
+
+    def summary(self) -> str:
+        first = self.points[0]
+        return (
+            f"The forecast for {first.label} is {first.value:g} "
+            f"({self.level * 100:g}% interval {first.lower:g} to {first.upper:g})."
+        )
+
+
+@dataclass
+class OptionEffect:
+    option: str
+    expected_effect: float
+    support: int
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass
+class RankedOptions(ToolFacts):
+    option: str
+    effect: str
+    options: list[OptionEffect] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tool = "rank_options"
+
+    def summary(self) -> str:
+        best = self.options[0]
+        return (
+            f"By {self.effect}, the best {self.option} is {best.option} "
+            f"(expected {best.expected_effect:g} over {best.support} rows)."
+        )

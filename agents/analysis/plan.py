@@ -1,0 +1,213 @@
+"""The analysis plan: sub-questions, each answerable by one SQL query, with their purpose.
+
+The LLM proposes the plan (a JSON reply; ``prompts/analysis_plan.j2``); it is validated and
+bounded: at most ``max_steps`` sub-questions, each with a non-empty question, duplicates
+dropped, ids renumbered ``q1``, ``q2``, ... A reply that is not a plan (garbage, no usable
+step, a model error or timeout) gives a deterministic fallback plan: the question itself, and
+for a diagnostic or predictive question a "by month" time series when the schema has a time
+column. A predictive question on a schema that shows no date or time column is refused
+(:class:`AnalysisRefused`): there is nothing to forecast from.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agents.analysis.typing import QuestionTyping
+from agents.llm.base import LLM, LLMError
+from agents.templates import render
+
+log = logging.getLogger(__name__)
+MAX_QUESTION_CHARS = 400
+TIME_TYPES = re.compile(r"\b(date|datetime|timestamp\w*|time)\b", re.I)
+TIME_NAMES = re.compile(
+    r"(?<![A-Za-z0-9])(\w*_)?(date|datetime|timestamp|time|year|month|quarter|week|day|"
+    r"period|created|updated)(_\w*|s)?(?![A-Za-z0-9])|\w+_(at|on|dt)(?![A-Za-z0-9])",
+    re.I,
+)
+
+
+class AnalysisRefused(ValueError):
+    """The question cannot be analysed on this database; ``reason`` says why."""
+
+    def __init__(self, question: str, reason: str) -> None:
+        super().__init__(f"{reason} (question: {question!r})")
+        self.question, self.reason = question, reason
+
+
+class SubQuestion(BaseModel):
+    """One step of a plan: a question one SQL query answers, and what it is for."""
+
+    id: str
+    question: str
+    purpose: str = ""
+    measure: str = ""
+    breakdowns: list[str] = Field(default_factory=list)
+    period: str = ""
+
+
+class AnalysisPlan(BaseModel):
+    """The sub-questions of an analysis, who wrote them (``llm`` or ``fallback``) and notes on
+    what validation changed."""
+
+    question: str
+    type: str
+    steps: list[SubQuestion]
+    by: Literal["llm", "fallback"] = "llm"
+    notes: list[str] = Field(default_factory=list)
+
+
+def time_columns(schema_text: str) -> list[str]:
+    """The date/time columns the schema text shows (by type or by name), in order."""
+    found: list[str] = []
+    for line in schema_text.splitlines():
+        words = line.strip().strip(",").split()
+        if not words or words[0].upper() in {"CREATE", ")", "--", "PRIMARY", "FOREIGN"}:
+            continue
+        name = words[0].strip('"`[]')
+        typed = len(words) > 1 and TIME_TYPES.search(words[1])
+        if (typed or TIME_NAMES.fullmatch(name)) and name not in found:
+            found.append(name)
+    return found
+
+
+def plan_schema(max_steps: int) -> dict[str, Any]:
+    """The JSON reply the LLM is asked for."""
+    step = {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string"},
+            "purpose": {"type": "string"},
+            "measure": {"type": "string"},
+            "breakdowns": {"type": "array", "items": {"type": "string"}},
+            "period": {"type": "string"},
+        },
+        "required": ["question", "purpose"],
+    }
+    return {
+        "type": "object",
+        "properties": {"steps": {"type": "array", "items": step, "maxItems": max_steps}},
+        "required": ["steps"],
+    }
+
+
+def plan_analysis(
+    question: str,
+    typing: QuestionTyping,
+    schema_text: str,
+    llm: LLM,
+    *,
+    max_steps: int = 6,
+    timeout_s: float | None = 120.0,
+) -> AnalysisPlan:
+    """A plan of at most ``max_steps`` sub-questions for ``question``; the LLM call gets at
+    most ``timeout_s``. :class:`AnalysisRefused` for a predictive question on a schema with no
+    time column."""
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    times = time_columns(schema_text)
+    if typing.type == "predictive" and not times:
+        raise AnalysisRefused(
+            question,
+            "a forecast needs a date or time column, and the database's schema shows none",
+        )
+    prompt = render(
+        "analysis_plan.j2",
+        question=question,
+        type=typing.type,
+        schema=schema_text,
+        time_columns=times,
+        max_steps=max_steps,
+    )
+    try:
+        reply = llm.chat(
+            [{"role": "user", "content": prompt}],
+            temperature=0.0,
+            max_tokens=160 * max_steps,
+            json_schema=plan_schema(max_steps),
+            timeout=timeout_s,
+        )
+        parsed = reply.completions[0].json()
+    except LLMError as exc:  # garbage, timeout, cancelled
+        return fallback_plan(question, typing, times, max_steps, f"the LLM gave no plan: {exc}")
+    steps, notes = validated_steps(parsed, max_steps)
+    if not steps:
+        reason = "; ".join(notes) or f"no usable step in {str(parsed)[:200]!r}"
+        return fallback_plan(question, typing, times, max_steps, reason)
+    return AnalysisPlan(question=question, type=typing.type, steps=steps, notes=notes)
+
+
+def validated_steps(parsed: Any, max_steps: int) -> tuple[list[SubQuestion], list[str]]:
+    """The usable steps of a parsed reply (renumbered, at most ``max_steps``) and notes on
+    what was dropped."""
+    raw = parsed.get("steps") if isinstance(parsed, dict) else parsed
+    if not isinstance(raw, list):
+        return [], [f"the reply has no list of steps: {str(parsed)[:200]!r}"]
+    steps: list[SubQuestion] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    for index, item in enumerate(raw, 1):
+        text = item.get("question") if isinstance(item, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            notes.append(f"step {index} has no question: {str(item)[:120]!r}")
+            continue
+        text = " ".join(text.split())[:MAX_QUESTION_CHARS]
+        if text.lower() in seen:
+            notes.append(f"step {index} repeats an earlier question")
+            continue
+        if len(steps) == max_steps:
+            notes.append(f"{len(raw) - index + 1} steps past the limit of {max_steps} dropped")
+            break
+        seen.add(text.lower())
+        steps.append(
+            SubQuestion(
+                id=f"q{len(steps) + 1}",
+                question=text,
+                purpose=_text(item.get("purpose")),
+                measure=_text(item.get("measure")),
+                breakdowns=_texts(item.get("breakdowns")),
+                period=_text(item.get("period")),
+            )
+        )
+    return steps, notes
+
+
+def fallback_plan(
+    question: str, typing: QuestionTyping, times: list[str], max_steps: int, reason: str
+) -> AnalysisPlan:
+    """The deterministic plan: the question itself, and a monthly time series for a
+    diagnostic or predictive question when the schema has a time column."""
+    log.info("analysis plan: fallback (%s)", reason)
+    steps = [SubQuestion(id="q1", question=question, purpose="the question asked directly")]
+    if typing.type in {"diagnostic", "predictive"} and times and max_steps > 1:
+        series = f"{question.rstrip(' ?.')}: one row per month, in time order (by month)"
+        steps.append(
+            SubQuestion(
+                id="q2",
+                question=series,
+                purpose="the time series, to see the change over time",
+                breakdowns=[],
+                period=f"by month ({times[0]})",
+            )
+        )
+    return AnalysisPlan(
+        question=question,
+        type=typing.type,
+        steps=steps,
+        by="fallback",
+        notes=[f"fallback plan: {reason}"],
+    )
+
+
+def _text(value: Any) -> str:
+    return " ".join(str(value).split())[:200] if isinstance(value, str | int | float) else ""
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    return [t for t in (_text(v) for v in value or [] if v is not None) if t][:6]

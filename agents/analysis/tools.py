@@ -1,0 +1,149 @@
+"""Analysis tools on the sub-answers' results (pandas DataFrames): what changed and who
+drove it, outliers, and the ranking of options. Time series tools are in
+:mod:`agents.analysis.timeseries`.
+
+Statistics come from maintained libraries (pandas, scipy); each tool returns a small
+dataclass of rounded facts (:mod:`agents.analysis.facts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from agents.analysis.facts import (
+    Contribution,
+    OptionEffect,
+    Outlier,
+    Outliers,
+    PeriodChange,
+    RankedOptions,
+    label,
+    rounded,
+)
+
+
+def frame(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
+    """A DataFrame of a sub-answer's rows; columns holding numbers (or numeric text) are
+    numeric, duplicate column names made unique."""
+    names: list[str] = []
+    for name in columns:
+        unique, n = str(name), 2
+        while unique in names:
+            unique, n = f"{name}_{n}", n + 1
+        names.append(unique)
+    df = pd.DataFrame([list(r) for r in rows], columns=names)
+    for name in names:
+        converted = pd.to_numeric(df[name], errors="coerce")
+        if len(df) and converted.notna().sum() == df[name].notna().sum():
+            df[name] = converted
+    return df
+
+
+def _require(df: pd.DataFrame, *names: str | None) -> None:
+    missing = [n for n in names if n is not None and n not in df.columns]
+    if missing:
+        raise ValueError(f"no column {missing} in {list(df.columns)}")
+
+
+def period_change(
+    df: pd.DataFrame, time: str, measure: str, dimension: str | None = None
+) -> PeriodChange:
+    """The change of ``measure`` (summed per period) between the last two periods of
+    ``time``, and with ``dimension`` each segment's contribution to it, the segments that
+    drove the change first (largest contribution in the direction of the change)."""
+    _require(df, time, measure, dimension)
+    data = df.dropna(subset=[time, measure])
+    totals = data.groupby(time, sort=True)[measure].sum()
+    if len(totals) < 2:
+        raise ValueError(f"period_change needs two periods of {time!r}, got {len(totals)}")
+    before, after = totals.index[-2], totals.index[-1]
+    previous, last = float(totals.iloc[-2]), float(totals.iloc[-1])
+    change = last - previous
+    pct = change / abs(previous) * 100 if previous else None
+    contributions: list[Contribution] = []
+    if dimension is not None:
+        pivot = data.pivot_table(index=dimension, columns=time, values=measure, aggfunc="sum")
+        pivot = pivot.reindex(columns=[before, after]).fillna(0.0)
+        deltas = pivot[after] - pivot[before]
+        sign = -1.0 if change < 0 else 1.0
+        for segment in (deltas * sign).sort_values(ascending=False).index:
+            delta = float(deltas[segment])
+            contributions.append(
+                Contribution(
+                    segment=label(segment),
+                    previous=rounded(float(pivot.at[segment, before])),
+                    last=rounded(float(pivot.at[segment, after])),
+                    change=rounded(delta),
+                    share=rounded(delta / change) if change else None,
+                )
+            )
+    return PeriodChange(
+        measure=measure,
+        previous_period=label(before),
+        last_period=label(after),
+        previous=rounded(previous),
+        last=rounded(last),
+        change=rounded(change),
+        pct_change=rounded(pct),
+        dimension=dimension,
+        contributions=contributions,
+    )
+
+
+def outliers(
+    df: pd.DataFrame, measure: str, by: str | None = None, *, z_threshold: float = 3.0
+) -> Outliers:
+    """Values of ``measure`` (summed per ``by`` label when given) outside Tukey's fences
+    (1.5 IQR past the quartiles) or with ``|z| >= z_threshold``, largest ``|z|`` first."""
+    _require(df, measure, by)
+    data = df.dropna(subset=[measure])
+    values = data.groupby(by, sort=False)[measure].sum() if by else data[measure]
+    values = values.astype(float)
+    if len(values) < 3:
+        raise ValueError(f"outliers needs at least 3 values of {measure!r}, got {len(values)}")
+    z = pd.Series(stats.zscore(values.to_numpy(), ddof=1), index=values.index).fillna(0.0)
+    q1, q3 = np.percentile(values, [25, 75])
+    spread = stats.iqr(values)
+    low, high = q1 - 1.5 * spread, q3 + 1.5 * spread
+    flagged = values[(values < low) | (values > high) | (z.abs() >= z_threshold)]
+    order = z[flagged.index].abs().sort_values(ascending=False).index
+    points = [
+        Outlier(label=label(index), value=rounded(float(values[index])), zscore=rounded(z[index]))
+        for index in order
+    ]
+    return Outliers(
+        measure=measure,
+        count=len(values),
+        mean=rounded(float(values.mean())),
+        lower_fence=rounded(float(low)),
+        upper_fence=rounded(float(high)),
+        points=points,
+    )
+
+
+def rank_options(
+    df: pd.DataFrame, option: str, effect: str, *, level: float = 0.95
+) -> RankedOptions:
+    """Each value of ``option`` with its expected ``effect`` (the mean over its rows), its
+    support (rows) and a ``level`` t interval of the mean when it has two rows or more,
+    best first."""
+    _require(df, option, effect)
+    data = df.dropna(subset=[option, effect])
+    if data.empty:
+        raise ValueError(f"rank_options: no rows with both {option!r} and {effect!r}")
+    grouped = data.groupby(option, sort=False)[effect]
+    summary = grouped.agg(["mean", "count", "sem"]).sort_values("mean", ascending=False)
+    ranked: list[OptionEffect] = []
+    for name, row in summary.iterrows():
+        mean, count, sem = float(row["mean"]), int(row["count"]), row["sem"]
+        low = high = None
+        if count >= 2 and pd.notna(sem) and sem > 0:
+            low, high = stats.t.interval(level, count - 1, loc=mean, scale=float(sem))
+            low, high = rounded(low), rounded(high)
+        ranked.append(OptionEffect(label(name), rounded(mean), count, low, high))
+    return RankedOptions(option=option, effect=effect, options=ranked)
