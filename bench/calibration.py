@@ -196,20 +196,32 @@ def report(args: argparse.Namespace) -> int:
 
 
 def _quality_table(sets: dict[str, list[Scored]]) -> str:
+    """AUROC, ECE (and Brier) per set of the recorded, other-sets and pooled confidences;
+    then every set together (the unanswerable questions among the wrong answers)."""
     out = [
         "| set | answers | correct | recorded AUROC | recorded ECE | other sets AUROC | "
-        "other sets ECE | in-set 5-fold AUROC | in-set 5-fold ECE | in-set Brier |",
+        "other sets ECE | pooled 5-fold AUROC | pooled 5-fold ECE | pooled Brier |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     others = leave_one_out(sets)
     folds = cross_fitted(sets)
-    for name, found in sets.items():
+    rows = [(name, found, others[name], folds[name]) for name, found in sets.items()]
+    if len(sets) > 1:
+        rows.append(
+            (
+                "all sets",
+                [s for found in sets.values() for s in found],
+                [p for name in sets for p in others[name]],
+                [p for name in sets for p in folds[name]],
+            )
+        )
+    for name, found, other, pooled in rows:
         labels = [s.correct for s in found]
         recorded = [s.confidence if s.confidence is not None else 0.5 for s in found]
         cells = [name, str(len(found)), f"{np.mean(labels):.3f}" if found else "-"]
-        for probs in (recorded, others[name], folds[name]):
+        for probs in (recorded, other, pooled):
             cells += [_fmt(auroc(probs, labels)), _fmt(expected_calibration_error(probs, labels))]
-        cells.append(_fmt(brier(folds[name], labels)))
+        cells.append(_fmt(brier(pooled, labels)))
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 

@@ -1,0 +1,84 @@
+"""``python -m bench.calibration report`` on runs written by hand: AUROC and ECE per set,
+abstention by threshold, adaptive against fixed, and the calibrator it writes."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from agents.confidence.calibrator import Calibrator
+from bench.calibration import main, read_run, read_unanswerable
+from bench.run import QuestionResult
+
+
+def _run(folder: Path, n: int, seed: int, *, seconds: float = 1.0, samples: float = 1.0) -> None:
+    """``n`` answers whose ``sql_logprob_min`` separates right (high) from wrong (low)."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    lines = []
+    for i in range(n):
+        right = i % 3 != 0
+        signals = {
+            "sql_logprob_min": rng.uniform(-0.4, 0.0) if right else rng.uniform(-3.0, -0.5),
+            "samples": samples,
+        }
+        result = QuestionResult(
+            id=f"q{i}",
+            position=i,
+            question=f"question {i}",
+            database="db",
+            scores={"ex": 1.0 if right else 0.0},
+            latency_s=seconds,
+            system_metadata={"signals": signals, "confidence": 0.5},
+        )
+        lines.append(result.model_dump_json())
+    (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _unanswerable(folder: Path, n: int) -> None:
+    folder.mkdir(parents=True)
+    rows = [
+        {"id": f"u{i}", "metadata": {"signals": {"sql_logprob_min": -2.0 - i / n}}, "seconds": 1}
+        for i in range(n)
+    ]
+    (folder / "unanswerable.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+
+def test_the_report_measures_each_set_and_writes_a_calibrator(tmp_path, capsys):
+    _run(tmp_path / "a", 90, 1)
+    _run(tmp_path / "b", 60, 2)
+    _unanswerable(tmp_path / "u", 20)
+    assert len(read_run("a", tmp_path / "a")) == 90
+    assert {s.correct for s in read_unanswerable(tmp_path / "u")} == {False}
+    written = tmp_path / "calibrator.json"
+    argv = ["report", f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}"]
+    argv += ["--unanswerable", str(tmp_path / "u"), "--write", str(written)]
+    argv += ["--out", str(tmp_path / "report.md")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}
+    # the signal separates the answers perfectly: AUROC 1.0 out of sample
+    assert rows["a"].split("|")[6].strip() == "1.000" and rows["all sets"]
+    assert rows["0.5"].split("|")[2].strip().startswith("1.000 (20/20)")  # all unanswerable
+    assert rows["0.5"].split("|")[3].strip().startswith("0.000 (0/60)")  # no right answer
+    calibrator = Calibrator.load(written)
+    assert calibrator.method == "logistic" and calibrator.fitted_on.examples == 170
+    assert calibrator.source == "bench:a+b+unanswerable"
+    assert (tmp_path / "report.md").read_text().startswith("| set |")
+
+
+def test_adaptive_against_fixed(tmp_path, capsys):
+    _run(tmp_path / "adaptive", 30, 3, seconds=2.0, samples=2.0)
+    _run(tmp_path / "fixed", 30, 3, seconds=8.0, samples=5.0)
+    argv = ["report", f"a={tmp_path / 'adaptive'}"]
+    argv += ["--adaptive", str(tmp_path / "adaptive"), "--fixed", str(tmp_path / "fixed")]
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("adaptive vs"))
+    assert "on 30 questions: EX 0.667 vs 0.667 (+0.0 points)" in line
+    assert "mean latency 2.00 s vs 8.00 s (25 %)" in line and "2.00 samples" in line
+
+
+def test_bad_arguments_are_refused(tmp_path, capsys):
+    assert main(["report", "no-equals-sign"]) == 2
+    assert "NAME=FOLDER" in capsys.readouterr().err
