@@ -1,0 +1,122 @@
+"""Charts of the evidence: a Vega-Lite v5 spec per finding, and a PNG rendered with
+matplotlib on request.
+
+A result with a time column and a measure is a line (one per category when there is also a
+category column); a category and a measure, a bar chart. A result with no numeric column,
+or one row, gets no chart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agents.analysis.plan import TIME_NAMES
+
+VEGA_LITE = "https://vega.github.io/schema/vega-lite/v5.json"
+MAX_POINTS = 500
+
+
+def roles(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, str | None]:
+    """The ``time``, ``category`` and ``measure`` columns of a result (None when absent):
+    the measure is the last numeric column that is not a time; the time a column named like
+    one (date, month, year, ...) or whose text values all parse as dates."""
+    df = pd.DataFrame([list(r) for r in rows], columns=list(columns)) if rows else None
+    found: dict[str, str | None] = {"time": None, "category": None, "measure": None}
+    if df is None or df.empty:
+        return found
+    for name in df.columns:
+        values = df[name].dropna()
+        numeric = pd.to_numeric(values, errors="coerce").notna().all() and len(values) > 0
+        if found["time"] is None and (TIME_NAMES.fullmatch(str(name)) or _dates(values)):
+            found["time"] = name
+        elif numeric:
+            found["measure"] = name
+        elif found["category"] is None:
+            found["category"] = name
+    return found
+
+
+def _dates(values: pd.Series) -> bool:
+    if values.empty or pd.api.types.is_numeric_dtype(values):
+        return False
+    text = values.astype(str)
+    if not text.str.match(r"^\d{4}-\d{2}").all():
+        return False
+    try:
+        pd.to_datetime(text, format="mixed")
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def chart_spec(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = ""
+) -> dict[str, Any] | None:
+    """A Vega-Lite v5 spec of a result: a line over time, or bars per category."""
+    if len(rows) < 2:
+        return None
+    found = roles(columns, rows)
+    time, category, measure = found["time"], found["category"], found["measure"]
+    if measure is None or (time is None and category is None):
+        return None
+    values = [dict(zip(columns, row, strict=False)) for row in rows[:MAX_POINTS]]
+    y = {"field": measure, "type": "quantitative"}
+    if time is not None:
+        encoding: dict[str, Any] = {"x": {"field": time, "type": "ordinal"}, "y": y}
+        if category is not None:
+            encoding["color"] = {"field": category, "type": "nominal"}
+        mark = "line"
+    else:
+        encoding = {"x": {"field": category, "type": "nominal", "sort": "-y"}, "y": y}
+        mark = "bar"
+    return {
+        "$schema": VEGA_LITE,
+        "title": title[:120],
+        "data": {"values": values},
+        "mark": mark,
+        "encoding": encoding,
+    }
+
+
+def render_png(spec_or_data: dict[str, Any] | pd.DataFrame, path: str | Path) -> Path:
+    """Draw a spec made by :func:`chart_spec` (or a DataFrame, charted the same way) to a
+    PNG file at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    spec = spec_or_data
+    if isinstance(spec_or_data, pd.DataFrame):
+        rows = spec_or_data.to_numpy().tolist()
+        spec = chart_spec([str(c) for c in spec_or_data.columns], rows)
+        if spec is None:
+            raise ValueError(f"nothing to chart in columns {list(spec_or_data.columns)}")
+    encoding = spec["encoding"]
+    data = pd.DataFrame(spec["data"]["values"])
+    x, y = encoding["x"]["field"], encoding["y"]["field"]
+    figure, axes = plt.subplots(figsize=(7, 4))
+    try:
+        if spec["mark"] == "line":
+            color = encoding.get("color", {}).get("field")
+            groups = data.groupby(color, sort=True) if color else [("", data)]
+            for name, part in groups:
+                axes.plot(part[x].astype(str), part[y], marker="o", label=str(name) or None)
+            if color:
+                axes.legend(title=color)
+        else:
+            axes.bar(data[x].astype(str), data[y])
+        axes.set_xlabel(x)
+        axes.set_ylabel(y)
+        axes.set_title(spec.get("title", ""))
+        axes.tick_params(axis="x", labelrotation=45)
+        figure.tight_layout()
+        path = Path(path)
+        figure.savefig(path, format="png", dpi=100)
+    finally:
+        plt.close(figure)
+    return path

@@ -1,0 +1,89 @@
+"""Which analysis tools apply to which evidence, run on its rows.
+
+A result with a time column and a measure gets the period change (with its drivers when it
+also has a category column), trend and seasonality, outliers over time, and a forecast for
+a predictive question; a result with a category and a measure gets outliers across the
+categories and, for a prescriptive question, the ranking of the categories as options. A tool
+that fails leaves a caveat, and the others still run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agents.analysis.charts import roles
+from agents.analysis.facts import ToolFacts
+from agents.analysis.models import Evidence
+from agents.analysis.timeseries import forecast, season_length, time_series, trend_seasonality
+from agents.analysis.tools import frame, outliers, period_change, rank_options
+
+log = logging.getLogger(__name__)
+
+
+def compute_facts(
+    evidence: Sequence[Evidence], question_type: str, *, horizon: int = 3
+) -> tuple[list[ToolFacts], list[str]]:
+    """The tools' results on every usable piece of ``evidence`` and the caveats met."""
+    facts: list[ToolFacts] = []
+    caveats: list[str] = []
+    for item in evidence:
+        if not item.ok or len(item.rows) < 2:
+            continue
+        found, notes = _analyse(item, question_type, horizon)
+        facts.extend(found)
+        caveats.extend(notes)
+    if not facts and any(e.ok for e in evidence):
+        caveats.append("no analysis applied: no result holds a time series or a breakdown")
+    return facts, caveats
+
+
+def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], list[str]]:
+    df = frame(item.columns, item.rows)
+    found = roles(list(df.columns), df.to_numpy().tolist())
+    time, category, measure = found["time"], found["category"], found["measure"]
+    if measure is None:
+        return [], []
+    runs: list[tuple[str, Callable[[], ToolFacts]]] = []
+    notes: list[str] = []
+    if time is not None:
+        series = time_series(df, time, measure)
+        if kind in {"descriptive", "diagnostic", "predictive"}:
+            runs.append(("period_change", lambda: period_change(df, time, measure, category)))
+        if len(series) >= 3:
+            runs.append(("trend_seasonality", lambda: trend_seasonality(series)))
+        if len(series) >= 4 and kind in {"descriptive", "diagnostic"}:
+            runs.append(("outliers", lambda: outliers(df, measure, time)))
+        if kind == "predictive":
+            if len(series) >= 4:
+                runs.append(("forecast", lambda: forecast(series, horizon)))
+            else:
+                notes.append(f"{item.id}: {len(series)} periods are too few to forecast from")
+        cycle = season_length(series)
+        if cycle and len(series) < 2 * cycle and kind in {"diagnostic", "predictive"}:
+            notes.append(
+                f"{item.id}: {len(series)} periods, under two cycles of {cycle}: "
+                "seasonality not estimated"
+            )
+    elif category is not None:
+        if kind == "prescriptive":
+            runs.append(("rank_options", lambda: rank_options(df, category, measure)))
+        if len(df) >= 3:
+            runs.append(("outliers", lambda: outliers(df, measure, category)))
+    results: list[ToolFacts] = []
+    for name, run in runs:
+        try:
+            result = run()
+        except Exception as exc:  # one tool's failure must not end the analysis
+            log.info("analysis tool %s on %s failed: %s", name, item.id, exc)
+            notes.append(f"{item.id}: {name} failed: {exc}")
+            continue
+        result.evidence = item.id
+        results.append(result)
+    return results, notes
+
+
+def facts_payload(facts: Sequence[ToolFacts]) -> list[dict[str, Any]]:
+    """The tools' results as plain dicts (what the answer and the prompt carry)."""
+    return [f.facts() for f in facts]

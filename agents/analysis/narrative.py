@@ -1,0 +1,215 @@
+"""The narrative: a short answer, findings citing their evidence, caveats; checked.
+
+The LLM writes it from the evidence tables and the computed facts (a JSON reply,
+``prompts/analysis_narrative.j2``). Then every finding goes through the number check
+(:mod:`agents.analysis.numbers`): a finding that cites no evidence of this analysis, or
+states a number found neither in the rows of the evidence it cites nor in the tool facts
+(nor in the question), is dropped and recorded with the offending number. A short answer
+that fails the check is replaced by the first finding kept. When the reply is unusable or no
+finding survives, the findings are the tools' own one-sentence summaries (made only of their
+numbers), and a caveat says so. Each finding kept gets a chart of its first evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.analysis.charts import chart_spec
+from agents.analysis.facts import ToolFacts
+from agents.analysis.models import DroppedFinding, Evidence, Finding
+from agents.analysis.numbers import known_numbers, numbers_in_text, unsupported_number
+from agents.llm.base import LLM, LLMError
+from agents.templates import render
+
+log = logging.getLogger(__name__)
+PROMPT_ROWS = 15
+MAX_FINDINGS = 8
+
+
+@dataclass
+class Narrative:
+    """The checked narrative; ``by`` is ``llm`` when the model's findings were kept,
+    ``facts`` when the findings are the tools' summaries."""
+
+    short_answer: str
+    findings: list[Finding] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    dropped: list[DroppedFinding] = field(default_factory=list)
+    by: str = "llm"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def narrative_schema() -> dict[str, Any]:
+    finding = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "evidence": {"type": "array", "items": {"type": "string"}},
+            "numbers": {"type": "array", "items": {"type": "number"}},
+        },
+        "required": ["text", "evidence"],
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "short_answer": {"type": "string"},
+            "findings": {"type": "array", "items": finding, "maxItems": MAX_FINDINGS},
+            "caveats": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["short_answer", "findings"],
+    }
+
+
+def write_narrative(
+    question: str,
+    question_type: str,
+    evidence: Sequence[Evidence],
+    facts: Sequence[ToolFacts],
+    llm: LLM,
+    *,
+    timeout_s: float | None = 180.0,
+    max_tokens: int = 700,
+) -> Narrative:
+    """The checked narrative of an analysis of ``question``."""
+    prompt = render(
+        "analysis_narrative.j2",
+        question=question,
+        type=question_type,
+        evidence=[_shown(e) for e in evidence],
+        facts=[{"evidence": f.evidence, "summary": f.summary(), **_plain(f)} for f in facts],
+    )
+    narrative = Narrative(short_answer="")
+    try:
+        reply = llm.chat(
+            [{"role": "user", "content": prompt}],
+            temperature=0.0,
+            max_tokens=max_tokens,
+            json_schema=narrative_schema(),
+            timeout=timeout_s,
+        )
+        narrative.prompt_tokens, narrative.completion_tokens = (
+            reply.prompt_tokens,
+            reply.completion_tokens,
+        )
+        parsed = reply.completions[0].json()
+        if not isinstance(parsed, dict):
+            raise LLMError(f"not a narrative: {str(parsed)[:200]!r}")
+    except LLMError as exc:  # garbage, timeout, cancelled
+        log.info("analysis narrative: the model's reply is unusable: %s", exc)
+        parsed = {}
+        narrative.caveats.append(f"the model wrote no usable narrative ({str(exc)[:160]})")
+    return checked(question, parsed, evidence, facts, narrative)
+
+
+def checked(
+    question: str,
+    parsed: dict[str, Any],
+    evidence: Sequence[Evidence],
+    facts: Sequence[ToolFacts],
+    narrative: Narrative,
+) -> Narrative:
+    """``parsed`` (the model's JSON) through the number check, into ``narrative``."""
+    by_id = {e.id: e for e in evidence if e.ok}
+    fact_numbers = [n for f in facts for n in known_numbers(f.numbers())]
+    asked = known_numbers([question])
+    raw = parsed.get("findings") if isinstance(parsed.get("findings"), list) else []
+    for item in raw[:MAX_FINDINGS]:
+        if not isinstance(item, dict) or not str(item.get("text", "")).strip():
+            continue
+        text = " ".join(str(item["text"]).split())
+        cited = [str(i) for i in _list(item.get("evidence")) if str(i) in by_id]
+        stated = [n for n in _list(item.get("numbers")) if isinstance(n, int | float)]
+        if not cited:
+            narrative.dropped.append(
+                DroppedFinding(
+                    text=text, evidence=_strs(item.get("evidence")), reason="cites no evidence"
+                )
+            )
+            continue
+        known = [n for i in cited for n in _row_numbers(by_id[i])] + fact_numbers + asked
+        offending = unsupported_number(text, known) or unsupported_number(
+            " ".join(f"{n:g}" for n in stated), known
+        )
+        if offending is not None:
+            narrative.dropped.append(
+                DroppedFinding(
+                    text=text,
+                    evidence=cited,
+                    number=offending,
+                    reason=f"{offending} is in neither its evidence nor the computed facts",
+                )
+            )
+            continue
+        used = stated or [v for _, v, _ in numbers_in_text(text)]
+        narrative.findings.append(Finding(text=text, evidence=cited, numbers=used))
+    if not narrative.findings and facts:
+        if raw:
+            narrative.caveats.append(
+                "no finding of the model passed the number check; the findings are the "
+                "computed facts"
+            )
+        narrative.by = "facts"
+        narrative.findings = [
+            Finding(
+                text=f.summary(),
+                evidence=[f.evidence],
+                numbers=[v for _, v, _ in numbers_in_text(f.summary())],
+            )
+            for f in facts[:MAX_FINDINGS]
+        ]
+    elif not narrative.findings:
+        narrative.by = "none"
+    all_known = [n for e in by_id.values() for n in _row_numbers(e)] + fact_numbers + asked
+    short = " ".join(str(parsed.get("short_answer", "")).split())
+    offending = unsupported_number(short, all_known) if short else None
+    if offending is not None:
+        narrative.dropped.append(
+            DroppedFinding(text=short, number=offending, reason="short answer: unsupported number")
+        )
+    if not short or offending is not None:
+        short = narrative.findings[0].text if narrative.findings else "No finding could be made."
+    narrative.short_answer = short
+    said = (" ".join(str(c).split()) for c in _list(parsed.get("caveats")))
+    narrative.caveats.extend(c for c in said if c)
+    for finding in narrative.findings:
+        shown = by_id.get(finding.evidence[0]) if finding.evidence else None
+        if shown is not None:
+            finding.chart = chart_spec(shown.columns, shown.rows, title=shown.question)
+    return narrative
+
+
+def _row_numbers(item: Evidence) -> list[float]:
+    return known_numbers(cell for row in item.rows for cell in row)
+
+
+def _shown(item: Evidence) -> dict[str, Any]:
+    rows = [" | ".join(str(c) for c in row) for row in item.rows[:PROMPT_ROWS]]
+    more = max(0, len(item.rows) - PROMPT_ROWS)
+    return {
+        "id": item.id,
+        "question": item.question,
+        "purpose": item.purpose,
+        "header": " | ".join(item.columns),
+        "rows": rows,
+        "more": more,
+        "error": item.error,
+    }
+
+
+def _plain(facts: ToolFacts) -> dict[str, Any]:
+    data = facts.facts()
+    data.pop("evidence", None)
+    return {"facts": json.dumps(data, default=str)[:1500]}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value] if value not in (None, "") else []
+
+
+def _strs(value: Any) -> list[str]:
+    return [str(v) for v in _list(value)]

@@ -1,0 +1,218 @@
+"""The analyst: typing -> plan -> each sub-question through the SQL chain -> analysis tools ->
+checked narrative, bounded in steps and time.
+
+``Analyst(ask, llm, options).analyze(question, schema_text=..., on_event=...)``: ``ask`` is
+the one-SQL chain (``Pipeline.ask`` with its context and options bound), so the knowledge
+base, voting and repair apply to every sub-question. A lookup is answered by ``ask`` alone,
+as before. A sub-question that fails (an error, an abstention, an exception) is kept as
+evidence with its error and the analysis goes on, naming what is missing in its caveats.
+Once ``max_seconds`` have passed no further sub-question is asked (those left are recorded as
+not asked) and the model calls get only the time left. ``on_event`` receives one dict per
+step: ``typing``, ``plan``, ``subquestion`` (each done), ``analysis``, ``narrative``,
+``final`` (and ``refused``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agents.analysis.compute import compute_facts, facts_payload
+from agents.analysis.models import AnalysisAnswer, Evidence
+from agents.analysis.narrative import write_narrative
+from agents.analysis.plan import AnalysisRefused, SubQuestion, plan_analysis
+from agents.analysis.typing import classify_question
+from agents.answer import Answer
+from agents.llm.base import LLM
+
+log = logging.getLogger(__name__)
+Event = dict[str, Any]
+MIN_CALL_S = 5.0  # a model call gets at least this long, even past the budget
+
+
+@dataclass
+class AnalysisOptions:
+    """Bounds of one analysis: sub-questions planned, wall time (no sub-question is asked
+    and no plan made past it), rows kept per sub-answer, forecast horizon."""
+
+    max_steps: int = 6
+    max_seconds: float = 300.0
+    max_rows: int = 2000
+    horizon: int = 3
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_steps <= 20:
+            raise ValueError(f"max_steps must be between 1 and 20, got {self.max_steps}")
+        if not self.max_seconds > 0:
+            raise ValueError(f"max_seconds must be positive, got {self.max_seconds}")
+        if not 1 <= self.max_rows <= 100_000:
+            raise ValueError(f"max_rows must be between 1 and 100000, got {self.max_rows}")
+
+
+class Analyst:
+    """Answers analysis questions with several queries of the chain ``ask``.
+
+    Args:
+        ask: answers one question with one SQL (the real chain).
+        llm: the model that types, plans and writes the narrative.
+        options: bounds.
+    """
+
+    def __init__(
+        self,
+        ask: Callable[[str], Answer],
+        llm: LLM,
+        options: AnalysisOptions | None = None,
+    ) -> None:
+        self.ask, self.llm = ask, llm
+        self.options = options or AnalysisOptions()
+
+    def analyze(
+        self,
+        question: str,
+        *,
+        schema_text: str,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> AnalysisAnswer:
+        """The analysis of ``question`` on the database ``schema_text`` describes."""
+        question = " ".join(question.split())
+        if not question:
+            raise ValueError("the question is empty")
+        emit = on_event or (lambda event: None)
+        started = time.monotonic()
+        deadline = started + self.options.max_seconds
+
+        def left() -> float:
+            return max(MIN_CALL_S, deadline - time.monotonic())
+
+        typing = classify_question(question, self.llm, timeout_s=min(60.0, left()))
+        emit({"stage": "typing", "typing": typing.model_dump()})
+        answer = AnalysisAnswer(question=question, type=typing.type, typing=typing)
+        if typing.is_lookup:
+            return self._lookup(answer, started, emit)
+        try:
+            plan = plan_analysis(
+                question,
+                typing,
+                schema_text,
+                self.llm,
+                max_steps=self.options.max_steps,
+                timeout_s=left(),
+            )
+        except AnalysisRefused as refused:
+            answer.refused = answer.short_answer = refused.reason
+            emit({"stage": "refused", "reason": refused.reason})
+            return self._final(answer, started, emit)
+        answer.plan = plan
+        emit({"stage": "plan", "plan": plan.model_dump()})
+        for step in plan.steps:
+            if time.monotonic() >= deadline:
+                item = Evidence(
+                    id=step.id,
+                    question=step.question,
+                    purpose=step.purpose,
+                    error=f"not asked: the {self.options.max_seconds:g} s budget was spent",
+                )
+            else:
+                item = self._ask(step)
+                answer.sql_calls += 1
+            answer.evidence.append(item)
+            emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
+        facts, notes = compute_facts(answer.evidence, typing.type, horizon=self.options.horizon)
+        answer.facts = facts_payload(facts)
+        emit({"stage": "analysis", "facts": answer.facts, "notes": notes})
+        narrative = write_narrative(
+            question, typing.type, answer.evidence, facts, self.llm, timeout_s=left()
+        )
+        answer.short_answer = narrative.short_answer
+        answer.findings, answer.dropped = narrative.findings, narrative.dropped
+        answer.narrative_by = narrative.by  # type: ignore[assignment]
+        answer.caveats = self._missing(answer.evidence) + notes + narrative.caveats
+        emit(
+            {
+                "stage": "narrative",
+                "short_answer": answer.short_answer,
+                "findings": len(answer.findings),
+                "dropped": len(answer.dropped),
+            }
+        )
+        return self._final(answer, started, emit)
+
+    def _ask(self, step: SubQuestion) -> Evidence:
+        """One sub-question through the chain, as evidence (its failure as its error)."""
+        began = time.monotonic()
+        item = Evidence(id=step.id, question=step.question, purpose=step.purpose)
+        try:
+            reply = self.ask(step.question)
+        except Exception as exc:  # a failing sub-question must not end the analysis
+            log.info("analysis: %s failed: %s", step.id, exc)
+            item.error = f"{type(exc).__name__}: {exc}"
+            item.seconds = time.monotonic() - began
+            return item
+        item = _from_answer(step, reply, self.options.max_rows, began)
+        if item.error is None and reply.abstained and not reply.rows:
+            why = "; ".join(reply.abstention.reasons) if reply.abstention else ""
+            item.error = f"the answer abstained: {why or 'low confidence'}"
+        elif item.error is None and not reply.executed and not reply.columns:
+            item.error = "the query did not run"
+        return item
+
+    def _lookup(
+        self, answer: AnalysisAnswer, started: float, emit: Callable[[Event], None]
+    ) -> AnalysisAnswer:
+        step = SubQuestion(id="q1", question=answer.question, purpose="the question asked")
+        began = time.monotonic()
+        try:
+            reply = self.ask(answer.question)
+        except Exception as exc:
+            answer.evidence.append(
+                Evidence(id="q1", question=answer.question, error=f"{type(exc).__name__}: {exc}")
+            )
+            answer.caveats.append(f"the lookup failed: {exc}")
+        else:
+            answer.lookup = reply
+            answer.evidence.append(_from_answer(step, reply, self.options.max_rows, began))
+            answer.short_answer = _lookup_text(reply)
+        answer.sql_calls = 1
+        return self._final(answer, started, emit)
+
+    @staticmethod
+    def _missing(evidence: list[Evidence]) -> list[str]:
+        return [
+            f"missing {e.id} ({e.purpose or e.question}): {e.error}" for e in evidence if e.error
+        ]
+
+    @staticmethod
+    def _final(
+        answer: AnalysisAnswer, started: float, emit: Callable[[Event], None]
+    ) -> AnalysisAnswer:
+        answer.seconds = round(time.monotonic() - started, 3)
+        emit({"stage": "final", "answer": answer.model_dump(mode="json")})
+        return answer
+
+
+def _from_answer(step: SubQuestion, reply: Answer, max_rows: int, began: float) -> Evidence:
+    return Evidence(
+        id=step.id,
+        question=step.question,
+        purpose=step.purpose,
+        sql=reply.sql,
+        columns=list(reply.columns),
+        rows=[list(r) for r in reply.rows[:max_rows]],
+        row_count=reply.row_count,
+        truncated=reply.truncated or len(reply.rows) > max_rows,
+        error=reply.error,
+        seconds=time.monotonic() - began,
+    )
+
+
+def _lookup_text(reply: Answer) -> str:
+    """A lookup's one-line answer: its single value, or how many rows it returned."""
+    if reply.error:
+        return f"The question could not be answered: {reply.error}"
+    if reply.row_count == 1 and len(reply.columns) == 1 and reply.rows:
+        return f"{reply.columns[0]}: {reply.rows[0][0]}"
+    return f"{reply.row_count} rows"

@@ -1,0 +1,102 @@
+"""The plan: from the LLM, validated and bounded; a fallback plan for garbage; a forecast
+refused on a schema with no time column."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.analysis.plan import AnalysisRefused, plan_analysis, time_columns
+from agents.analysis.typing import QuestionTyping
+from agents.llm.base import LLMOutputError
+from tests.agents.scripted import ScriptedLLM
+
+SALES = """CREATE TABLE sales (
+  order_date DATE,
+  region TEXT,
+  model TEXT,
+  revenue REAL,
+  margin REAL
+)"""
+SINGERS = """CREATE TABLE singer (
+  Singer_ID INTEGER PRIMARY KEY,
+  Name TEXT,
+  Country TEXT,
+  Age INTEGER
+)"""
+DIAGNOSTIC = QuestionTyping(type="diagnostic")
+PREDICTIVE = QuestionTyping(type="predictive")
+
+
+def steps(n: int) -> str:
+    return json.dumps(
+        {
+            "steps": [
+                {"question": f"Total margin by month and region {i}?", "purpose": f"p{i}"}
+                for i in range(n)
+            ]
+        }
+    )
+
+
+def test_time_columns_are_read_from_the_schema():
+    assert time_columns(SALES) == ["order_date"]
+    assert time_columns(SINGERS) == []
+
+
+def test_the_plan_is_bounded_in_steps_and_numbered():
+    llm = ScriptedLLM([steps(9)])
+    plan = plan_analysis("Why did margin fall?", DIAGNOSTIC, SALES, llm, max_steps=3)
+    assert plan.by == "llm" and [s.id for s in plan.steps] == ["q1", "q2", "q3"]
+    assert plan.steps[0].purpose == "p0" and "past the limit of 3" in plan.notes[-1]
+    assert llm.calls[0][1]["json_schema"]["properties"]["steps"]["maxItems"] == 3
+    assert "order_date" in llm.calls[0][0][0]["content"]
+
+
+def test_the_plan_is_bounded_in_time():
+    llm = ScriptedLLM([steps(2)], delay_s=0.5)
+    plan = plan_analysis("Why did margin fall?", DIAGNOSTIC, SALES, llm, timeout_s=0.1)
+    assert plan.by == "fallback" and "no plan" in plan.notes[0]
+    assert llm.calls[0][1]["timeout"] == 0.1
+
+
+def test_invalid_and_repeated_steps_are_dropped():
+    reply = {
+        "steps": [
+            {"question": "Margin by month?", "purpose": "trend", "breakdowns": "region"},
+            {"question": "margin by month?"},
+            {"purpose": "no question"},
+            "not a step",
+        ]
+    }
+    plan = plan_analysis("Why?", DIAGNOSTIC, SALES, ScriptedLLM([json.dumps(reply)]))
+    assert [s.question for s in plan.steps] == ["Margin by month?"]
+    assert plan.steps[0].breakdowns == ["region"] and len(plan.notes) == 3
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [json.dumps({"steps": []}), json.dumps({"plan": "x"}), LLMOutputError("not JSON", "x")],
+    ids=["empty", "no-steps", "garbage"],
+)
+def test_a_malformed_plan_gives_the_fallback_plan(reply):
+    question = "Why did the margin fall in Q3?"
+    plan = plan_analysis(question, DIAGNOSTIC, SALES, ScriptedLLM([reply]))
+    assert plan.by == "fallback"
+    assert plan.steps[0].question == question
+    assert "by month" in plan.steps[1].question and plan.steps[1].id == "q2"
+
+
+def test_the_fallback_plan_has_no_time_series_without_a_time_column():
+    plan = plan_analysis(
+        "Why are singers old?", DIAGNOSTIC, SINGERS, ScriptedLLM(["garbage"]), max_steps=4
+    )
+    assert [s.id for s in plan.steps] == ["q1"]
+
+
+def test_a_forecast_on_a_database_with_no_time_column_is_refused():
+    llm = ScriptedLLM([AssertionError("no plan is asked for")])
+    with pytest.raises(AnalysisRefused) as refused:
+        plan_analysis("What will the average age be next year?", PREDICTIVE, SINGERS, llm)
+    assert "time column" in refused.value.reason and llm.calls == []
