@@ -41,8 +41,10 @@ def time_series(df: pd.DataFrame, time: str, measure: str) -> pd.Series:
         return series
     series.index = pd.DatetimeIndex(when)
     series = series.sort_index()
-    freq = pd.infer_freq(series.index) if len(series) >= 3 else None
-    code = (freq or "").split("-")[0].rstrip("SE")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandas 3 announces an offset in place of a string
+        freq = pd.infer_freq(series.index) if len(series) >= 3 else None
+    code = str(getattr(freq, "freqstr", freq) or "").split("-")[0].rstrip("SE")
     if code in {"M", "Q", "Y", "A", "W", "D"}:
         series.index = series.index.to_period("Y" if code == "A" else code)
     return series

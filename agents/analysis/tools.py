@@ -96,10 +96,16 @@ def period_change(
 
 
 def outliers(
-    df: pd.DataFrame, measure: str, by: str | None = None, *, z_threshold: float = 3.0
+    df: pd.DataFrame,
+    measure: str,
+    by: str | None = None,
+    *,
+    z_threshold: float = 3.0,
+    iqr_factor: float = 3.0,
 ) -> Outliers:
-    """Values of ``measure`` (summed per ``by`` label when given) outside Tukey's fences
-    (1.5 IQR past the quartiles) or with ``|z| >= z_threshold``, largest ``|z|`` first."""
+    """Values of ``measure`` (summed per ``by`` label when given) outside Tukey's far-out
+    fences (``iqr_factor`` IQR past the quartiles; 1.5 flags several points of any normal
+    sample of 30) or with ``|z| >= z_threshold``, largest ``|z|`` first."""
     _require(df, measure, by)
     data = df.dropna(subset=[measure])
     values = data.groupby(by, sort=False)[measure].sum() if by else data[measure]
@@ -109,7 +115,7 @@ def outliers(
     z = pd.Series(stats.zscore(values.to_numpy(), ddof=1), index=values.index).fillna(0.0)
     q1, q3 = np.percentile(values, [25, 75])
     spread = stats.iqr(values)
-    low, high = q1 - 1.5 * spread, q3 + 1.5 * spread
+    low, high = q1 - iqr_factor * spread, q3 + iqr_factor * spread
     flagged = values[(values < low) | (values > high) | (z.abs() >= z_threshold)]
     order = z[flagged.index].abs().sort_values(ascending=False).index
     points = [

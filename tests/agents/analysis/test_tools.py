@@ -1,0 +1,139 @@
+"""The analysis tools on known data: the planted driver, the injected outlier, the seasonal
+series, the forecast covering a held-out point, the best option."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.analysis.compute import compute_facts
+from agents.analysis.models import Evidence
+from agents.analysis.timeseries import forecast, time_series, trend_seasonality
+from agents.analysis.tools import frame, outliers, period_change, rank_options
+
+MONTHS = [str(p) for p in pd.period_range("2024-01", periods=12, freq="M")]
+
+
+def monthly_sales(seed: int = 7) -> pd.DataFrame:
+    """Monthly revenue of 4 regions x 3 models; in the last month East's Aurora drops by 80."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for month in MONTHS:
+        for region in ["North", "South", "East", "West"]:
+            for model in ["Aurora", "Borealis", "Cirrus"]:
+                value = 50 + rng.normal(0, 2)
+                if month == MONTHS[-1] and (region, model) == ("East", "Aurora"):
+                    value -= 40
+                rows.append([month, region, model, round(value, 2)])
+    return frame(["month", "region", "model", "revenue"], rows)
+
+
+def test_frame_makes_numeric_columns_numeric():
+    df = frame(["a", "b", "a"], [["x", "1", 2], ["y", "2.5", 3]])
+    assert list(df.columns) == ["a", "b", "a_2"]
+    assert df["b"].tolist() == [1.0, 2.5] and df["a"].tolist() == ["x", "y"]
+
+
+@pytest.mark.parametrize(("dimension", "driver"), [("region", "East"), ("model", "Aurora")])
+def test_period_change_finds_the_segment_that_drove_the_drop(dimension, driver):
+    change = period_change(monthly_sales(), "month", "revenue", dimension)
+    assert (change.previous_period, change.last_period) == ("2024-11", "2024-12")
+    assert change.change < -25 and change.pct_change < 0
+    top = change.contributions[0]
+    assert top.segment == driver and top.share > 0.6
+    assert all(c.share < 0.4 for c in change.contributions[1:])
+    assert driver in change.summary() and len(change.contributions) in (3, 4)
+
+
+def test_period_change_needs_two_periods():
+    with pytest.raises(ValueError, match="two periods"):
+        period_change(frame(["m", "v"], [["2024-01", 1]]), "m", "v")
+
+
+def test_outliers_find_the_injected_point():
+    rng = np.random.default_rng(3)
+    values = 100 + rng.normal(0, 3, 30)
+    values[17] = 160
+    df = pd.DataFrame({"day": [f"d{i}" for i in range(30)], "orders": values})
+    found = outliers(df, "orders", "day")
+    assert [p.label for p in found.points] == ["d17"]
+    assert found.points[0].zscore > 3 and found.count == 30
+    assert outliers(df.drop(index=17), "orders", "day").points == []
+
+
+def seasonal_series(n: int = 48, seed: int = 1) -> pd.Series:
+    """A monthly series: level 200, trend +2 a month, a yearly wave peaking in April."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    values = 200 + 2 * t + 30 * np.sin(2 * np.pi * t / 12) + rng.normal(0, 3, n)
+    return pd.Series(values, index=pd.period_range("2021-01", periods=n, freq="M"))
+
+
+def test_trend_and_seasonality_are_found_in_a_seasonal_series():
+    found = trend_seasonality(seasonal_series())
+    assert found.method == "stl" and found.period == 12
+    assert found.direction == "up" and found.p_value < 0.001 and 1.5 < found.slope < 2.5
+    assert found.seasonal_strength > 0.9 and found.peak_position == "April"
+    assert 40 < found.seasonal_amplitude < 80
+
+
+def test_a_short_series_gets_a_linear_trend_only():
+    series = pd.Series([10.0, 11.0, 9.0, 10.5, 10.0])
+    found = trend_seasonality(series)
+    assert found.method == "linear" and found.direction == "flat" and found.period is None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_forecast_interval_covers_a_held_out_point(seed):
+    series = seasonal_series(seed=seed)
+    predicted = forecast(series.iloc[:-1], 1)
+    point = predicted.points[0]
+    assert point.label == str(series.index[-1])
+    assert point.lower <= series.iloc[-1] <= point.upper
+    assert point.upper - point.lower < 40  # informative, not a blanket interval
+    assert predicted.method == "ets-seasonal"
+
+
+def test_a_forecast_of_a_short_trend_has_an_interval_around_the_trend():
+    predicted = forecast(pd.Series([10.0, 12.1, 13.9, 16.2, 18.0, 19.9]), 2)
+    assert [p.label for p in predicted.points] == ["+1", "+2"]
+    first = predicted.points[0]
+    assert first.lower < first.value < first.upper and 20 < first.value < 24
+
+
+def test_time_series_reads_monthly_dates_as_periods():
+    df = frame(["d", "v"], [["2024-02-01", 2], ["2024-01-01", 1], ["2024-03-01", 3]])
+    series = time_series(df, "d", "v")
+    assert [str(p) for p in series.index] == ["2024-01", "2024-02", "2024-03"]
+
+
+def test_rank_options_puts_the_best_expected_effect_first():
+    rows = [["10%", 5.0], ["10%", 7.0], ["0%", 9.0], ["0%", 11.0], ["20%", -1.0], ["20%", 1.0]]
+    ranked = rank_options(frame(["discount", "margin"], rows), "discount", "margin")
+    assert [o.option for o in ranked.options] == ["0%", "10%", "20%"]
+    best = ranked.options[0]
+    assert best.expected_effect == 10.0 and best.support == 2 and best.low < 10 < best.high
+
+
+def test_compute_facts_picks_the_tools_and_keeps_going_past_a_failing_one():
+    sales = monthly_sales()
+    evidence = [
+        Evidence(
+            id="q1",
+            question="revenue by month and region",
+            columns=["month", "region", "revenue"],
+            rows=sales.groupby(["month", "region"], as_index=False)["revenue"]
+            .sum()
+            .to_numpy()
+            .tolist(),
+        ),
+        Evidence(id="q2", question="failed", error="no such table"),
+        Evidence(id="q3", question="one row", columns=["n"], rows=[[3]]),
+    ]
+    facts, caveats = compute_facts(evidence, "diagnostic")
+    tools = {f.tool for f in facts}
+    assert {"period_change", "trend_seasonality", "outliers"} <= tools
+    change = next(f for f in facts if f.tool == "period_change")
+    assert change.evidence == "q1" and change.contributions[0].segment == "East"
+    assert any("under two cycles" in c for c in caveats)
