@@ -11,6 +11,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agents.analysis.numbers import known_numbers
+
 
 def rounded(value: Any) -> Any:
     """``value`` rounded sensibly: 4 significant digits, at most 1 decimal from 100 on;
@@ -37,17 +39,13 @@ def label(value: Any) -> str:
     return text[:10] if len(text) >= 19 and text[10:19] == " 00:00:00" else text
 
 
-def numbers_in(value: Any) -> list[float]:
-    """Every number in a nested structure of dicts, lists and scalars."""
-    if isinstance(value, bool) or value is None:
-        return []
-    if isinstance(value, int | float):
-        return [float(value)] if math.isfinite(float(value)) else []
+def leaves(value: Any) -> list[Any]:
+    """Every scalar in a nested structure of dicts and lists."""
     if isinstance(value, dict):
-        return [n for v in value.values() for n in numbers_in(v)]
+        return [leaf for v in value.values() for leaf in leaves(v)]
     if isinstance(value, list | tuple):
-        return [n for v in value for n in numbers_in(v)]
-    return []
+        return [leaf for v in value for leaf in leaves(v)]
+    return [value]
 
 
 @dataclass
@@ -61,7 +59,8 @@ class ToolFacts:
         return asdict(self)
 
     def numbers(self) -> list[float]:
-        return numbers_in(self.facts())
+        """Every number in the facts, labels (periods, segments) read too, signs dropped."""
+        return known_numbers(leaves(self.facts()))
 
     def summary(self) -> str:
         raise NotImplementedError

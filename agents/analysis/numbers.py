@@ -5,8 +5,8 @@ Numbers are read from text with one pattern (thousands separators and a ``%`` al
 number glued to a letter, like ``Q3`` or ``q2``, is not one), from the evidence's cells the
 same way (so a date ``2024-03`` gives 2024 and 3 on both sides). Signs are ignored ("fell by
 12" cites a change of -12). Two numbers match when they agree to two significant digits of
-the known one; a percentage matches in either form (``12%`` matches 12 and 0.12, a plain 12
-matches 0.12 too).
+the known one; a percentage matches in either form (``12%`` matches 12 and 0.12, a plain
+0.12 matches 12 too).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-NUMBER = re.compile(r"(?<![A-Za-z_\d.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:[eE]([-+]?\d+))?(\s*%)?")
+NUMBER = re.compile(
+    r"(?<![A-Za-z_\d.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:[eE]([-+]?\d+))?(\s*%|\s*percent\b)?"
+)
 
 
 def numbers_in_text(text: str) -> list[tuple[str, float, bool]]:
@@ -60,8 +62,9 @@ def round_sig(value: float, digits: int = 2) -> float:
 
 def unsupported_number(text: str, known: Sequence[float]) -> str | None:
     """The first number stated in ``text`` that none of ``known`` supports (None: all are)."""
-    for written, value, _ in numbers_in_text(text):
-        # a percentage in either form: 12% (or a plain 12) is 12 or 0.12
-        if not any(matches(form, k) for form in (value, value / 100) for k in known):
+    for written, value, percent in numbers_in_text(text):
+        # a percentage in either form: 12% is 12 or 0.12; a plain 0.12 may be 12%
+        forms = (value, value / 100) if percent else (value, value * 100)
+        if not any(matches(form, k) for form in forms for k in known):
             return written
     return None

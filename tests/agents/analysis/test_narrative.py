@@ -1,0 +1,133 @@
+"""The narrative's number check, its fallback to the computed facts, and the charts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.analysis.charts import chart_spec, render_png
+from agents.analysis.models import Evidence
+from agents.analysis.narrative import write_narrative
+from agents.analysis.numbers import numbers_in_text, unsupported_number
+from agents.analysis.tools import frame, period_change
+from tests.agents.scripted import ScriptedLLM
+
+ROWS = [
+    ["2024-10", "East", 120.0],
+    ["2024-10", "West", 80.0],
+    ["2024-11", "East", 60.0],
+    ["2024-11", "West", 82.0],
+]
+EVIDENCE = [
+    Evidence(
+        id="q1",
+        question="revenue by month and region",
+        columns=["month", "region", "revenue"],
+        rows=ROWS,
+    ),
+    Evidence(id="q2", question="margin by model", error="no such column: margin"),
+]
+
+
+def facts():
+    change = period_change(
+        frame(["month", "region", "revenue"], ROWS), "month", "revenue", "region"
+    )
+    change.evidence = "q1"
+    return [change]
+
+
+def reply(findings, short="Revenue fell from 200 to 142, driven by East."):
+    return json.dumps({"short_answer": short, "findings": findings, "caveats": ["q2 failed"]})
+
+
+def test_numbers_are_read_from_text():
+    found = numbers_in_text("fell 29% (from 200 to 142.0) in 2024-11, Q3, q1, 1,234 units")
+    assert [(w, v) for w, v, _ in found] == [
+        ("29%", 29.0),
+        ("200", 200.0),
+        ("142.0", 142.0),
+        ("2024", 2024.0),
+        ("11", 11.0),
+        ("1,234", 1234.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "offending"),
+    [
+        ("fell by 29%", None),  # -29.0 % in the facts
+        ("fell by 0.29 of its value", None),  # the same share written as a fraction
+        ("fell by 58", None),  # -58 in the facts, sign ignored
+        ("East went from 120 to 60", None),
+        ("East went from 121 to 60", None),  # 2 significant digits of 120
+        ("East lost 47.3% of its revenue", "47.3%"),
+        ("East went from 120 to 65", "65"),
+    ],
+)
+def test_the_number_check(text, offending):
+    known = [120.0, 80.0, 60.0, 82.0, 2024, 10, 11, 58.0, 29.0, 200, 142]
+    assert unsupported_number(text, known) == offending
+
+
+def test_a_finding_with_an_invented_number_is_dropped():
+    findings = [
+        {
+            "text": "Revenue fell by 58 (29%) from 2024-10 to 2024-11.",
+            "evidence": ["q1"],
+            "numbers": [58, 29],
+        },
+        {
+            "text": "East's revenue halved, from 120 to 60.",
+            "evidence": ["q1"],
+            "numbers": [120, 60],
+        },
+        {"text": "East lost 47.3% of its customers.", "evidence": ["q1"], "numbers": [47.3]},
+        {"text": "West grew to 82.", "evidence": ["q1"], "numbers": [82, 999]},
+        {"text": "Margins dropped 12 points.", "evidence": ["q2"], "numbers": [12]},
+    ]
+    narrative = write_narrative(
+        "Why did revenue fall?", "diagnostic", EVIDENCE, facts(), ScriptedLLM([reply(findings)])
+    )
+    assert narrative.by == "llm"
+    assert [f.text for f in narrative.findings] == [findings[0]["text"], findings[1]["text"]]
+    dropped = {d.text: d for d in narrative.dropped}
+    assert dropped[findings[2]["text"]].number == "47.3%"
+    assert dropped[findings[3]["text"]].number == "999"
+    assert dropped[findings[4]["text"]].reason == "cites no evidence"  # q2 has no rows
+    assert narrative.short_answer.startswith("Revenue fell from 200 to 142")
+    assert "q2 failed" in narrative.caveats
+    chart = narrative.findings[0].chart
+    assert chart["mark"] == "line" and chart["encoding"]["x"]["field"] == "month"
+    assert chart["$schema"].endswith("vega-lite/v5.json") and len(chart["data"]["values"]) == 4
+
+
+def test_a_short_answer_with_an_invented_number_is_replaced():
+    findings = [{"text": "East fell from 120 to 60.", "evidence": ["q1"]}]
+    llm = ScriptedLLM([reply(findings, short="Revenue fell 35%.")])
+    narrative = write_narrative("Why?", "diagnostic", EVIDENCE, facts(), llm)
+    assert narrative.short_answer == "East fell from 120 to 60."
+    assert narrative.dropped[0].number == "35%"
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["not json at all", json.dumps(["a list"]), reply([{"text": "Up 77%.", "evidence": ["q1"]}])],
+)
+def test_an_unusable_narrative_falls_back_to_the_computed_facts(garbage):
+    narrative = write_narrative("Why?", "diagnostic", EVIDENCE, facts(), ScriptedLLM([garbage]))
+    assert narrative.by == "facts" and narrative.findings
+    assert "East" in narrative.findings[0].text and narrative.findings[0].evidence == ["q1"]
+    assert unsupported_number(narrative.findings[0].text, facts()[0].numbers()) is None
+    assert narrative.caveats
+
+
+def test_charts_and_png(tmp_path):
+    bar = chart_spec(["country", "singers"], [["France", 4], ["Netherlands", 1]], "singers")
+    assert bar["mark"] == "bar" and bar["encoding"]["x"]["field"] == "country"
+    assert chart_spec(["n"], [[1], [2]]) is None and chart_spec(["a", "b"], [["x", 1]]) is None
+    path = render_png(bar, tmp_path / "bar.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    line = frame(["month", "revenue"], [["2024-01", 1.0], ["2024-02", 2.0]])
+    assert render_png(line, tmp_path / "line.png").stat().st_size > 1000
