@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bench.judge.answers import AnalysisAnswer
-from bench.judge.core import Judge, JudgeLog, ask, boolean, mean, scale
+from bench.judge.core import REASON, Judge, JudgeLog, ask, boolean, mean, scale
 from bench.judge.core import field as reply_field
 
 PROTOCOL = "bibench"
@@ -40,19 +40,19 @@ CLAIM_SCHEMA = {
     "type": "object",
     "properties": {
         "factual": {"type": "boolean"},
-        "question": {"type": "string"},
-        "sql": {"type": "string"},
+        "question": REASON,
+        "sql": {"type": "string", "maxLength": 800},
     },
     "required": ["factual"],
 }
 SUPPORT_SCHEMA = {
     "type": "object",
-    "properties": {"supported": {"type": "boolean"}, "reason": {"type": "string"}},
+    "properties": {"supported": {"type": "boolean"}, "reason": REASON},
     "required": ["supported"],
 }
 RATING_SCHEMA = {
     "type": "object",
-    "properties": {"score": {"enum": [1, 2, 3, 4, 5]}, "reason": {"type": "string"}},
+    "properties": {"score": {"enum": [1, 2, 3, 4, 5]}, "reason": REASON},
     "required": ["score"],
 }
 _BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 PROMPTS = Path(__file__).parent / "prompts"
 Judge = LLM
 """The judge's interface: :class:`agents.llm.base.LLM`."""
+REASON = {"type": "string", "maxLength": 200}
+"""The schema of a verdict's free-text reason: bounded, so that a talkative model closes the
+JSON before its token budget runs out (a cut reply would lose the verdict with it)."""
 
 
 class JudgeParseError(ValueError):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.judge.answers import AnalysisAnswer, Evidence
-from bench.judge.core import Judge, JudgeLog, JudgeParseError, ask, mean, scale
+from bench.judge.core import REASON, Judge, JudgeLog, JudgeParseError, ask, mean, scale
 from bench.judge.core import field as reply_field
 
 PROTOCOL = "corgi"
@@ -42,7 +42,7 @@ PICK_SCHEMA = {
 }
 SCORE_SCHEMA = {
     "type": "object",
-    "properties": {"score": {"enum": list(ANCHORS)}, "reason": {"type": "string"}},
+    "properties": {"score": {"enum": list(ANCHORS)}, "reason": REASON},
     "required": ["score"],
 }
 

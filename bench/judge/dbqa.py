@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.judge.answers import AnalysisAnswer
-from bench.judge.core import Judge, JudgeLog, JudgeParseError, ask, mean, scale
+from bench.judge.core import REASON, Judge, JudgeLog, JudgeParseError, ask, mean, scale
 from bench.judge.core import field as reply_field
 
 PROTOCOL = "dbqa"
@@ -23,12 +23,12 @@ STAGES = ("plan", "sql", "synthesis")
 VERDICTS = ("perfect", "imperfect")
 VERDICT_SCHEMA = {
     "type": "object",
-    "properties": {"verdict": {"enum": list(VERDICTS)}, "issues": {"type": "string"}},
+    "properties": {"verdict": {"enum": list(VERDICTS)}, "issues": REASON},
     "required": ["verdict"],
 }
 MATCH_SCHEMA = {
     "type": "object",
-    "properties": {"score": {"enum": [1, 2, 3, 4, 5]}, "reason": {"type": "string"}},
+    "properties": {"score": {"enum": [1, 2, 3, 4, 5]}, "reason": REASON},
     "required": ["score"],
 }
 

@@ -19,12 +19,12 @@ from typing import Any
 
 from bench.datasets.insightbench import InsightTask
 from bench.judge.answers import InsightAnswer
-from bench.judge.core import Judge, JudgeLog, ask, mean, number_in
+from bench.judge.core import REASON, Judge, JudgeLog, ask, mean, number_in
 
 PROTOCOL = "insightbench"
 SCORE_SCHEMA = {
     "type": "object",
-    "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
+    "properties": {"score": {"type": "number"}, "reason": REASON},
     "required": ["score"],
 }
 
