@@ -110,13 +110,21 @@ def run(args: argparse.Namespace, judge: LLM) -> dict:
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    args = parser().parse_args(argv)
-    judge = make_judge(args)
-    summary = run(args, judge)
+def judge_command(args: argparse.Namespace) -> int:
+    """Run the parsed command: the report on stdout and 0, or the error on stderr and 2."""
+    try:
+        judge = make_judge(args)
+        summary = run(args, judge)
+    except (ValueError, FileNotFoundError) as exc:  # DatasetFormatError is a ValueError
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     sys.stdout.write(markdown(args.protocol, judge.name, summary))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    return judge_command(parser().parse_args(argv))
 
 
 if __name__ == "__main__":

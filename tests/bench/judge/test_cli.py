@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.judge.__main__ import make_judge, parser, run
+from bench.judge.__main__ import main, make_judge, parser, run
 from tests.bench.judge.judges import GARBAGE, by_prompt
 from tests.bench.judge.test_insightbench_loader import needs_data
 
@@ -109,3 +109,18 @@ def test_judge_options() -> None:
         )
     )  # fmt: skip
     assert judge.name == "openai:big@http://localhost:9/v1"
+
+
+def test_bad_answers_file_is_named_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"question": "ok?"}\nnot json\n')
+
+    code = main(
+        ["dbqa", "--answers", str(answers), "--out", str(tmp_path / "o"), "--judge-url=u",
+         "--judge-model=m"]
+    )  # fmt: skip
+
+    assert code == 2
+    assert "answers.jsonl:2: invalid JSON" in capsys.readouterr().err
