@@ -124,6 +124,7 @@ def judge_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its CPU probes, at INFO
     return judge_command(parser().parse_args(argv))
 
 
