@@ -132,9 +132,7 @@ def checked(
             )
             continue
         known = [n for i in cited for n in _row_numbers(by_id[i])] + fact_numbers + asked
-        offending = unsupported_number(text, known) or unsupported_number(
-            " ".join(f"{n:g}" for n in stated), known
-        )
+        offending = unsupported_number(text, known)
         if offending is not None:
             narrative.dropped.append(
                 DroppedFinding(
@@ -145,7 +143,9 @@ def checked(
                 )
             )
             continue
-        used = stated or [v for _, v, _ in numbers_in_text(text)]
+        # the numbers it says it uses: those the check supports (its text's when none)
+        used = [n for n in stated if unsupported_number(f"{n:g}", known) is None]
+        used = used or [v for _, v, _ in numbers_in_text(text)]
         narrative.findings.append(Finding(text=text, evidence=cited, numbers=used))
     if not narrative.findings and facts:
         if raw:

@@ -1,8 +1,10 @@
 """The analysis plan: sub-questions, each answerable by one SQL query, with their purpose.
 
-The LLM proposes the plan (a JSON reply; ``prompts/analysis_plan.j2``); it is validated and
-bounded: at most ``max_steps`` sub-questions, each with a non-empty question, duplicates
-dropped, ids renumbered ``q1``, ``q2``, ... A reply that is not a plan (garbage, no usable
+The first sub-question is always the question itself, asked directly (the chain may well
+answer it in one query; the others explain it). The LLM proposes the rest (a JSON reply;
+``prompts/analysis_plan.j2``); they are validated and bounded: at most ``max_steps``
+sub-questions in all, each with a non-empty question, duplicates dropped, ids renumbered
+``q1``, ``q2``, ... A reply that is not a plan (garbage, no usable
 step, a model error or timeout) gives a deterministic fallback plan: the question itself, and
 for a diagnostic or predictive question a "by month" time series when the schema has a time
 column. A predictive question on a schema that shows no date or time column is refused
@@ -90,7 +92,9 @@ def plan_schema(max_steps: int) -> dict[str, Any]:
     }
     return {
         "type": "object",
-        "properties": {"steps": {"type": "array", "items": step, "maxItems": max_steps}},
+        "properties": {
+            "steps": {"type": "array", "items": step, "maxItems": max(1, max_steps - 1)}
+        },
         "required": ["steps"],
     }
 
@@ -115,6 +119,8 @@ def plan_analysis(
             question,
             "a forecast needs a date or time column, and the database's schema shows none",
         )
+    if max_steps == 1:
+        return fallback_plan(question, typing, times, 1, "one step allowed: the question")
     prompt = render(
         "analysis_plan.j2",
         question=question,
@@ -134,22 +140,24 @@ def plan_analysis(
         parsed = reply.completions[0].json()
     except LLMError as exc:  # garbage, timeout, cancelled
         return fallback_plan(question, typing, times, max_steps, f"the LLM gave no plan: {exc}")
-    steps, notes = validated_steps(parsed, max_steps)
-    if not steps:
+    steps, notes = validated_steps(parsed, max_steps, first=question)
+    if len(steps) < 2:
         reason = "; ".join(notes) or f"no usable step in {str(parsed)[:200]!r}"
         return fallback_plan(question, typing, times, max_steps, reason)
     return AnalysisPlan(question=question, type=typing.type, steps=steps, notes=notes)
 
 
-def validated_steps(parsed: Any, max_steps: int) -> tuple[list[SubQuestion], list[str]]:
-    """The usable steps of a parsed reply (renumbered, at most ``max_steps``) and notes on
-    what was dropped."""
+def validated_steps(
+    parsed: Any, max_steps: int, *, first: str
+) -> tuple[list[SubQuestion], list[str]]:
+    """The question ``first`` asked directly, then the usable steps of a parsed reply
+    (renumbered, at most ``max_steps`` in all), and notes on what was dropped."""
     raw = parsed.get("steps") if isinstance(parsed, dict) else parsed
     if not isinstance(raw, list):
         return [], [f"the reply has no list of steps: {str(parsed)[:200]!r}"]
-    steps: list[SubQuestion] = []
+    steps = [SubQuestion(id="q1", question=first, purpose="the question asked directly")]
     notes: list[str] = []
-    seen: set[str] = set()
+    seen = {" ".join(first.split()).lower()}
     for index, item in enumerate(raw, 1):
         text = item.get("question") if isinstance(item, dict) else None
         if not isinstance(text, str) or not text.strip():

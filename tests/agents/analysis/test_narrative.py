@@ -91,10 +91,11 @@ def test_a_finding_with_an_invented_number_is_dropped():
         "Why did revenue fall?", "diagnostic", EVIDENCE, facts(), ScriptedLLM([reply(findings)])
     )
     assert narrative.by == "llm"
-    assert [f.text for f in narrative.findings] == [findings[0]["text"], findings[1]["text"]]
+    kept = [findings[0]["text"], findings[1]["text"], findings[3]["text"]]
+    assert [f.text for f in narrative.findings] == kept
+    assert narrative.findings[2].numbers == [82]  # the invented 999 is not one it uses
     dropped = {d.text: d for d in narrative.dropped}
     assert dropped[findings[2]["text"]].number == "47.3%"
-    assert dropped[findings[3]["text"]].number == "999"
     assert dropped[findings[4]["text"]].reason == "cites no evidence"  # q2 has no rows
     assert narrative.short_answer.startswith("Revenue fell from 200 to 142")
     assert "q2 failed" in narrative.caveats

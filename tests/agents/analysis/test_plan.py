@@ -49,8 +49,11 @@ def test_the_plan_is_bounded_in_steps_and_numbered():
     llm = ScriptedLLM([steps(9)])
     plan = plan_analysis("Why did margin fall?", DIAGNOSTIC, SALES, llm, max_steps=3)
     assert plan.by == "llm" and [s.id for s in plan.steps] == ["q1", "q2", "q3"]
-    assert plan.steps[0].purpose == "p0" and "past the limit of 3" in plan.notes[-1]
-    assert llm.calls[0][1]["json_schema"]["properties"]["steps"]["maxItems"] == 3
+    # the question itself first, then the model's steps
+    assert plan.steps[0].question == "Why did margin fall?"
+    assert [s.purpose for s in plan.steps[1:]] == ["p0", "p1"]
+    assert "past the limit of 3" in plan.notes[-1]
+    assert llm.calls[0][1]["json_schema"]["properties"]["steps"]["maxItems"] == 2
     assert "order_date" in llm.calls[0][0][0]["content"]
 
 
@@ -71,8 +74,8 @@ def test_invalid_and_repeated_steps_are_dropped():
         ]
     }
     plan = plan_analysis("Why?", DIAGNOSTIC, SALES, ScriptedLLM([json.dumps(reply)]))
-    assert [s.question for s in plan.steps] == ["Margin by month?"]
-    assert plan.steps[0].breakdowns == ["region"] and len(plan.notes) == 3
+    assert [s.question for s in plan.steps] == ["Why?", "Margin by month?"]
+    assert plan.steps[1].breakdowns == ["region"] and len(plan.notes) == 3
 
 
 @pytest.mark.parametrize(
@@ -86,6 +89,12 @@ def test_a_malformed_plan_gives_the_fallback_plan(reply):
     assert plan.by == "fallback"
     assert plan.steps[0].question == question
     assert "by month" in plan.steps[1].question and plan.steps[1].id == "q2"
+
+
+def test_one_step_is_the_question_alone_without_asking_the_model():
+    llm = ScriptedLLM([AssertionError("no plan is asked for")])
+    plan = plan_analysis("Why did margin fall?", DIAGNOSTIC, SALES, llm, max_steps=1)
+    assert [s.question for s in plan.steps] == ["Why did margin fall?"] and llm.calls == []
 
 
 def test_the_fallback_plan_has_no_time_series_without_a_time_column():

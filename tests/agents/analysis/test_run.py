@@ -18,6 +18,7 @@ QUESTION = "Why did revenue fall in December?"
 SALES = monthly_sales()
 BY_REGION = SALES.groupby(["month", "region"], as_index=False)["revenue"].sum()
 BY_MODEL = SALES.groupby(["month", "model"], as_index=False)["revenue"].sum()
+TOTAL = SALES.groupby("month", as_index=False)["revenue"].sum()
 PLAN = [
     {"question": "Revenue by month and region", "purpose": "who drove it", "measure": "revenue"},
     {"question": "Revenue by month and model", "purpose": "which model"},
@@ -46,6 +47,7 @@ class FakeChain:
         self.asked: list[str] = []
         self.delay_s = delay_s
         self.canned = {
+            QUESTION: answer(QUESTION, TOTAL.columns, TOTAL.to_numpy().tolist()),
             PLAN[0]["question"]: answer(
                 PLAN[0]["question"], BY_REGION.columns, BY_REGION.to_numpy().tolist()
             ),
@@ -92,38 +94,37 @@ def test_an_analysis_end_to_end_keeps_going_past_a_failing_subquestion():
     events: list[dict] = []
     chain = FakeChain()
     # the model cites the numbers of the computed change, and one it invented
-    probe = Analyst(chain, model([]), AnalysisOptions(max_steps=3)).analyze(
+    probe = Analyst(chain, model([]), AnalysisOptions(max_steps=4)).analyze(
         QUESTION, schema_text=SCHEMA
     )
-    change = change_of(probe, "q1")
+    change = change_of(probe, "q2")
     east = change["contributions"][0]
     assert east["segment"] == "East"
     findings = [
         {
             "text": f"East's revenue changed by {east['change']} between "
             f"{change['previous_period']} and {change['last_period']}.",
-            "evidence": ["q1"],
+            "evidence": ["q2"],
         },
-        {"text": "Aurora's revenue fell by 73.5%.", "evidence": ["q2"]},
+        {"text": "Aurora's revenue fell by 73.5%.", "evidence": ["q3"]},
     ]
-    analysis = Analyst(FakeChain(), model(findings), AnalysisOptions(max_steps=3)).analyze(
+    analysis = Analyst(FakeChain(), model(findings), AnalysisOptions(max_steps=4)).analyze(
         QUESTION, schema_text=SCHEMA, on_event=events.append
     )
     assert analysis.type == "diagnostic" and analysis.typing.by == "rules"
-    assert [e.id for e in analysis.evidence] == ["q1", "q2", "q3"] and analysis.sql_calls == 3
-    assert analysis.evidence[2].error.startswith("RuntimeError: no such column")
-    assert any(c.startswith("missing q3 (discounts)") for c in analysis.caveats)
+    assert [e.id for e in analysis.evidence] == ["q1", "q2", "q3", "q4"]
+    assert analysis.sql_calls == 4 and analysis.evidence[0].question == QUESTION
+    assert analysis.evidence[3].error.startswith("RuntimeError: no such column")
+    assert any(c.startswith("missing q4 (discounts)") for c in analysis.caveats)
     assert [f.text for f in analysis.findings] == [findings[0]["text"]]
     assert analysis.dropped[0].number == "73.5%" and analysis.narrative_by == "llm"
-    assert change_of(analysis, "q2")["contributions"][0]["segment"] == "Aurora"
+    assert change_of(analysis, "q3")["contributions"][0]["segment"] == "Aurora"
     assert analysis.findings[0].chart["mark"] == "line"
     stages = [e["stage"] for e in events]
     assert stages == [
         "typing",
         "plan",
-        "subquestion",
-        "subquestion",
-        "subquestion",
+        *["subquestion"] * 4,
         "analysis",
         "narrative",
         "final",
@@ -155,9 +156,9 @@ def test_a_forecast_without_a_time_column_is_refused_with_a_reason():
 
 def test_the_analysis_is_bounded_in_time():
     chain = FakeChain(delay_s=0.3)
-    options = AnalysisOptions(max_steps=3, max_seconds=0.4)
+    options = AnalysisOptions(max_steps=4, max_seconds=0.4)
     analysis = Analyst(chain, model([])).analyze(QUESTION, schema_text=SCHEMA)  # warm-up: no bound
-    assert analysis.sql_calls == 3
+    assert analysis.sql_calls == 4
     chain = FakeChain(delay_s=0.3)
     analysis = Analyst(chain, model([]), options).analyze(QUESTION, schema_text=SCHEMA)
     assert analysis.sql_calls == 2 and len(chain.asked) == 2
@@ -170,10 +171,10 @@ def test_an_abstained_subanswer_is_missing_evidence():
     chain.canned[PLAN[2]["question"]] = answer(
         PLAN[2]["question"], abstained=True, abstention=Abstention(reasons=["unsure of 'discount'"])
     )
-    analysis = Analyst(chain, model([]), AnalysisOptions(max_steps=3)).analyze(
+    analysis = Analyst(chain, model([]), AnalysisOptions(max_steps=4)).analyze(
         QUESTION, schema_text=SCHEMA
     )
-    assert "abstained: unsure of 'discount'" in analysis.evidence[2].error
+    assert "abstained: unsure of 'discount'" in analysis.evidence[3].error
 
 
 def test_options_are_checked():
