@@ -16,6 +16,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -78,7 +79,7 @@ def make_judge(args: argparse.Namespace) -> LLM:
     return load_llm(args.model or DEFAULT_MODEL, ModelChoice(llm_cache=args.llm_cache))
 
 
-def run(args: argparse.Namespace, judge: LLM) -> dict:
+def run(args: argparse.Namespace, judge: LLM) -> dict[str, Any]:
     """Score the answers with ``judge``; write the results; the summary."""
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -90,14 +91,14 @@ def run(args: argparse.Namespace, judge: LLM) -> dict:
             tasks = load_insightbench(
                 args.data, cache_dir=args.cache or out / "databases", limit=args.limit
             )
-            answers = {a.task_id: a for a in read_insight_answers(args.answers)}
-            items = [
-                insightbench.score_task(t, answers.get(t.id), judge, judge_log, top_k=args.top_k)
+            by_task = {a.task_id: a for a in read_insight_answers(args.answers)}
+            items: list[Any] = [
+                insightbench.score_task(t, by_task.get(t.id), judge, judge_log, top_k=args.top_k)
                 for t in tqdm(tasks, desc="insightbench", unit="task")
             ]
             summary = insightbench.aggregate(items)
         else:
-            module = {"corgi": corgi, "bibench": bibench, "dbqa": dbqa}[args.protocol]
+            module: Any = {"corgi": corgi, "bibench": bibench, "dbqa": dbqa}[args.protocol]
             answers = read_analysis_answers(args.answers)[: args.limit]
             if args.database is not None:
                 answers = [a if a.database else replace(a, database=args.database) for a in answers]

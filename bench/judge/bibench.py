@@ -144,7 +144,7 @@ def check_sentence(
 ) -> tuple[SentenceCheck, int]:
     """One sentence checked against ``answer.database`` by the judge; and its failed calls."""
     item = f"{answer.id}/sentence-{index}"
-    common = {"protocol": PROTOCOL, "item": item}
+    common: dict[str, Any] = {"protocol": PROTOCOL, "item": item}
     claim = ask(
         judge, judge_log, **common, step="claim", template="bibench_claim.j2", parse=_claim,
         schema=CLAIM_SCHEMA, max_tokens=400, question=answer.question, sentence=sentence,

@@ -86,7 +86,7 @@ class CorgiScores:
 
 def score_answer(answer: AnalysisAnswer, judge: Judge, judge_log: JudgeLog) -> CorgiScores:
     """Pick the dimensions for ``answer``'s question, then score each."""
-    context = {
+    context: dict[str, Any] = {
         "question": answer.question,
         "question_type": answer.type or "unknown",
         "answer": answer.text,

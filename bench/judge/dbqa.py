@@ -79,7 +79,7 @@ def score_answer(answer: AnalysisAnswer, judge: Judge, judge_log: JudgeLog) -> D
     issues: dict[str, str] = {}
     failed = 0
     for stage in STAGES:
-        context = {
+        context: dict[str, Any] = {
             "question": answer.question,
             "stage": stage,
             "content": stage_text(answer, stage),

@@ -52,6 +52,10 @@ def markdown(protocol: str, judge: str, summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _plain(item: Any) -> Any:
+    return asdict(item) if is_dataclass(item) and not isinstance(item, type) else item
+
+
 def write_results(
     out: Path, protocol: str, judge: str, summary: dict[str, Any], items: list[Any]
 ) -> None:
@@ -61,7 +65,7 @@ def write_results(
         "protocol": protocol,
         "judge": judge,
         "summary": summary,
-        "items": [asdict(item) if is_dataclass(item) else item for item in items],
+        "items": [_plain(item) for item in items],
     }
     (out / "scores.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     (out / "report.md").write_text(markdown(protocol, judge, summary))
