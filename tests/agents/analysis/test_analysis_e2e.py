@@ -9,7 +9,7 @@ import pytest
 
 from agents.analysis.numbers import known_numbers, unsupported_number
 from agents.analysis.run import AnalysisOptions, Analyst
-from agents.analysis.typing import TYPES
+from agents.analysis.typing import TYPES, classify_question, rule_typing
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 
 pytestmark = pytest.mark.slow  # the real model types, plans, writes SQL and the narrative
@@ -54,3 +54,12 @@ def _leaves(value):
     if isinstance(value, list):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+def test_the_embedded_model_types_a_question_the_rules_are_unsure_of(embedded_llm):
+    question = "Singers and their countries, the whole picture"
+    assert rule_typing(question)[1] is False  # no cue: the model is asked
+    typed = classify_question(question, embedded_llm)
+    assert typed.type in TYPES
+    # the model's typing, or the rules' with a note saying why the model's was unusable
+    assert typed.by == "llm" or typed.notes, typed

@@ -130,6 +130,7 @@ def test_an_analysis_end_to_end_keeps_going_past_a_failing_subquestion():
         "final",
     ]
     assert events[-1]["answer"]["short_answer"] == "Revenue fell, driven by East."
+    json.dumps(events)  # what an SSE stream sends
 
 
 def test_a_lookup_goes_through_the_chain_as_today():
