@@ -1,10 +1,10 @@
 """Which analysis tools apply to which evidence, run on its rows.
 
-A result with a time column and a measure gets the period change (with its drivers when it
-also has a category column), trend and seasonality, outliers over time, and a forecast for
-a predictive question; a result with a category and a measure gets outliers across the
-categories and, for a prescriptive question, the ranking of the categories as options. A tool
-that fails leaves a caveat, and the others still run.
+A result with a time column and a measure gets the period change (with its drivers by each
+category column, and by two of them combined), trend and seasonality, outliers over time,
+and a forecast for a predictive question; a result with a category and a measure gets
+outliers across the categories and, for a prescriptive question, the ranking of the
+categories as options. A tool that fails leaves a caveat, and the others still run.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import pandas as pd
+from pandas.api.types import is_numeric_dtype
 
 from agents.analysis.charts import roles
 from agents.analysis.facts import ToolFacts
@@ -50,7 +53,13 @@ def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], 
     if time is not None:
         series = time_series(df, time, measure)
         if kind in {"descriptive", "diagnostic", "predictive"}:
-            runs.append(("period_change", lambda: period_change(df, time, measure, category)))
+            for dimension in _dimensions(df, time, measure):
+                runs.append(
+                    (
+                        "period_change",
+                        lambda d=dimension: period_change(df, time, measure, d),
+                    )
+                )
         if len(series) >= 3:
             runs.append(("trend_seasonality", lambda: trend_seasonality(series)))
         if len(series) >= 4 and kind in {"descriptive", "diagnostic"}:
@@ -82,6 +91,17 @@ def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], 
         result.evidence = item.id
         results.append(result)
     return results, notes
+
+
+def _dimensions(df: pd.DataFrame, time: str, measure: str) -> list[str | None]:
+    """The breakdowns to decompose a change by: each text column (two at most) and, with
+    two, their combination (a change driven by one region and one model shows there)."""
+    text = [c for c in df.columns if c not in (time, measure) and not is_numeric_dtype(df[c])][:2]
+    if len(text) == 2:
+        combined = " / ".join(text)
+        df[combined] = df[text[0]].astype(str) + " / " + df[text[1]].astype(str)
+        text.append(combined)
+    return list(text) or [None]
 
 
 def facts_payload(facts: Sequence[ToolFacts]) -> list[dict[str, Any]]:

@@ -137,3 +137,20 @@ def test_compute_facts_picks_the_tools_and_keeps_going_past_a_failing_one():
     change = next(f for f in facts if f.tool == "period_change")
     assert change.evidence == "q1" and change.contributions[0].segment == "East"
     assert any("under two cycles" in c for c in caveats)
+
+
+def test_a_change_driven_by_one_region_and_model_is_found_in_their_combination():
+    sales = monthly_sales()
+    evidence = [
+        Evidence(
+            id="q1",
+            question="revenue by month, region and model",
+            columns=list(sales.columns),
+            rows=sales.to_numpy().tolist(),
+        )
+    ]
+    facts, _ = compute_facts(evidence, "diagnostic")
+    changes = {f.dimension: f for f in facts if f.tool == "period_change"}
+    assert set(changes) == {"region", "model", "region / model"}
+    assert changes["region / model"].contributions[0].segment == "East / Aurora"
+    assert changes["region / model"].contributions[0].share > 0.8
