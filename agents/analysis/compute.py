@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -54,12 +55,7 @@ def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], 
         series = time_series(df, time, measure)
         if kind in {"descriptive", "diagnostic", "predictive"}:
             for dimension in _dimensions(df, time, measure):
-                runs.append(
-                    (
-                        "period_change",
-                        lambda d=dimension: period_change(df, time, measure, d),
-                    )
-                )
+                runs.append(("period_change", partial(period_change, df, time, measure, dimension)))
         if len(series) >= 3:
             runs.append(("trend_seasonality", lambda: trend_seasonality(series)))
         if len(series) >= 4 and kind in {"descriptive", "diagnostic"}:

@@ -117,7 +117,7 @@ def checked(
     by_id = {e.id: e for e in evidence if e.ok}
     fact_numbers = [n for f in facts for n in known_numbers(f.numbers())]
     asked = known_numbers([question])
-    raw = parsed.get("findings") if isinstance(parsed.get("findings"), list) else []
+    raw = _list(parsed.get("findings"))
     for item in raw[:MAX_FINDINGS]:
         if not isinstance(item, dict) or not str(item.get("text", "")).strip():
             continue
