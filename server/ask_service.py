@@ -211,17 +211,24 @@ class AskService:
     async def ask(self, question: str, context: QueryContext, options: AskOptions) -> Answer:
         """Answer on an ask thread once admitted (see the module docstring: 409, 429 and 503
         come before any work); ``context.reader`` decides what knowledge is seen."""
+        return await self.run(
+            options, lambda pipeline, ready: self._answer(pipeline, question, context, ready)
+        )
+
+    async def run(self, options: AskOptions, work: Callable[[Pipeline, AskOptions], T]) -> T:
+        """``work(pipeline, options)`` on an ask thread once admitted, as a question is
+        answered (an analysis asks several through it); ``options`` as the deadline left."""
         self._require_configured()
         began = time.monotonic()
         admission = self.gate.admit()
 
-        def work() -> Answer:
+        def job() -> T:
             with admission:
                 pipeline = self.pipeline()
                 ready = self._ready_to_answer(admission, options, began)
-                return self._answer(pipeline, question, context, ready)
+                return work(pipeline, ready)
 
-        return await asyncio.wrap_future(self._submit(admission, work))
+        return await asyncio.wrap_future(self._submit(admission, job))
 
     async def stream(
         self, question: str, context: QueryContext, options: AskOptions
@@ -231,6 +238,21 @@ class AskService:
 
         A missing target or model (409) and a saturated gate (429, or 503 when no model slot
         comes free) raise here, before the first event."""
+
+        def work(pipeline: Pipeline, ready: AskOptions, put: Callable[[Event], None]) -> None:
+            self._answer(pipeline, question, context, ready, on_event=put)
+
+        return await self.stream_work(options, work, what=repr(question))
+
+    async def stream_work(
+        self,
+        options: AskOptions,
+        work: Callable[[Pipeline, AskOptions, Callable[[Event], None]], object],
+        *,
+        what: str,
+    ) -> AsyncIterator[Event]:
+        """The events ``work(pipeline, options, put)`` puts, as they happen, run on an ask
+        thread once admitted; an ``error`` event (with a status) ends a failed one."""
         self._require_configured()
         began = time.monotonic()
         admission = self.gate.admit()
@@ -242,7 +264,7 @@ class AskService:
             with suppress(RuntimeError):  # a closed loop: the server stopped, nobody listens
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
-        def work() -> None:
+        def job() -> None:
             with admission:
                 try:
                     pipeline = self.pipeline()
@@ -252,18 +274,18 @@ class AskService:
                     return
                 started.set_result(None)
                 try:
-                    self._answer(pipeline, question, context, ready, on_event=put)
+                    work(pipeline, ready, put)
                 except HTTPException as exc:
                     put({"stage": "error", "status": exc.status_code, "detail": exc.detail})
                 except LLMBusyError as exc:
                     put({"stage": "error", "status": 503, "detail": str(exc)})
                 except Exception as exc:  # the stream must end with a reason, not hang
-                    log.exception("streamed ask failed: %r", question)
+                    log.exception("streamed work failed: %s", what)
                     detail = f"{type(exc).__name__}: {exc}"
                     put({"stage": "error", "status": 500, "detail": detail})
             put(None)  # after the admission is released
 
-        self._submit(admission, work)
+        self._submit(admission, job)
         await asyncio.wrap_future(started)
         return _drain(events)
 
