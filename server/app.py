@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from server import (
     docs_pages,
     routes_admin,
+    routes_analyze,
     routes_ask,
     routes_jobs,
     routes_knowledge,
@@ -55,6 +56,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     routes_jobs.router,
     routes_admin.router,
     routes_ask.router,
+    routes_analyze.router,
     routes_review.router,
 )
 IMPORT_PATH = "/v1/knowledge/import"
