@@ -3,6 +3,8 @@
     almanac demo [--no-serve]         build AutoFin and its knowledge base, serve it on :8421
     almanac init --db URL             profile a database, build its knowledge base
     almanac ask "QUESTION"            answer with SQL and rows (see server.cli_agents)
+    almanac analyze "QUESTION"        a long-form analysis: plan, queries, findings, charts
+                                      (server/cli_analyze.py)
     almanac kb stats                  counts per type, store version
     almanac kb import FILE.jsonl      validate every line, then import in one transaction
     almanac kb export FILE.jsonl      canonical JSON Lines (round-trips exactly)
@@ -44,6 +46,7 @@ from agents.llm.models import ModelError
 from kb.errors import StoreError
 from kb.store import KnowledgeStore
 from server.cli_agents import AGENT_COMMANDS, add_agent_commands, run_agent_command
+from server.cli_analyze import ANALYZE_COMMAND, add_analyze_command, run_analyze_command
 from server.cli_calibrate import CALIBRATE_ACTION, add_calibrate_command, run_calibrate_command
 from server.cli_cot import COT_ACTION, add_cot_command, run_cot_command
 from server.cli_dictionary import (
@@ -100,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     pull.add_argument("name", nargs="?", default=None, help="default: the default model")
     pull.add_argument("--verify", action="store_true", help="re-hash a cached file")
     add_server_commands(commands)
+    add_analyze_command(commands)
     add_mine_commands(commands)
     add_distill_commands(commands)
     add_agent_commands(commands)
@@ -330,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_demo(settings, serve=not args.no_serve)
         elif args.command in AGENT_COMMANDS:
             return run_agent_command(args, settings)
+        elif args.command == ANALYZE_COMMAND:
+            return run_analyze_command(args, settings)
         elif args.command == "models":
             run_models(settings, args)
         elif args.command in SERVER_COMMANDS:

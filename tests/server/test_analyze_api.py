@@ -115,3 +115,30 @@ def test_bad_requests_are_refused(server):
     assert (
         server.request("POST", "/v1/analyze", "ops", json={"question": QUESTION}).status_code == 403
     )
+
+
+def test_the_command_line_analyses_and_draws_charts(tmp_path, monkeypatch, capsys):
+    from concurrent.futures import Future
+
+    from agents.pipeline import ModelTier
+    from kb.store import KnowledgeStore
+    from kb.target.database import Database
+    from server.cli import main
+
+    if not TARGET.is_file():
+        pytest.skip(f"benchmark database {TARGET} not found (set ALMANAC_BENCH_DATA)")
+    url = f"sqlite:///{TARGET}"
+    with KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}") as store, Database(url) as db:
+        profile_database(db, store, database_name=DATABASE, options=ProfileOptions(progress=False))
+    tiers: Future[list[ModelTier]] = Future()
+    tiers.set_result([ModelTier("scripted", ScriptedLLM([analyst_model]))])
+    monkeypatch.setattr("server.cli_agents._load_tiers", lambda _settings: tiers)
+    monkeypatch.setenv("ALMANAC_EMBEDDER", "none")
+    charts = tmp_path / "charts"
+    argv = ["--data-dir", str(tmp_path), "analyze", QUESTION, "--db", url]
+    assert main([*argv, "--name", DATABASE, "--png-dir", str(charts)]) == 0
+    out = capsys.readouterr().out
+    assert "Most singers are French." in out and "1. France has the most singers: 4. [q1]" in out
+    assert BY_COUNTRY in out and (charts / "finding-1.png").stat().st_size > 1000
+    assert main([*argv, "--name", DATABASE, "--json", "--max-steps", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["type"] == "descriptive"
