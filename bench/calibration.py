@@ -34,6 +34,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -112,6 +113,8 @@ def ask_unanswerable(args: argparse.Namespace) -> int:
     autofin = _autofin_example(args.autofin) if args.autofin else None
     if autofin is None:
         questions = [q for q in questions if q.database != "autofin"]
+    if args.limit is not None:
+        questions = balanced(questions, args.limit)
     spider = default_data_root() / "spider_dev" / "database"
     options = {"model": args.model, "threads": args.threads, "llm_cache": args.llm_cache}
     if args.calibrator:
@@ -157,6 +160,20 @@ def ask_unanswerable(args: argparse.Namespace) -> int:
             out.flush()
     print(f"asked {len(questions)} unanswerable questions: {path}")
     return 0
+
+
+def balanced(questions: Sequence[Any], limit: int) -> list[Any]:
+    """At most ``limit`` questions taken in turn from each (Spider or AutoFin, category)
+    group, in file order within a group: every kind stays represented."""
+    groups: dict[tuple[bool, str], list[Any]] = {}
+    for question in questions:
+        groups.setdefault((question.database == "autofin", question.category), []).append(question)
+    chosen: list[Any] = []
+    while len(chosen) < limit and any(groups.values()):
+        for group in groups.values():
+            if group and len(chosen) < limit:
+                chosen.append(group.pop(0))
+    return chosen
 
 
 def _autofin_example(path: Path) -> Example:
@@ -289,6 +306,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--system", default="almanac")
     ask.add_argument("--questions", type=Path, help="default: bench/datasets/unanswerable.jsonl")
     ask.add_argument("--autofin", type=Path, help="AutoFin questions.jsonl (its database)")
+    ask.add_argument("--limit", type=int, help="at most N questions, every kind represented")
     ask.add_argument("--model")
     ask.add_argument("--threads", type=int)
     ask.add_argument("--llm-cache", type=Path)
