@@ -6,9 +6,11 @@
 
 *Analysis answers* (CORGI, BI-Bench, long-form DBQA), shaped like the analysis agent's answer:
 ``{"id": ..., "question": ..., "type": "diagnostic", "short_answer": ..., "findings":
-[{"text": ...}, ...], "evidence": [{"id": "q1", "sql": ..., "error": null}, ...], "plan":
-[...], "reference": ..., "database": "path/to.sqlite"}``; only ``question`` is required (an
-answer without an ``id`` is named by its line number).
+[{"text": ...}, ...], "caveats": [...], "evidence": [{"id": "q1", "sql": ..., "error": null},
+...], "plan": {"steps": [{"question": ..., "purpose": ...}]}, "reference": ..., "database":
+"path/to.sqlite"}`` (``agents.analysis.models.AnalysisAnswer`` dumped as JSON, with ``id``,
+``reference`` and ``database`` added where wanted; ``plan`` may also be a plain list); only
+``question`` is required (an answer without an ``id`` is named by its line number).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class AnalysisAnswer:
     type: str = ""
     short_answer: str = ""
     findings: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
     evidence: tuple[Evidence, ...] = ()
     plan: tuple[str, ...] = ()
     reference: str | None = None
@@ -60,8 +63,9 @@ class AnalysisAnswer:
 
     @property
     def text(self) -> str:
-        """The answer as read: the short answer, then each finding."""
-        return "\n".join(part for part in (self.short_answer, *self.findings) if part.strip())
+        """The answer as read: the short answer, each finding, then each caveat."""
+        parts = (self.short_answer, *self.findings, *self.caveats)
+        return "\n".join(part for part in parts if part.strip())
 
 
 def read_json_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -109,8 +113,12 @@ def read_analysis_answers(path: Path | str) -> list[AnalysisAnswer]:
         question = row.get("question")
         if not isinstance(question, str) or not question.strip():
             raise DatasetFormatError(path, "missing question", line=number, field="question")
-        for name in ("findings", "evidence", "plan"):
-            if not isinstance(row.get(name, []), list):
+        plan = row.get("plan") or []
+        if isinstance(plan, dict):  # the analysis agent's AnalysisPlan
+            plan = plan.get("steps", [])
+        row = {**row, "plan": plan}
+        for name in ("findings", "caveats", "evidence", "plan"):
+            if not isinstance(row.get(name) or [], list):
                 raise DatasetFormatError(path, "expected a list", line=number, field=name)
         database = row.get("database") or row.get("database_path")
         answers.append(
@@ -119,9 +127,10 @@ def read_analysis_answers(path: Path | str) -> list[AnalysisAnswer]:
                 question=question.strip(),
                 type=str(row.get("type") or "").strip().lower(),
                 short_answer=_text(row.get("short_answer")),
-                findings=tuple(t for t in (_text(f) for f in row.get("findings", [])) if t),
-                evidence=tuple(_evidence(e) for e in row.get("evidence", [])),
-                plan=tuple(t for t in (_text(p) for p in row.get("plan", [])) if t),
+                findings=_texts(row.get("findings")),
+                caveats=_texts(row.get("caveats")),
+                evidence=tuple(_evidence(e) for e in row.get("evidence") or []),
+                plan=tuple(_step(step) for step in row["plan"] if _step(step)),
                 reference=_text(row.get("reference")) or None,
                 database=Path(database) if isinstance(database, str) and database else None,
             )
@@ -134,6 +143,19 @@ def _text(value: Any) -> str:
     if isinstance(value, dict):
         value = next((value[k] for k in ("text", "insight", "question") if k in value), "")
     return value.strip() if isinstance(value, str) else ""
+
+
+def _texts(values: list[Any] | None) -> tuple[str, ...]:
+    return tuple(text for text in (_text(value) for value in values or []) if text)
+
+
+def _step(value: Any) -> str:
+    """A plan step's text: its question, and its purpose after a dash when it has one."""
+    text = _text(value)
+    purpose = value.get("purpose") if isinstance(value, dict) else None
+    if text and isinstance(purpose, str) and purpose.strip():
+        return f"{text} — {purpose.strip()}"
+    return text
 
 
 def _evidence(value: Any) -> Evidence:
