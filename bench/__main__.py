@@ -237,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     # faiss logs each CPU build it probes (AVX512, AVX2) with a ModuleNotFoundError at INFO
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     try:
+        if args.command == "judge":
+            from bench.judge.__main__ import judge_command
+
+            return judge_command(args)
         if args.command == "compare":
             return compare_command(args)
         return run_command(args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.judge.__main__ import add_protocols
 from bench.systems import system_names
 
 MINING_HELP = """\
@@ -183,4 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--window", type=int, default=50, help="questions in the rolling EX of the curves"
     )
+    judge = commands.add_parser(
+        "judge",
+        help="score long-form analysis answers (InsightBench, CORGI, BI-Bench, long-form DBQA)",
+    )
+    add_protocols(judge)
     return parser
