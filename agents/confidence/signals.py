@@ -287,9 +287,12 @@ def _meaning_text(entry: Any) -> str:
 
 
 def _month(value: str, *, end: bool = False) -> date | None:
-    try:
-        year, month = (int(p) for p in value.split("-")[:2])
-    except ValueError:
+    """The first (or last) day of a window's month, written ``YYYYMM`` or ``YYYY-MM``."""
+    digits = value.replace("-", "")[:6]
+    if len(digits) != 6 or not digits.isdigit():
+        return None
+    year, month = int(digits[:4]), int(digits[4:])
+    if not 1 <= month <= 12:
         return None
     if not end:
         return date(year, month, 1)

@@ -178,3 +178,28 @@ def _column_id(store, table: str, column: str) -> str:
         if res.get("table") == table and res.get("column") == column:
             return entry.id
     raise AssertionError(f"no column {table}.{column}")
+
+
+def test_a_time_window_outside_the_data_is_flagged(concert):
+    from agents.rag.agent import RagContext, _QuestionFacts
+    from agents.rag.time_phrases import TimeWindow
+    from indices.evidence import Evidence
+
+    question = "How many concerts in March 2031?"
+    start = question.index("March")
+    window = TimeWindow(
+        "March 2031", "month", "March 2031", "203103", "203103", span=(start, start + 10)
+    )
+    rag = RagContext(
+        question, "concert_singer", Evidence(question), "", facts=_QuestionFacts(windows=[window])
+    )
+    snapshot = DatabaseVocabulary(concert[0], "concert_singer").snapshot()
+    candidates = [_candidate("S", [(0,)])]
+    signals = answer_signals(question, rag, candidates, vote(candidates), snapshot)
+    assert signals.features["period_outside_data"] == 1.0 and signals.period == "March 2031"
+    inside = TimeWindow(
+        "June 2015", "month", "June 2015", "201506", "201506", span=(start, start + 9)
+    )
+    rag.facts = _QuestionFacts(windows=[inside])
+    signals = answer_signals(question, rag, candidates, vote(candidates), snapshot)
+    assert signals.features["period_outside_data"] == 0.0
