@@ -50,6 +50,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory, demo_build: DemoBuild) -> Ite
     from indices.index_set import IndexSet
     from kb.store import KnowledgeStore
     from kb.target.database import Database
+    from server.confidence import confidence_assessor
     from server.llm_factory import LLMTiers
     from server.metrics import Metrics
     from server.state import configured_embedder
@@ -73,6 +74,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory, demo_build: DemoBuild) -> Ite
             database_name=settings.resolved_target_name or "autofin",
             tiers=[ModelTier(name, tiers.get(name)) for name in settings.cascade_tiers],
             options=PipelineOptions(generate=GenerateOptions(timeout_s=GENERATE_TIMEOUT_S)),
+            # the server's abstention threshold: a demo question must not be withheld
+            confidence=confidence_assessor(
+                settings, store, settings.resolved_target_name or "autofin", database.dialect
+            ),
         )
 
 
@@ -83,11 +88,12 @@ def test_the_demo_question_is_answered_with_the_gold_rows(
 ):
     started = time.perf_counter()
     context = QueryContext(query_time=question.query_time, user_profile=question.user_profile)
-    answer = demo.ask(question.question, context, AskOptions())
+    answer = demo.ask(question.question, context, AskOptions(adaptive=False))
     gold = demo.database.execute(question.gold_sql)
     assert gold.error is None and gold.rows, question.gold_sql
     print(f"{question.trait}: {time.perf_counter() - started:.1f} s, SQL: {answer.sql}")
     assert answer.executed and not answer.truncated, (answer.sql, answer.error)
+    assert not answer.abstained, (answer.confidence, answer.abstention)
     assert execution_accuracy(answer.rows, gold.rows), (
         f"{question.question!r} answered with {answer.sql!r}: {answer.rows[:3]} "
         f"instead of {gold.rows[:3]}"
