@@ -29,7 +29,7 @@ class ConfidenceSettings(BaseModel):
         "while the confidence is under target (the cascade's tiers too)",
     )
     target: float = Field(
-        default=0.8, ge=0, le=1, description="adaptive sampling stops at this confidence"
+        default=0.5, ge=0, le=1, description="adaptive sampling stops at this confidence"
     )
     max_samples: int = Field(
         default=5, ge=1, le=16, description="adaptive sampling's budget of samples per tier"

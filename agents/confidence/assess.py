@@ -49,7 +49,7 @@ class ConfidenceOptions:
 
     abstain_below: float = 0.3
     withhold_rows: bool = True
-    target: float = 0.8
+    target: float = 0.5
     max_samples: int = 5
     adaptive: bool = False
     suggestions: int = 3

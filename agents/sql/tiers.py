@@ -5,9 +5,11 @@
 question runs: every tier small to large when the question asks for the cascade, otherwise
 the default model (the last tier) alone drawing ``n`` candidates and voting.
 
-With a ``stop_rule`` (adaptive sampling), ``n`` is a budget: the default model (or each
-tier of the cascade, the last one included) draws its greedy answer, then one more sample
-at a time while the rule says the answer is not confident enough.
+With a ``stop_rule`` (adaptive sampling), ``n`` is a budget: the default model draws its
+greedy answer alone and, when the rule says it is not confident enough, the rest of the
+budget decoded together (on two cores four replies decoded together cost about 2.9 times
+one, drawn one at a time 4 times: an unsure answer costs 1 + 2.9 instead of 5); a cascade's
+tiers draw one sample at a time while the rule says the answer is unsure.
 """
 
 from __future__ import annotations
@@ -88,17 +90,8 @@ def build_cascade(
         )
         chosen.append(last)
     else:
-        chosen = [
-            _tier(
-                tiers[-1],
-                n,
-                options,
-                database,
-                checker,
-                stop_early=False,
-                one_at_a_time=adaptive,
-            )
-        ]
+        # adaptive: the greedy answer alone, then the rest of the budget decoded together
+        chosen = [_tier(tiers[-1], n, options, database, checker, stop_early=False)]
     return Cascade(
         chosen,
         dialect=database.dialect,

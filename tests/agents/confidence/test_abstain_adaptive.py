@@ -10,7 +10,7 @@ from agents.confidence.calibrator import FittedOn, prior_calibrator
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 from indices.embeddings import HashingEmbedder
 from indices.index_set import IndexSet
-from tests.agents.scripted import ScriptedLLM, sql_reply
+from tests.agents.scripted import ScriptedLLM, ScriptedTogetherLLM, sql_reply
 from ukf import ExperienceUKF, SynonymUKF
 
 
@@ -129,7 +129,7 @@ def test_adaptive_sampling_spends_its_budget_on_a_hard_question(concert):
     )
     llm = ScriptedLLM([lambda _m, _o: sql_reply(next(replies))])
     pipeline = _pipeline(
-        concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True, max_samples=5
+        concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True, max_samples=5, target=0.8
     )
     answer = pipeline.ask("How many wombats sing?")  # 'wombats' unmatched: 0.3 at first
     assert answer.samples == 5 and len(llm.calls) == 5
@@ -164,6 +164,7 @@ def test_the_cascade_escalates_while_unsure_and_stops_when_sure(concert):
         calibrator,
         adaptive=True,
         max_samples=3,
+        target=0.8,
     )
     easy = pipeline.ask("How many singers are there?", options=AskOptions(cascade=True))
     assert easy.tier == "small" and len(small.calls) == 1 and not large.calls
@@ -177,3 +178,15 @@ def test_the_cascade_escalates_while_unsure_and_stops_when_sure(concert):
     unsure = pipeline.ask("How many wombats dance?", options=AskOptions(cascade=True))
     assert len(small.calls) == 2 and large.calls  # 1/2 agreement: escalated
     assert unsure.tier == "large"
+
+
+def test_an_unsure_greedy_answer_gets_the_rest_of_the_budget_decoded_together(concert):
+    replies = itertools.cycle(["SELECT count(*) FROM singer", "SELECT count(*) FROM stadium"])
+    llm = ScriptedTogetherLLM([lambda _m, _o: sql_reply(next(replies))], sequences=5)
+    pipeline = _pipeline(
+        concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True, max_samples=5
+    )
+    sure = pipeline.ask("How many singers are from France?")
+    assert sure.samples == 1 and llm.batches == []  # greedy alone, confident: nothing more
+    unsure = pipeline.ask("How many wombats sing?")
+    assert unsure.samples == 5 and [len(batch) for batch in llm.batches] == [4]
