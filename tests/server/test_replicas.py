@@ -39,7 +39,7 @@ import pytest
 
 from kb.engine import create_store_engine
 from kb.store import KnowledgeStore
-from server import jobs
+from server import job_records
 from server.jobs import JobQueue
 from server.keys import KeyStore
 from tests.support.postgres import free_port, new_database
@@ -552,7 +552,7 @@ def test_a_lease_does_not_depend_on_the_replicas_clocks_agreeing(
 
         def host_clock(offset_s: float) -> None:
             monkeypatch.setattr(
-                jobs, "_now", lambda: datetime.now(UTC) + timedelta(seconds=offset_s)
+                job_records, "utc_now", lambda: datetime.now(UTC) + timedelta(seconds=offset_s)
             )
 
         job = queue.submit("reindex", {}, {"user": "olga"})
