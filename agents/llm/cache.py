@@ -30,7 +30,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +103,11 @@ class CachedLLM(LLMWrapper):
             self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, isolation_level=None
         )
         self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._conn.execute("PRAGMA journal_mode = WAL")
+        # switching to WAL takes the file alone and does not wait on the busy handler: another
+        # process opening the same file at that moment makes it fail at once ("locked")
+        _retried_while_locked(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
         self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._conn.execute(_SCHEMA)
+        _retried_while_locked(lambda: self._conn.execute(_SCHEMA))
 
     def chat(
         self,
@@ -204,6 +206,20 @@ class CachedLLM(LLMWrapper):
                 (key, self.name, value, time.time()),
             )
         log.debug("cached %s answer %s", self.name, key[:12])
+
+
+def _retried_while_locked(statement: Callable[[], object]) -> None:
+    """Run ``statement``, again while SQLite says the file is locked, for up to the busy
+    timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            statement()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _to_dict(result: ChatResult) -> dict[str, Any]:
