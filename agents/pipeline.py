@@ -49,6 +49,7 @@ from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
 from agents.sql.refine import DEADLINE_NOTE
 from agents.sql.tiers import ModelTier, build_cascade
+from agents.sql.vote import VoteOutcome
 from indices.index_set import IndexNotReadyError
 from indices.retriever import Retriever
 from indices.string import StringIndex
@@ -206,8 +207,8 @@ class Pipeline:
         if adaptive:
             target = settings.target
 
-            def stop_rule(found: Sequence[Candidate], tiers_asked: int) -> bool:
-                assessed = self.confidence.assess(rag, found, tiers_tried=tiers_asked)
+            def stop_rule(found: Sequence[Candidate], voted: VoteOutcome, tiers_asked: int) -> bool:
+                assessed = self.confidence.assess(rag, found, voted, tiers_tried=tiers_asked)
                 return assessed.confidence >= target
 
         return build_cascade(

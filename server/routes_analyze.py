@@ -15,9 +15,8 @@ may run ``max_seconds`` (default 300).
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -30,7 +29,7 @@ from agents.pipeline import AskOptions, Pipeline
 from server.auth import Identity, Permission
 from server.deps import get_state, require
 from server.limits import check_text_length
-from server.responses import FastJSONResponse
+from server.responses import FastJSONResponse, event_stream
 from server.routes_ask import AskContext
 from ukf import QueryContext
 
@@ -122,8 +121,4 @@ async def analyze_stream(
 
     events = await get_state(request).asks.stream_work(ask, work, what=repr(body.question))
 
-    async def sse() -> AsyncIterator[str]:
-        async for event in events:
-            yield f"event: {event['stage']}\ndata: {json.dumps(event, default=str)}\n\n"
-
-    return StreamingResponse(sse(), media_type="text/event-stream")
+    return event_stream(events)

@@ -21,9 +21,7 @@ warm-up outlasts it; see :mod:`server.ask_service`).
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -38,7 +36,7 @@ from server.deps import get_state, require
 from server.job_calibrate import request_calibrate
 from server.job_cot import request_cot
 from server.limits import check_text_length
-from server.responses import FastJSONResponse
+from server.responses import FastJSONResponse, event_stream
 from server.state import AppState
 from ukf import QueryContext
 
@@ -139,11 +137,7 @@ async def ask_stream(request: Request, identity: Asker, body: AskRequest) -> Str
     context, options = _prepare(request, body, identity)
     events = await get_state(request).asks.stream(body.question, context, options)
 
-    async def sse() -> AsyncIterator[str]:
-        async for event in events:
-            yield f"event: {event['stage']}\ndata: {json.dumps(event, default=str)}\n\n"
-
-    return StreamingResponse(sse(), media_type="text/event-stream")
+    return event_stream(events)
 
 
 @router.post("/v1/answers/{answer_id}/feedback", summary="Confirm or correct an answer")

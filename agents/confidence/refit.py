@@ -79,7 +79,7 @@ def verified_answers(
             verdict, signals = record.get("verdict"), record.get("signals")
             if verdict not in ("correct", "wrong") or not isinstance(signals, dict):
                 continue
-            found.rows.append({k: float(v) for k, v in signals.items() if _number(v)})
+            found.rows.append(dict(signals))  # the calibrator reads a non-number as missing
             found.labels.append(verdict == "correct")
             found.answer_ids.append(answer_id)
         if progress is not None and seen % 200 == 0:
@@ -125,7 +125,3 @@ def refit_calibrator(
         report.written = True
     log.info(report.summary())
     return report
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == value

@@ -143,7 +143,7 @@ def answer_signals(
 def content_words(question: str) -> list[tuple[str, int, int]]:
     """(lemma, start, end) of the words of ``question`` that could name data: neither
     function nor asking words (``generic_words.txt``), nor numbers, nor single letters."""
-    generic = _GENERIC.get()
+    generic = generic_words()  # read once (cached)
     return [
         (t.lemma, t.start, t.end)
         for t in tokenize(question)
@@ -298,18 +298,3 @@ def _month(value: str, *, end: bool = False) -> date | None:
         return date(year, month, 1)
     following = date(year + month // 12, month % 12 + 1, 1)
     return date.fromordinal(following.toordinal() - 1)
-
-
-class _Lazy:
-    """The generic words, read once when first needed (no reading at import)."""
-
-    def __init__(self) -> None:
-        self._words: frozenset[str] | None = None
-
-    def get(self) -> frozenset[str]:
-        if self._words is None:
-            self._words = generic_words()
-        return self._words
-
-
-_GENERIC = _Lazy()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ YEAR_LIMITS = (1000, 2999)
 GENERIC_WORDS_FILE = Path(__file__).with_name("generic_words.txt")
 
 
+@lru_cache(maxsize=1)
 def generic_words() -> frozenset[str]:
     """Words that name no data (``generic_words.txt``): function words and asking words,
     with their lemmas as a question's words are compared by lemma (the lookup lemmatiser

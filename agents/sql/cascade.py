@@ -16,7 +16,7 @@ does not need; the plain answer is marked (tier ``<name>:plain``) and its confid
 
 With a ``stop_rule`` (adaptive sampling, :mod:`agents.confidence`), a tier draws its greedy
 answer first and more samples only while the best answer so far is not confident enough
-(``stop_rule(candidates, tiers_asked)``), up to its budget; a tier that used its budget
+(``stop_rule(candidates, their_vote, tiers_asked)``), up to its budget; a tier that used its budget
 without becoming confident escalates to the next, exactly as a tier whose samples did not
 agree. Two agreeing samples no longer end a tier by themselves: the rule decides.
 
@@ -40,9 +40,10 @@ from agents.sql.vote import TieBreak, VoteOutcome, vote
 from ukf import QueryContext
 
 log = logging.getLogger(__name__)
-StopRule = Callable[[Sequence[Candidate], int], bool]
-"""Adaptive sampling's rule: whether the answer the candidates so far vote for is confident
-enough, given the number of tiers asked (see the module docstring)."""
+StopRule = Callable[[Sequence[Candidate], VoteOutcome, int], bool]
+"""Adaptive sampling's rule: whether the answer the candidates so far vote for (their vote,
+with the cascade's tie-break) is confident enough, given the number of tiers asked (see the
+module docstring)."""
 
 
 @dataclass
@@ -167,9 +168,8 @@ class Cascade:
         assert rule is not None
 
         def confident(found: list[Candidate]) -> Candidate | None:
-            if not rule(found, tiers_asked):
-                return None
-            return vote(found, tie_break=self.tie_break, dialect=self.dialect).winner
+            outcome = vote(found, tie_break=self.tie_break, dialect=self.dialect)
+            return outcome.winner if rule(found, outcome, tiers_asked) else None
 
         return confident
 
