@@ -1,5 +1,8 @@
 """``python -m bench run --dataset NAME --system NAME [--limit N] [--workers K] ...``
 
+``python -m bench analyze insightbench --system almanac-analysis|one-sql --out DIR ...``: the
+analyst (or the one-SQL baseline) over InsightBench's tasks (:mod:`bench.analysis_runs`).
+
 ``python -m bench compare OUT_A OUT_B ... [--out DIR]``: the runs side by side on their common
 questions; for streaming runs also their learning curves on one chart (``--out``).
 """
@@ -241,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
             from bench.judge.__main__ import judge_command
 
             return judge_command(args)
+        if args.command == "analyze":
+            from bench.analysis_runs.cli import analyze_command
+
+            return analyze_command(args)
         if args.command == "compare":
             return compare_command(args)
         return run_command(args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.analysis_runs.cli import add_analyze_command
 from bench.judge.__main__ import add_protocols
 from bench.systems import system_names
 
@@ -23,7 +24,7 @@ mining in the stream (almanac systems; issue 22). The two GeoQuery measurements:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """``python -m bench``'s arguments: ``run`` and ``compare``."""
+    """``python -m bench``'s arguments: ``run``, ``compare``, ``judge`` and ``analyze``."""
     parser = argparse.ArgumentParser(prog="python -m bench")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser(
@@ -189,4 +190,5 @@ def build_parser() -> argparse.ArgumentParser:
         help="score long-form analysis answers (InsightBench, CORGI, BI-Bench, long-form DBQA)",
     )
     add_protocols(judge)
+    add_analyze_command(commands)
     return parser

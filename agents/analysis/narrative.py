@@ -5,7 +5,8 @@ The LLM writes it from the evidence tables and the computed facts (a JSON reply,
 (:mod:`agents.analysis.numbers`): a finding that cites no evidence of this analysis, or
 states a number found neither in the rows of the evidence it cites nor in the tool facts
 (nor in the question), is dropped and recorded with the offending number. A short answer
-that fails the check is replaced by the first finding kept. When the reply is unusable or no
+that fails the check, or that the model wrote without any usable evidence, is replaced by
+the first finding kept. When the reply is unusable or no
 finding survives, the findings are the tools' own one-sentence summaries (made only of their
 numbers), and a caveat says so. Each finding kept gets a chart of its first evidence.
 """
@@ -171,7 +172,7 @@ def checked(
         narrative.dropped.append(
             DroppedFinding(text=short, number=offending, reason="short answer: unsupported number")
         )
-    if not short or offending is not None:
+    if not short or offending is not None or not by_id:  # nothing ran: nothing to claim
         short = narrative.findings[0].text if narrative.findings else "No finding could be made."
     narrative.short_answer = short
     said = (" ".join(str(c).split()) for c in _list(parsed.get("caveats")))

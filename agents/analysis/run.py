@@ -24,7 +24,7 @@ from agents.analysis.compute import compute_facts, facts_payload
 from agents.analysis.models import AnalysisAnswer, Evidence
 from agents.analysis.narrative import write_narrative
 from agents.analysis.plan import AnalysisRefused, SubQuestion, plan_analysis
-from agents.analysis.typing import classify_question
+from agents.analysis.typing import QuestionTyping, classify_question
 from agents.answer import Answer
 from agents.llm.base import LLM
 
@@ -36,12 +36,16 @@ MIN_CALL_S = 5.0  # a model call gets at least this long, even past the budget
 @dataclass
 class AnalysisOptions:
     """Bounds of one analysis: sub-questions planned, wall time (no sub-question is asked
-    and no plan made past it), rows kept per sub-answer, forecast horizon."""
+    and no plan made past it), rows kept per sub-answer, forecast horizon. With
+    ``analysis_only`` a question typed as a lookup is analysed as a descriptive one (a
+    benchmark of analysis tasks, whose goals may read like lookups: "Find the imbalance in
+    incidents assigned")."""
 
     max_steps: int = 6
     max_seconds: float = 300.0
     max_rows: int = 2000
     horizon: int = 3
+    analysis_only: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 20:
@@ -89,6 +93,8 @@ class Analyst:
             return max(MIN_CALL_S, deadline - time.monotonic())
 
         typing = classify_question(question, self.llm, timeout_s=min(60.0, left()))
+        if typing.is_lookup and self.options.analysis_only:
+            typing = as_analysis(typing)
         emit({"stage": "typing", "typing": typing.model_dump()})
         answer = AnalysisAnswer(question=question, type=typing.type, typing=typing)
         if typing.is_lookup:
@@ -121,11 +127,48 @@ class Analyst:
                 answer.sql_calls += 1
             answer.evidence.append(item)
             emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
-        facts, notes = compute_facts(answer.evidence, typing.type, horizon=self.options.horizon)
+        return self._write_up(answer, started, left, emit)
+
+    def analyze_one_sql(
+        self, question: str, *, on_event: Callable[[Event], None] | None = None
+    ) -> AnalysisAnswer:
+        """The one-SQL baseline of :meth:`analyze`: ``question`` typed as there, asked once
+        through the chain (no plan), and that one answer analysed and written up by the same
+        tools and narrative writer. Its evidence is ``q1``; ``sql_calls`` is 1."""
+        question = " ".join(question.split())
+        if not question:
+            raise ValueError("the question is empty")
+        emit = on_event or (lambda event: None)
+        started = time.monotonic()
+        deadline = started + self.options.max_seconds
+
+        def left() -> float:
+            return max(MIN_CALL_S, deadline - time.monotonic())
+
+        typing = classify_question(question, self.llm, timeout_s=min(60.0, left()))
+        typing = as_analysis(typing) if self.options.analysis_only else typing
+        emit({"stage": "typing", "typing": typing.model_dump()})
+        answer = AnalysisAnswer(question=question, type=typing.type, typing=typing)
+        step = SubQuestion(id="q1", question=question, purpose="the question asked")
+        answer.evidence.append(self._ask(step))
+        answer.sql_calls = 1
+        emit({"stage": "subquestion", "evidence": answer.evidence[0].model_dump(mode="json")})
+        return self._write_up(answer, started, left, emit)
+
+    def _write_up(
+        self,
+        answer: AnalysisAnswer,
+        started: float,
+        left: Callable[[], float],
+        emit: Callable[[Event], None],
+    ) -> AnalysisAnswer:
+        """The tools on the evidence, then the checked narrative, into ``answer``."""
+        kind = answer.type
+        facts, notes = compute_facts(answer.evidence, kind, horizon=self.options.horizon)
         answer.facts = facts_payload(facts)
         emit({"stage": "analysis", "facts": answer.facts, "notes": notes})
         narrative = write_narrative(
-            question, typing.type, answer.evidence, facts, self.llm, timeout_s=left()
+            answer.question, kind, answer.evidence, facts, self.llm, timeout_s=left()
         )
         answer.short_answer = narrative.short_answer
         answer.findings, answer.dropped = narrative.findings, narrative.dropped
@@ -192,6 +235,14 @@ class Analyst:
         answer.seconds = round(time.monotonic() - started, 3)
         emit({"stage": "final", "answer": answer.model_dump(mode="json")})
         return answer
+
+
+def as_analysis(typing: QuestionTyping) -> QuestionTyping:
+    """A lookup's typing made descriptive (``analysis_only``), with a note saying so."""
+    if not typing.is_lookup:
+        return typing
+    note = f"typed as a lookup ({typing.reason}); analysed as descriptive (analysis only)"
+    return typing.model_copy(update={"type": "descriptive", "notes": [*typing.notes, note]})
 
 
 def _from_answer(step: SubQuestion, reply: Answer, max_rows: int, began: float) -> Evidence:

@@ -1,0 +1,89 @@
+"""``python -m bench analyze insightbench --system almanac-analysis|one-sql ...``.
+
+Each InsightBench task's goal is analysed on its SQLite database; the answers go to
+``OUT/answers.jsonl`` (the judge reads it: ``python -m bench judge insightbench --answers
+OUT/answers.jsonl ...``), the figures to ``OUT/summary.json`` and ``OUT/summary.md``, the run's
+options to ``OUT/manifest.json``. Rerunning with the same ``--out`` answers only the tasks
+not yet there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.analysis_runs.systems import SYSTEMS, RunBounds
+
+ANALYZE_HELP = "answer analysis tasks (InsightBench) with the analyst or the one-SQL baseline"
+
+
+def add_analyze_command(commands: Any) -> None:
+    """The ``analyze`` subcommand on ``commands`` (an argparse subparsers object)."""
+    analyze = commands.add_parser("analyze", help=ANALYZE_HELP)
+    analyze.add_argument("benchmark", choices=["insightbench"])
+    analyze.add_argument("--system", required=True, choices=SYSTEMS)
+    analyze.add_argument("--out", type=Path, required=True, help="output folder")
+    analyze.add_argument("--data", type=Path, help="InsightBench folder (default: data root)")
+    analyze.add_argument(
+        "--cache", type=Path, help="folder of the tasks' SQLite files (default: OUT/databases)"
+    )
+    analyze.add_argument("--limit", type=int, help="first N tasks")
+    analyze.add_argument("--tasks", help="only these task ids, comma-separated (flag-1,flag-7)")
+    analyze.add_argument("--max-steps", type=int, default=3, help="sub-questions at most")
+    analyze.add_argument(
+        "--time-budget-s", type=float, default=120.0, help="wall-time budget of one analysis"
+    )
+    analyze.add_argument(
+        "--ask-deadline-s", type=float, default=60.0, help="deadline of each query's answer"
+    )
+    analyze.add_argument("--model", help="the model: packaged name or GGUF path")
+    analyze.add_argument("--threads", type=int, help="llama.cpp threads")
+    analyze.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
+
+
+def analyze_command(args: argparse.Namespace) -> int:
+    """Run the parsed command; print the summary."""
+    from bench.analysis_runs.runner import run_tasks
+    from bench.analysis_runs.summary import markdown, summarize, write_summary
+    from bench.analysis_runs.systems import AnalysisSystem
+    from bench.datasets.insightbench import load_insightbench
+
+    out: Path = args.out
+    tasks = load_insightbench(args.data, cache_dir=args.cache or out / "databases")
+    tasks = select_tasks(tasks, args.tasks, args.limit)
+    bounds = RunBounds(
+        max_steps=args.max_steps,
+        time_budget_s=args.time_budget_s,
+        ask_deadline_s=args.ask_deadline_s,
+    )
+    options = {k: getattr(args, k) for k in ("model", "threads", "llm_cache")}
+    manifest = {"benchmark": args.benchmark, "system": args.system, "tasks": len(tasks)}
+    manifest.update(bounds.__dict__)
+    manifest.update({k: str(v) if v is not None else None for k, v in options.items()})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    system = AnalysisSystem(
+        args.system, bounds, **{k: v for k, v in options.items() if v is not None}
+    )
+    wanted = {task.id for task in tasks}
+    records = [r for r in run_tasks(tasks, system, out) if r.task_id in wanted]
+    summary = summarize(records)
+    path = write_summary(out, args.system, summary)
+    print(markdown(args.system, summary), end="")
+    print(f"answers: {out / 'answers.jsonl'}\nsummary: {path}")
+    return 0
+
+
+def select_tasks(tasks: list[Any], ids: str | None, limit: int | None) -> list[Any]:
+    """``tasks`` narrowed to ``ids`` (comma-separated; an unknown one is an error), then
+    the first ``limit``."""
+    if ids:
+        wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        known = {task.id for task in tasks}
+        unknown = [i for i in wanted if i not in known]
+        if unknown:
+            raise ValueError(f"unknown InsightBench task ids: {unknown}")
+        tasks = [task for task in tasks if task.id in set(wanted)]
+    return tasks[:limit] if limit is not None else tasks

@@ -1,0 +1,74 @@
+"""The systems that answer an analysis task: ``almanac-analysis`` (the analyst: plan, several
+queries through the chain, tools, checked narrative) and ``one-sql`` (the baseline: the goal
+asked once through the same chain, that one answer analysed and written up by the same tools
+and narrative writer).
+
+Both build the database's knowledge base as the bench's ``almanac`` system does (profiled
+into one store, indices over it) and ask every query through its pipeline, never abstaining.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agents.analysis.models import AnalysisAnswer
+from agents.analysis.run import AnalysisOptions, Analyst
+from agents.pipeline import AskOptions
+from bench.datasets.insightbench import InsightTask
+
+SYSTEMS = ("almanac-analysis", "one-sql")
+
+
+@dataclass(frozen=True)
+class RunBounds:
+    """Bounds of each task's analysis: sub-questions, wall time, and each query's deadline
+    and rows."""
+
+    max_steps: int = 3
+    time_budget_s: float = 120.0
+    ask_deadline_s: float = 60.0
+    max_rows: int = 200
+
+    def analysis_options(self) -> AnalysisOptions:
+        return AnalysisOptions(
+            max_steps=self.max_steps, max_seconds=self.time_budget_s, analysis_only=True
+        )
+
+    def ask_options(self) -> AskOptions:
+        return AskOptions(abstain=False, deadline_s=self.ask_deadline_s, max_rows=self.max_rows)
+
+
+class AnalysisSystem:
+    """Answers InsightBench tasks with the analyst (``one_sql=False``) or the baseline.
+
+    Args:
+        name: ``almanac-analysis`` or ``one-sql``.
+        bounds: the analysis bounds.
+        options: the bench's model options (``model``, ``threads``, ``llm_cache``; ``llm``
+            and ``embedder`` replace the model and embedder in tests), as ``almanac`` takes
+            them.
+    """
+
+    def __init__(self, name: str, bounds: RunBounds | None = None, **options: Any) -> None:
+        if name not in SYSTEMS:
+            raise ValueError(f"unknown analysis system {name!r}; one of {SYSTEMS}")
+        from bench.systems import make_system
+
+        self.name = name
+        self.bounds = bounds or RunBounds()
+        self.almanac: Any = make_system("almanac", **options)
+
+    def answer(self, task: InsightTask) -> AnalysisAnswer:
+        """The analysis of ``task``'s goal on its database."""
+        self.almanac.prepare({task.id: f"sqlite:///{task.database_path}"})
+        pipeline = self.almanac.pipeline_on(task.id)
+        ask = self.bounds.ask_options()
+        analyst = Analyst(
+            lambda question: pipeline.ask(question, None, ask),
+            pipeline.default_llm,
+            self.bounds.analysis_options(),
+        )
+        if self.name == "one-sql":
+            return analyst.analyze_one_sql(task.goal)
+        return analyst.analyze(task.goal, schema_text=pipeline.catalog.overview().text)
