@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: setup demo test test-fast lint format bench clean
+.PHONY: setup browser demo test test-fast lint format bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,14 +23,22 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The browser tests drive Debian's Chromium (Playwright's own browser download is never used).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium for the browser tests"; \
+		$(SUDO) apt-get install -y -q chromium >/dev/null 2>&1 || \
+		{ $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q chromium >/dev/null; }; }
+
 demo: setup
 	$(PY) -m server.cli demo
 
-test: setup
+test: setup browser
 	$(PY) -m tests.support.postgres -- $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # the same without the tests marked slow (real models, real server processes)
-test-fast: setup
+test-fast: setup browser
 	$(PY) -m tests.support.postgres -- $(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 lint: setup

@@ -6,7 +6,8 @@
     app = create_app(state)          # uvicorn.run(app) — ``almanac serve`` does this
 
 Routers, one per area: system (health, metrics), knowledge, jobs, admin (keys, audit); ``/``,
-``/docs`` and ``/redoc`` come from :mod:`server.docs_pages` (assets served locally). Every
+``/docs`` and ``/redoc`` come from :mod:`server.docs_pages` (assets served locally), the web
+page ``/ui/`` from :mod:`server.web`. Every
 router takes its collaborators from the :class:`server.state.AppState` and the caller from
 :func:`server.deps.require`; new areas (the ask pipeline, feedback) add a router here.
 
@@ -47,6 +48,7 @@ from server.readiness import WarmUp
 from server.responses import FastJSONResponse
 from server.routes_system import almanac_version
 from server.state import AppState
+from server.web import install_web
 
 log = logging.getLogger(__name__)
 ROUTERS: tuple[APIRouter, ...] = (
@@ -99,6 +101,7 @@ def create_app(
     )
     app.state.almanac = state
     docs_pages.install_docs(app)
+    install_web(app)
     install_error_handlers(app)
     for router in (*ROUTERS, *routers):
         app.include_router(router)

@@ -23,6 +23,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from server.responses import FastJSONResponse
+from server.web import UI_PATH
 
 ASSETS_PATH = "/docs-assets"
 ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
@@ -60,6 +61,7 @@ def install_docs(app: FastAPI) -> None:
                 "redoc": f"{root}{REDOC_PATH}",
                 "openapi": f"{root}{openapi_url}",
                 "health": f"{root}{HEALTH_PATH}",
+                "ui": f"{root}{UI_PATH}/",
             }
         )
 

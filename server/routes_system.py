@@ -1,4 +1,5 @@
-"""``GET /v1/health`` (no key needed) and ``GET /v1/metrics`` (Prometheus text).
+"""``GET /v1/health`` (no key needed), ``GET /v1/metrics`` (Prometheus text) and ``GET /v1/me``
+(the caller behind the key: what the web page shows and hides by).
 
 Health without a key says only the overall status (what a load balancer needs):
 ``{"status": "starting" | "warming" | "ready" | "degraded" | "unavailable"}``: starting while
@@ -22,7 +23,7 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from server.auth import Permission
-from server.deps import authenticate, get_state, presented_key, require
+from server.deps import authenticate, caller, get_state, presented_key, require
 from server.readiness import INDICES, Readiness, overall_of
 from server.responses import FastJSONResponse
 from server.state import AppState
@@ -101,6 +102,13 @@ async def _may_see_details(request: Request) -> bool:
         return False
     identity = await authenticate(request)
     return identity.can(Permission.METRICS)
+
+
+@router.get("/me", summary="The caller: key id, role, user, workspace, groups and permissions")
+async def me(request: Request) -> Response:
+    identity = await caller(request)
+    permissions = sorted(permission.value for permission in identity.permissions)
+    return FastJSONResponse({**identity.to_dict(), "permissions": permissions})
 
 
 @router.get("/health", summary="Liveness and readiness (details with the metrics permission)")
