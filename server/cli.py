@@ -278,7 +278,7 @@ def run_demo(settings: Settings, *, serve: bool = True) -> int:
 
 
 def demo_examples(base: str, secret: str, ops_secret: str) -> str:
-    """What the demo prints before serving: its keys, a curl for the first example question,
+    """What the demo prints before serving: its keys, the web page's address, a curl for the first example question,
     every example question with the AutoFin trait it shows (and the context it is asked in),
     and the ``almanac ask`` variant. The questions are ``bench.autofin.demo_questions``, which
     a test asks with the real models."""
@@ -294,6 +294,9 @@ def demo_examples(base: str, secret: str, ops_secret: str) -> str:
     return f"""
 Demo keys (shown once): analyst {secret}
                         ops     {ops_secret}
+
+Web page: {base}/ui/  (log in with a key above: the analyst asks, ops runs jobs)
+
 Try, once the server prints "Almanac is ready" (a question asked before waits for the warm-up):
 
   curl -s {base}/v1/ask -H 'Authorization: Bearer {secret}' \\

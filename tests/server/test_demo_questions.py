@@ -43,6 +43,7 @@ def test_the_demo_prints_every_question_with_its_trait_and_context():
     with_context = [q for q in DEMO_QUESTIONS if q.context]
     assert with_context and all('"user_profile"' in q.ask_body() for q in with_context)
     assert f"-d '{DEMO_QUESTIONS[0].ask_body()}'" in text.split("Example questions")[0]
+    assert "Web page: http://127.0.0.1:8421/ui/" in text
 
 
 @pytest.fixture(scope="module")
