@@ -2,21 +2,26 @@
 
 Watching needs ``jobs:read``; submitting needs the permission of the job's kind (``jobs:write``
 for profile, describe, reindex and import) and ``jobs:read``; a refusal names the permission
-that is missing, the kind's first.
+that is missing, the kind's first. ``GET /v1/jobs/kinds`` lists the kinds with their
+parameters (JSON Schema) and whether the caller may submit them (what the web page offers).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from server.access import AccessDeniedError
 from server.auth import Identity, Permission
 from server.deps import caller, check_permission, get_state, require
 from server.jobs import STATES
 from server.responses import FastJSONResponse
+
+if TYPE_CHECKING:
+    from server.job_kinds import JobKind
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 Watcher = Annotated[Identity, Depends(require(Permission.JOBS_READ))]
@@ -68,6 +73,42 @@ def list_jobs(
         raise HTTPException(422, f"unknown job state {state!r}; states: {list(STATES)}")
     jobs = get_state(request).jobs.list(state=state, kind=kind, limit=limit)
     return FastJSONResponse({"items": [job.to_dict() for job in jobs], "count": len(jobs)})
+
+
+@router.get("/kinds", summary="Job kinds: parameters, permission, and whether you may submit")
+def list_kinds(request: Request, identity: Watcher) -> Response:
+    """Every registered kind with its description, the permission it needs, its parameters
+    as JSON Schema, ``allowed`` (this caller may submit it: the permission, ``jobs:read`` and
+    the kind's own check, such as no workspace key for global writes) with ``refused`` saying
+    why not, and ``unavailable`` (why this server cannot run it, or null)."""
+    state = get_state(request)
+    items = []
+    for kind in state.job_kinds.values():
+        refused = _refusal(identity, kind)
+        items.append(
+            {
+                "name": kind.name,
+                "description": kind.description,
+                "permission": kind.permission.value,
+                "allowed": refused is None,
+                "refused": refused,
+                "unavailable": kind.unavailable(state),
+                "params": kind.params.model_json_schema(),
+            }
+        )
+    return FastJSONResponse({"items": items, "count": len(items)})
+
+
+def _refusal(identity: Identity, kind: JobKind) -> str | None:
+    """Why ``identity`` may not submit ``kind`` (None: it may), as ``submit_job`` decides."""
+    for permission in (kind.permission, Permission.JOBS_READ):
+        if not identity.can(permission):
+            return f"needs the {permission.value!r} permission"
+    try:
+        kind.authorize(identity)
+    except AccessDeniedError as exc:
+        return str(exc)
+    return None
 
 
 @router.get("/{job_id}", summary="State, progress, result and log of a job")

@@ -134,6 +134,20 @@ def get_knowledge(request: Request, identity: Reader, ukf_id: str) -> Response:
     return FastJSONResponse(get_state(request).knowledge.get(ukf_id, identity).to_dict())
 
 
+@router.get("/{ukf_id}/text", summary="One visible entry rendered as prompts show it")
+def knowledge_text(request: Request, identity: Reader, ukf_id: str) -> Response:
+    """The entry's text from its default composer (:meth:`ukf.BaseUKF.text`), the rendering
+    the question prompts' evidence uses; 422 naming the entry when its template fails."""
+    entry = get_state(request).knowledge.get(ukf_id, identity)
+    try:
+        text = entry.text()
+    except Exception as exc:  # a template error on this entry's data: say which
+        raise HTTPException(
+            422, f"entry {ukf_id} cannot be rendered: {type(exc).__name__}: {exc}"
+        ) from None
+    return FastJSONResponse({"id": ukf_id, "composer": _composer(entry), "text": text})
+
+
 @router.post("", status_code=201, summary="Create an entry (UKF JSON)")
 def create_knowledge(
     request: Request, identity: Writer, entry: Annotated[dict[str, Any], Body()]
@@ -157,3 +171,8 @@ def patch_knowledge(
 def delete_knowledge(request: Request, identity: Writer, ukf_id: str) -> Response:
     version = get_state(request).knowledge.delete(ukf_id, identity)
     return FastJSONResponse({"id": ukf_id, "inactive": True, "store_version": version})
+
+
+def _composer(entry: Any) -> str:
+    """The composer :meth:`ukf.BaseUKF.text` uses by default for ``entry``."""
+    return str(entry.content_composers.get("default") or entry.default_composer)
