@@ -38,6 +38,7 @@ from server import (
     routes_knowledge,
     routes_knowledge_review,
     routes_review,
+    routes_sql,
     routes_system,
 )
 from server.errors import UnhandledErrorMiddleware, install_error_handlers
@@ -59,6 +60,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     routes_admin.router,
     routes_ask.router,
     routes_analyze.router,
+    routes_sql.router,
     routes_review.router,
 )
 IMPORT_PATH = "/v1/knowledge/import"
