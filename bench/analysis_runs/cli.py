@@ -45,6 +45,7 @@ def add_analyze_command(commands: Any) -> None:
 
 def analyze_command(args: argparse.Namespace) -> int:
     """Run the parsed command; print the summary."""
+    from bench.analysis_runs.rouge import rouge_scores
     from bench.analysis_runs.runner import run_tasks
     from bench.analysis_runs.summary import markdown, summarize, write_summary
     from bench.analysis_runs.systems import AnalysisSystem
@@ -69,7 +70,7 @@ def analyze_command(args: argparse.Namespace) -> int:
     )
     wanted = {task.id for task in tasks}
     records = [r for r in run_tasks(tasks, system, out) if r.task_id in wanted]
-    summary = summarize(records)
+    summary = {**summarize(records), "rouge": rouge_scores(tasks, records)}
     path = write_summary(out, args.system, summary)
     print(markdown(args.system, summary), end="")
     print(f"answers: {out / 'answers.jsonl'}\nsummary: {path}")

@@ -1,5 +1,6 @@
 """The run's figures: latency per answer (p50, p90), SQL calls per answer (mean, p50),
-findings, errors; written as ``summary.json`` and ``summary.md``."""
+findings, errors, and ROUGE-1 when given (:mod:`bench.analysis_runs.rouge`); written as
+``summary.json`` and ``summary.md``."""
 
 from __future__ import annotations
 
@@ -59,6 +60,12 @@ def markdown(system: str, summary: dict[str, Any]) -> str:
         f"- findings dropped by the number check: {summary['dropped_findings']}",
         f"- sub-questions without rows: {summary['failed_subquestions']}",
     ]
+    rouge = summary.get("rouge")
+    if rouge:
+        lines.append(
+            f"- ROUGE-1 ({rouge['tasks']} tasks): insight level "
+            f"{_fmt(rouge['rouge1_insight'])}, summary level {_fmt(rouge['rouge1_summary'])}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -12,11 +12,14 @@ import pytest
 
 from bench.analysis_runs.cli import select_tasks
 from bench.analysis_runs.records import TaskRecord, read_records
+from bench.analysis_runs.rouge import rouge_scores
 from bench.analysis_runs.runner import ANSWERS, run_tasks
-from bench.analysis_runs.summary import summarize, write_summary
+from bench.analysis_runs.summary import markdown, summarize, write_summary
 from bench.analysis_runs.systems import AnalysisSystem, RunBounds
 from bench.datasets.insightbench import load_insightbench
 from bench.judge.answers import read_insight_answers
+from bench.judge.core import JudgeLog
+from bench.judge.insightbench import score_task
 from indices.embeddings import HashingEmbedder
 from tests.agents.learn.test_gate import knowledge_of
 from tests.agents.scripted import ScriptedLLM, sql_reply
@@ -85,6 +88,16 @@ def test_the_analyst_answers_tasks_in_the_format_the_judge_reads(tasks, tmp_path
     assert summary["answered"] == 2 and summary["sql_calls"] == {"mean": 2.0, "p50": 2.0}
     assert summary["latency_s"]["p50"] > 0 and summary["dropped_findings"] == 2
     assert "SQL calls per answer: mean 2" in write_summary(tmp_path, "x", summary).read_text()
+    rouge = rouge_scores(tasks, records)
+    assert rouge["tasks"] == 2 and 0 < rouge["rouge1_insight"] < 1
+    assert 0 < rouge["rouge1_summary"] < 1
+    judged_rouge = [
+        score_task(t, a, ScriptedLLM(["{}"]), JudgeLog()).rouge_insight
+        for t, a in zip(tasks, judged, strict=True)
+    ]
+    assert rouge["rouge1_insight"] == round(sum(judged_rouge) / 2, 4)  # the judge's measure
+    summary["rouge"] = rouge
+    assert "ROUGE-1 (2 tasks): insight level" in markdown("x", summary)
 
 
 def test_the_one_sql_baseline_asks_exactly_one_query(tasks, tmp_path):
