@@ -14,6 +14,12 @@ from typing import Any
 from agents.analysis.numbers import known_numbers
 
 
+def shown(value: float | None, spec: str = "g") -> str:
+    """A fact's number for a summary: formatted by ``spec``, ``n/a`` when None (a value
+    :func:`rounded` found not finite, such as the p-value of a constant series)."""
+    return "n/a" if value is None else format(value, spec)
+
+
 def rounded(value: Any) -> Any:
     """``value`` rounded sensibly: 4 significant digits, at most 1 decimal from 100 on;
     ints, strings and None as they are."""
@@ -94,16 +100,17 @@ class PeriodChange(ToolFacts):
         self.tool = "period_change"
 
     def summary(self) -> str:
-        pct = f" ({self.pct_change:+g}%)" if self.pct_change is not None else ""
+        pct = f" ({shown(self.pct_change, '+g')}%)" if self.pct_change is not None else ""
         text = (
-            f"{self.measure} went from {self.previous:g} in {self.previous_period} to "
-            f"{self.last:g} in {self.last_period}, a change of {self.change:+g}{pct}."
+            f"{self.measure} went from {shown(self.previous)} in {self.previous_period} to "
+            f"{shown(self.last)} in {self.last_period}, "
+            f"a change of {shown(self.change, '+g')}{pct}."
         )
         top = self.contributions[0] if self.contributions else None
         if top is not None and top.share is not None:
             text += (
                 f" The largest part came from {self.dimension} {top.segment} "
-                f"({top.change:+g}, {top.share * 100:.3g}% of the change)."
+                f"({shown(top.change, '+g')}, {top.share * 100:.3g}% of the change)."
             )
         return text
 
@@ -130,8 +137,10 @@ class Outliers(ToolFacts):
     def summary(self) -> str:
         if not self.points:
             return f"No outlier in {self.measure} among {self.count} values."
-        shown = ", ".join(f"{p.label} ({p.value:g}, z = {p.zscore:g})" for p in self.points[:3])
-        return f"Outliers in {self.measure} (mean {self.mean:g}): {shown}."
+        listed = ", ".join(
+            f"{p.label} ({shown(p.value)}, z = {shown(p.zscore)})" for p in self.points[:3]
+        )
+        return f"Outliers in {self.measure} (mean {shown(self.mean)}): {listed}."
 
 
 @dataclass
@@ -153,11 +162,12 @@ class TrendSeasonality(ToolFacts):
     def summary(self) -> str:
         text = (
             f"Over {self.count} periods the trend is {self.direction} "
-            f"(slope {self.slope:g} per period, p = {self.p_value:g})."
+            f"(slope {shown(self.slope)} per period, p = {shown(self.p_value)})."
         )
         if self.seasonal_strength is not None and self.peak_position is not None:
             text += (
-                f" Seasonality of period {self.period} has strength {self.seasonal_strength:g},"
+                f" Seasonality of period {self.period} has strength "
+                f"{shown(self.seasonal_strength)},"
                 f" peaking at {self.peak_position}."
             )
         return text
@@ -184,8 +194,8 @@ class Forecast(ToolFacts):
     def summary(self) -> str:
         first = self.points[0]
         return (
-            f"The forecast for {first.label} is {first.value:g} "
-            f"({self.level * 100:g}% interval {first.lower:g} to {first.upper:g})."
+            f"The forecast for {first.label} is {shown(first.value)} "
+            f"({self.level * 100:g}% interval {shown(first.lower)} to {shown(first.upper)})."
         )
 
 
@@ -211,5 +221,5 @@ class RankedOptions(ToolFacts):
         best = self.options[0]
         return (
             f"By {self.effect}, the best {self.option} is {best.option} "
-            f"(expected {best.expected_effect:g} over {best.support} rows)."
+            f"(expected {shown(best.expected_effect)} over {best.support} rows)."
         )

@@ -51,7 +51,7 @@ def run_tasks(
         try:
             answer = system.answer(task)
         except Exception as exc:  # one task's failure must not end the run
-            log.warning("analysis run: %s failed: %s", task.id, exc)
+            log.warning("analysis run: %s failed: %s", task.id, exc, exc_info=True)
             record = TaskRecord.failed(
                 task.id, system.name, f"{type(exc).__name__}: {exc}", clock() - began
             )

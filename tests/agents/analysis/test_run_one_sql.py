@@ -51,3 +51,16 @@ def test_analysis_only_analyses_a_goal_typed_as_a_lookup():
 def test_as_analysis_leaves_an_analysis_type_alone():
     typed = rule_typing(QUESTION)[0]
     assert as_analysis(typed) is typed
+
+
+def test_a_constant_series_is_summarised_without_its_undefined_p_value():
+    """flag-2 (InsightBench): a measure constant over time has no p-value (NaN, kept as
+    None); its summary says n/a instead of failing the whole analysis."""
+    import pandas as pd
+
+    from agents.analysis.timeseries import trend_seasonality
+
+    series = pd.Series([5.0, 5.0, 5.0, 5.0], index=pd.period_range("2023-01", periods=4, freq="M"))
+    facts = trend_seasonality(series)
+    assert facts.p_value is None and facts.direction == "flat"
+    assert "p = n/a" in facts.summary()
