@@ -39,19 +39,25 @@ class AnalysisOptions:
     and no plan made past it), rows kept per sub-answer, forecast horizon. With
     ``analysis_only`` a question typed as a lookup is analysed as a descriptive one (a
     benchmark of analysis tasks, whose goals may read like lookups: "Find the imbalance in
-    incidents assigned")."""
+    incidents assigned"). ``narrative_tokens`` bounds the narrative's reply (its share of a
+    small model's time)."""
 
     max_steps: int = 6
     max_seconds: float = 300.0
     max_rows: int = 2000
     horizon: int = 3
     analysis_only: bool = False
+    narrative_tokens: int = 700
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 20:
             raise ValueError(f"max_steps must be between 1 and 20, got {self.max_steps}")
         if not self.max_seconds > 0:
             raise ValueError(f"max_seconds must be positive, got {self.max_seconds}")
+        if not 64 <= self.narrative_tokens <= 4096:
+            raise ValueError(
+                f"narrative_tokens must be between 64 and 4096, got {self.narrative_tokens}"
+            )
         if not 1 <= self.max_rows <= 100_000:
             raise ValueError(f"max_rows must be between 1 and 100000, got {self.max_rows}")
 
@@ -168,7 +174,13 @@ class Analyst:
         answer.facts = facts_payload(facts)
         emit({"stage": "analysis", "facts": answer.facts, "notes": notes})
         narrative = write_narrative(
-            answer.question, kind, answer.evidence, facts, self.llm, timeout_s=left()
+            answer.question,
+            kind,
+            answer.evidence,
+            facts,
+            self.llm,
+            timeout_s=left(),
+            max_tokens=self.options.narrative_tokens,
         )
         answer.short_answer = narrative.short_answer
         answer.findings, answer.dropped = narrative.findings, narrative.dropped

@@ -38,6 +38,9 @@ def add_analyze_command(commands: Any) -> None:
     analyze.add_argument(
         "--ask-deadline-s", type=float, default=60.0, help="deadline of each query's answer"
     )
+    analyze.add_argument(
+        "--narrative-tokens", type=int, default=700, help="the narrative reply's tokens at most"
+    )
     analyze.add_argument("--model", help="the model: packaged name or GGUF path")
     analyze.add_argument("--threads", type=int, help="llama.cpp threads")
     analyze.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
@@ -58,6 +61,7 @@ def analyze_command(args: argparse.Namespace) -> int:
         max_steps=args.max_steps,
         time_budget_s=args.time_budget_s,
         ask_deadline_s=args.ask_deadline_s,
+        narrative_tokens=args.narrative_tokens,
     )
     options = {k: getattr(args, k) for k in ("model", "threads", "llm_cache")}
     manifest = {"benchmark": args.benchmark, "system": args.system, "tasks": len(tasks)}

@@ -22,17 +22,21 @@ SYSTEMS = ("almanac-analysis", "one-sql")
 
 @dataclass(frozen=True)
 class RunBounds:
-    """Bounds of each task's analysis: sub-questions, wall time, and each query's deadline
-    and rows."""
+    """Bounds of each task's analysis: sub-questions, wall time, the narrative's reply
+    tokens, and each query's deadline and rows."""
 
     max_steps: int = 3
     time_budget_s: float = 120.0
     ask_deadline_s: float = 60.0
     max_rows: int = 200
+    narrative_tokens: int = 700
 
     def analysis_options(self) -> AnalysisOptions:
         return AnalysisOptions(
-            max_steps=self.max_steps, max_seconds=self.time_budget_s, analysis_only=True
+            max_steps=self.max_steps,
+            max_seconds=self.time_budget_s,
+            analysis_only=True,
+            narrative_tokens=self.narrative_tokens,
         )
 
     def ask_options(self) -> AskOptions:

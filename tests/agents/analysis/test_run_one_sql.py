@@ -3,6 +3,8 @@ like a lookup analysed all the same), with a scripted model and the canned chain
 
 from __future__ import annotations
 
+import pytest
+
 from agents.analysis.run import AnalysisOptions, Analyst, as_analysis
 from agents.analysis.typing import rule_typing
 from tests.agents.analysis.test_run import PLAN, QUESTION, SCHEMA, TOTAL, FakeChain, answer, model
@@ -64,3 +66,13 @@ def test_a_constant_series_is_summarised_without_its_undefined_p_value():
     facts = trend_seasonality(series)
     assert facts.p_value is None and facts.direction == "flat"
     assert "p = n/a" in facts.summary()
+
+
+def test_the_narrative_reply_is_bounded_by_the_options():
+    llm = model([])
+    options = AnalysisOptions(narrative_tokens=300)
+    Analyst(FakeChain(), llm, options).analyze_one_sql(QUESTION)
+    narrative_calls = [o for m, o in llm.calls if "Query results:" in m[-1]["content"]]
+    assert [o["max_tokens"] for o in narrative_calls] == [300]
+    with pytest.raises(ValueError, match="narrative_tokens"):
+        AnalysisOptions(narrative_tokens=10)
