@@ -65,6 +65,7 @@ class BrowserLLM:
 
     def __init__(self) -> None:
         self.answers: list[tuple[str, str]] = []
+        self.replies: list[tuple[str, str]] = []
         self.calls = 0
         self.delay_s = 0.0
         self._lock = threading.Lock()
@@ -73,15 +74,23 @@ class BrowserLLM:
         with self._lock:
             self.answers.insert(0, (pattern, sql))
 
+    def reply(self, pattern: str, text: str) -> None:
+        """Reply ``text`` as it is (not as SQL) to prompts matching ``pattern`` (e.g. an
+        analysis plan or narrative in JSON); checked before the SQL answers."""
+        with self._lock:
+            self.replies.insert(0, (pattern, text))
+
     def chat(self, messages: Any, **options: Any) -> ChatResult:
         with self._lock:
             self.calls += 1
             answers = list(self.answers)
+            replies = list(self.replies)
         if self.delay_s:
             time.sleep(self.delay_s)
         prompt = messages[-1]["content"] if messages else ""
         sql = next((s for p, s in answers if re.search(p, prompt, re.IGNORECASE)), DEFAULT_SQL)
-        text = sql_reply(sql, "scripted for the browser tests")
+        text = next((t for p, t in replies if re.search(p, prompt, re.IGNORECASE)), None)
+        text = text if text is not None else sql_reply(sql, "scripted for the browser tests")
         n = options.get("n", 1)
         return ChatResult(
             completions=[Completion(text, "stop") for _ in range(n)],
@@ -93,6 +102,8 @@ class BrowserLLM:
 
 
 class Tiers:
+    default = "scripted"  # the tier questions use (what server.llm_factory.LLMTiers offers)
+
     def __init__(self, llm: BrowserLLM) -> None:
         self.llm = llm
 
@@ -144,6 +155,16 @@ class LiveServer:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def crash_and_restart(self) -> None:
+        """Cut every open connection (as a dying server would: streams end mid-answer
+        without their final event), then restart; answers still running finish unseen."""
+        server = self._server
+        assert server is not None, "the server is not running"
+        for connection in list(server.server_state.connections):
+            connection.loop.call_soon_threadsafe(connection.transport.abort)
+        server.force_exit = True
+        self.restart()
 
 
 @pytest.fixture(scope="module")
