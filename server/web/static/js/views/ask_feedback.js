@@ -14,8 +14,8 @@ function learnedList(learned) {
 }
 
 function creditText(credit) {
-  if (!credit) return "–";
-  const parts = [`${credit.count ?? 0} counted on ${credit.entries ?? 0} entries`];
+  if (!credit || !credit.count) return "nothing counted";
+  const parts = [`${credit.count} counted on ${credit.entries ?? 0} knowledge entries`];
   if (credit.deactivated?.length) parts.push(`deactivated: ${credit.deactivated.join(", ")}`);
   if (credit.flagged?.length) parts.push(`sent to review: ${credit.flagged.join(", ")}`);
   return parts.join("; ");
