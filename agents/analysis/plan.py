@@ -77,8 +77,9 @@ def time_columns(schema_text: str) -> list[str]:
     return found
 
 
-def plan_schema(max_steps: int) -> dict[str, Any]:
-    """The JSON reply the LLM is asked for."""
+def plan_schema(max_steps: int, *, direct: bool = True) -> dict[str, Any]:
+    """The JSON reply the LLM is asked for (``max_steps - 1`` steps when the question itself
+    is asked too, ``direct``)."""
     step = {
         "type": "object",
         "properties": {
@@ -93,7 +94,11 @@ def plan_schema(max_steps: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "steps": {"type": "array", "items": step, "maxItems": max(1, max_steps - 1)}
+            "steps": {
+                "type": "array",
+                "items": step,
+                "maxItems": max(1, max_steps - 1 if direct else max_steps),
+            }
         },
         "required": ["steps"],
     }
@@ -107,10 +112,13 @@ def plan_analysis(
     *,
     max_steps: int = 6,
     timeout_s: float | None = 120.0,
+    direct: bool = True,
 ) -> AnalysisPlan:
     """A plan of at most ``max_steps`` sub-questions for ``question``; the LLM call gets at
     most ``timeout_s``. :class:`AnalysisRefused` for a predictive question on a schema with no
-    time column."""
+    time column. ``direct``: the question itself is the first step; without it only the
+    model's sub-questions are asked (a goal that no one query answers, such as an
+    InsightBench task's), and the question itself only in the fallback plan."""
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     times = time_columns(schema_text)
@@ -128,36 +136,40 @@ def plan_analysis(
         schema=schema_text,
         time_columns=times,
         max_steps=max_steps,
+        direct=direct,
     )
     try:
         reply = llm.chat(
             [{"role": "user", "content": prompt}],
             temperature=0.0,
             max_tokens=160 * max_steps,
-            json_schema=plan_schema(max_steps),
+            json_schema=plan_schema(max_steps, direct=direct),
             timeout=timeout_s,
         )
         parsed = reply.completions[0].json()
     except LLMError as exc:  # garbage, timeout, cancelled
         return fallback_plan(question, typing, times, max_steps, f"the LLM gave no plan: {exc}")
-    steps, notes = validated_steps(parsed, max_steps, first=question)
-    if len(steps) < 2:
+    steps, notes = validated_steps(parsed, max_steps, first=question if direct else None)
+    if len(steps) < (2 if direct else 1):
         reason = "; ".join(notes) or f"no usable step in {str(parsed)[:200]!r}"
         return fallback_plan(question, typing, times, max_steps, reason)
     return AnalysisPlan(question=question, type=typing.type, steps=steps, notes=notes)
 
 
 def validated_steps(
-    parsed: Any, max_steps: int, *, first: str
+    parsed: Any, max_steps: int, *, first: str | None
 ) -> tuple[list[SubQuestion], list[str]]:
-    """The question ``first`` asked directly, then the usable steps of a parsed reply
-    (renumbered, at most ``max_steps`` in all), and notes on what was dropped."""
+    """The question ``first`` asked directly (None: not asked), then the usable steps of a
+    parsed reply (renumbered, at most ``max_steps`` in all), and notes on what was dropped."""
     raw = parsed.get("steps") if isinstance(parsed, dict) else parsed
     if not isinstance(raw, list):
         return [], [f"the reply has no list of steps: {str(parsed)[:200]!r}"]
-    steps = [SubQuestion(id="q1", question=first, purpose="the question asked directly")]
+    steps: list[SubQuestion] = []
+    seen: set[str] = set()
+    if first is not None:
+        steps.append(SubQuestion(id="q1", question=first, purpose="the question asked directly"))
+        seen.add(" ".join(first.split()).lower())
     notes: list[str] = []
-    seen = {" ".join(first.split()).lower()}
     for index, item in enumerate(raw, 1):
         text = item.get("question") if isinstance(item, dict) else None
         if not isinstance(text, str) or not text.strip():

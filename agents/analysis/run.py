@@ -40,7 +40,8 @@ class AnalysisOptions:
     ``analysis_only`` a question typed as a lookup is analysed as a descriptive one (a
     benchmark of analysis tasks, whose goals may read like lookups: "Find the imbalance in
     incidents assigned"). ``narrative_tokens`` bounds the narrative's reply (its share of a
-    small model's time)."""
+    small model's time). Without ``direct`` the question itself is not asked as a first
+    sub-question (a goal no one query answers; see ``plan_analysis``)."""
 
     max_steps: int = 6
     max_seconds: float = 300.0
@@ -48,6 +49,7 @@ class AnalysisOptions:
     horizon: int = 3
     analysis_only: bool = False
     narrative_tokens: int = 700
+    direct: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 20:
@@ -113,6 +115,7 @@ class Analyst:
                 self.llm,
                 max_steps=self.options.max_steps,
                 timeout_s=left(),
+                direct=self.options.direct,
             )
         except AnalysisRefused as refused:
             answer.refused = answer.short_answer = refused.reason

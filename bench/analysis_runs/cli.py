@@ -41,6 +41,11 @@ def add_analyze_command(commands: Any) -> None:
     analyze.add_argument(
         "--narrative-tokens", type=int, default=700, help="the narrative reply's tokens at most"
     )
+    analyze.add_argument(
+        "--ask-goal",
+        action="store_true",
+        help="almanac-analysis: ask the goal itself as the first sub-question too",
+    )
     analyze.add_argument("--model", help="the model: packaged name or GGUF path")
     analyze.add_argument("--threads", type=int, help="llama.cpp threads")
     analyze.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
@@ -62,6 +67,7 @@ def analyze_command(args: argparse.Namespace) -> int:
         time_budget_s=args.time_budget_s,
         ask_deadline_s=args.ask_deadline_s,
         narrative_tokens=args.narrative_tokens,
+        ask_goal=args.ask_goal,
     )
     options = {k: getattr(args, k) for k in ("model", "threads", "llm_cache")}
     manifest = {"benchmark": args.benchmark, "system": args.system, "tasks": len(tasks)}

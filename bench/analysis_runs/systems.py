@@ -23,13 +23,17 @@ SYSTEMS = ("almanac-analysis", "one-sql")
 @dataclass(frozen=True)
 class RunBounds:
     """Bounds of each task's analysis: sub-questions, wall time, the narrative's reply
-    tokens, and each query's deadline and rows."""
+    tokens, and each query's deadline and rows. ``ask_goal``: the analyst asks the goal
+    itself as its first sub-question too (off: an InsightBench goal, "To determine how
+    employment duration influences expense rejections ...", is no one query; the one-SQL
+    baseline always asks it)."""
 
     max_steps: int = 3
     time_budget_s: float = 120.0
     ask_deadline_s: float = 60.0
     max_rows: int = 200
     narrative_tokens: int = 700
+    ask_goal: bool = False
 
     def analysis_options(self) -> AnalysisOptions:
         return AnalysisOptions(
@@ -37,6 +41,7 @@ class RunBounds:
             max_seconds=self.time_budget_s,
             analysis_only=True,
             narrative_tokens=self.narrative_tokens,
+            direct=self.ask_goal,
         )
 
     def ask_options(self) -> AskOptions:

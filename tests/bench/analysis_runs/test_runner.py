@@ -25,7 +25,10 @@ from tests.agents.learn.test_gate import knowledge_of
 from tests.agents.scripted import ScriptedLLM, sql_reply
 
 INVENTED = "Hardware has 98765 incidents."
-SUB_QUESTION = "How many incidents are there per category?"
+SUB_QUESTIONS = [
+    "How many incidents are there per category?",
+    "How many incidents are there per category, most first?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +41,14 @@ def tasks(tmp_path_factory):
 
 
 def reply(messages, options) -> str:
-    """Routed by the prompt: the plan (one sub-question), the narrative (a finding without
+    """Routed by the prompt: the plan (two sub-questions), the narrative (a finding without
     numbers, one with an invented number), the typing, else the SQL: incidents per category
     of the task's table."""
     prompt = messages[-1]["content"]
     if "Split the analyst's question" in prompt:
-        return json.dumps({"steps": [{"question": SUB_QUESTION, "purpose": "the breakdown"}]})
+        return json.dumps(
+            {"steps": [{"question": q, "purpose": "breakdown"} for q in SUB_QUESTIONS]}
+        )
     if "Query results:" in prompt:
         findings = [
             {"text": "Incidents are not spread evenly across categories.", "evidence": ["q1"]},
@@ -75,6 +80,8 @@ def test_the_analyst_answers_tasks_in_the_format_the_judge_reads(tasks, tmp_path
         analysis = record.analysis
         assert analysis["type"] != "lookup" and analysis["plan"] is not None
         assert [e["id"] for e in analysis["evidence"]] == ["q1", "q2"]
+        # the plan's sub-questions; the goal itself is not asked (RunBounds.ask_goal)
+        assert [e["question"] for e in analysis["evidence"]] == SUB_QUESTIONS
         assert record.sql_calls == 2 and all(e["rows"] for e in analysis["evidence"])
         # the invented number was dropped; the finding kept cites evidence that exists
         assert record.insights == ["Incidents are not spread evenly across categories."]

@@ -1,0 +1,38 @@
+"""``direct=False``: a goal no one query answers is not asked itself; only the model's
+sub-questions are (the fallback plan still asks the goal: there is nothing else to ask)."""
+
+from __future__ import annotations
+
+from agents.analysis.plan import plan_analysis
+from agents.analysis.run import AnalysisOptions, Analyst
+from tests.agents.analysis.test_plan import DIAGNOSTIC, SALES, steps
+from tests.agents.analysis.test_run import PLAN, QUESTION, SCHEMA, FakeChain, model
+from tests.agents.scripted import ScriptedLLM
+
+GOAL = "To determine how region influences margin, with the aim of better pricing"
+
+
+def test_without_direct_only_the_models_steps_are_planned():
+    llm = ScriptedLLM([steps(9)])
+    plan = plan_analysis(GOAL, DIAGNOSTIC, SALES, llm, max_steps=3, direct=False)
+    assert plan.by == "llm" and [s.id for s in plan.steps] == ["q1", "q2", "q3"]
+    assert [s.purpose for s in plan.steps] == ["p0", "p1", "p2"]
+    assert GOAL not in [s.question for s in plan.steps]
+    assert llm.calls[0][1]["json_schema"]["properties"]["steps"]["maxItems"] == 3
+    assert "at most 3 simpler sub-questions." in llm.calls[0][0][0]["content"]
+    # one usable step is a plan; with the question asked too it would not be
+    one = plan_analysis(GOAL, DIAGNOSTIC, SALES, ScriptedLLM([steps(1)]), direct=False)
+    assert one.by == "llm" and len(one.steps) == 1
+
+
+def test_without_direct_a_garbage_plan_still_asks_the_goal():
+    plan = plan_analysis(GOAL, DIAGNOSTIC, SALES, ScriptedLLM(["nope"]), direct=False)
+    assert plan.by == "fallback" and plan.steps[0].question == GOAL
+
+
+def test_the_analyst_without_direct_asks_only_the_sub_questions():
+    chain = FakeChain()
+    options = AnalysisOptions(max_steps=2, direct=False)
+    analysis = Analyst(chain, model([]), options).analyze(QUESTION, schema_text=SCHEMA)
+    assert chain.asked == [PLAN[0]["question"], PLAN[1]["question"]]
+    assert [e.id for e in analysis.evidence] == ["q1", "q2"] and analysis.sql_calls == 2
