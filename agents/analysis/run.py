@@ -41,7 +41,10 @@ class AnalysisOptions:
     benchmark of analysis tasks, whose goals may read like lookups: "Find the imbalance in
     incidents assigned"). ``narrative_tokens`` bounds the narrative's reply (its share of a
     small model's time). Without ``direct`` the question itself is not asked as a first
-    sub-question (a goal no one query answers; see ``plan_analysis``)."""
+    sub-question (a goal no one query answers; see ``plan_analysis``). The last
+    ``narrative_reserve_s`` of the budget are kept for the narrative: no sub-question starts
+    in them (a small model otherwise spends the whole budget on queries and has no time
+    left to write)."""
 
     max_steps: int = 6
     max_seconds: float = 300.0
@@ -50,12 +53,18 @@ class AnalysisOptions:
     analysis_only: bool = False
     narrative_tokens: int = 700
     direct: bool = True
+    narrative_reserve_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 20:
             raise ValueError(f"max_steps must be between 1 and 20, got {self.max_steps}")
         if not self.max_seconds > 0:
             raise ValueError(f"max_seconds must be positive, got {self.max_seconds}")
+        if not 0 <= self.narrative_reserve_s < self.max_seconds:
+            raise ValueError(
+                "narrative_reserve_s must be at least 0 and under max_seconds "
+                f"({self.max_seconds:g}), got {self.narrative_reserve_s}"
+            )
         if not 64 <= self.narrative_tokens <= 4096:
             raise ValueError(
                 f"narrative_tokens must be between 64 and 4096, got {self.narrative_tokens}"
@@ -123,13 +132,16 @@ class Analyst:
             return self._final(answer, started, emit)
         answer.plan = plan
         emit({"stage": "plan", "plan": plan.model_dump()})
+        last_start = deadline - self.options.narrative_reserve_s
         for step in plan.steps:
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= last_start:
+                kept = self.options.narrative_reserve_s
                 item = Evidence(
                     id=step.id,
                     question=step.question,
                     purpose=step.purpose,
-                    error=f"not asked: the {self.options.max_seconds:g} s budget was spent",
+                    error=f"not asked: the {self.options.max_seconds:g} s budget was spent"
+                    + (f" (its last {kept:g} s kept for the narrative)" if kept else ""),
                 )
             else:
                 item = self._ask(step)

@@ -42,6 +42,12 @@ def add_analyze_command(commands: Any) -> None:
         "--narrative-tokens", type=int, default=700, help="the narrative reply's tokens at most"
     )
     analyze.add_argument(
+        "--narrative-reserve-s",
+        type=float,
+        default=0.0,
+        help="seconds of the budget kept for the narrative (no query starts in them)",
+    )
+    analyze.add_argument(
         "--ask-goal",
         action="store_true",
         help="almanac-analysis: ask the goal itself as the first sub-question too",
@@ -68,6 +74,7 @@ def analyze_command(args: argparse.Namespace) -> int:
         ask_deadline_s=args.ask_deadline_s,
         narrative_tokens=args.narrative_tokens,
         ask_goal=args.ask_goal,
+        narrative_reserve_s=args.narrative_reserve_s,
     )
     options = {k: getattr(args, k) for k in ("model", "threads", "llm_cache")}
     manifest = {"benchmark": args.benchmark, "system": args.system, "tasks": len(tasks)}

@@ -23,7 +23,7 @@ SYSTEMS = ("almanac-analysis", "one-sql")
 @dataclass(frozen=True)
 class RunBounds:
     """Bounds of each task's analysis: sub-questions, wall time, the narrative's reply
-    tokens, and each query's deadline and rows. ``ask_goal``: the analyst asks the goal
+    tokens and the seconds of the budget kept for it, and each query's deadline and rows. ``ask_goal``: the analyst asks the goal
     itself as its first sub-question too (off: an InsightBench goal, "To determine how
     employment duration influences expense rejections ...", is no one query; the one-SQL
     baseline always asks it)."""
@@ -33,6 +33,7 @@ class RunBounds:
     ask_deadline_s: float = 60.0
     max_rows: int = 200
     narrative_tokens: int = 700
+    narrative_reserve_s: float = 0.0
     ask_goal: bool = False
 
     def analysis_options(self) -> AnalysisOptions:
@@ -42,6 +43,7 @@ class RunBounds:
             analysis_only=True,
             narrative_tokens=self.narrative_tokens,
             direct=self.ask_goal,
+            narrative_reserve_s=self.narrative_reserve_s,
         )
 
     def ask_options(self) -> AskOptions:

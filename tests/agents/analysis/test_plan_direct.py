@@ -3,6 +3,8 @@ sub-questions are (the fallback plan still asks the goal: there is nothing else 
 
 from __future__ import annotations
 
+import pytest
+
 from agents.analysis.plan import plan_analysis
 from agents.analysis.run import AnalysisOptions, Analyst
 from tests.agents.analysis.test_plan import DIAGNOSTIC, SALES, steps
@@ -36,3 +38,17 @@ def test_the_analyst_without_direct_asks_only_the_sub_questions():
     analysis = Analyst(chain, model([]), options).analyze(QUESTION, schema_text=SCHEMA)
     assert chain.asked == [PLAN[0]["question"], PLAN[1]["question"]]
     assert [e.id for e in analysis.evidence] == ["q1", "q2"] and analysis.sql_calls == 2
+
+
+def test_the_narrative_keeps_its_reserve_of_the_budget():
+    chain = FakeChain(delay_s=0.3)
+    options = AnalysisOptions(max_steps=4, max_seconds=1.0, narrative_reserve_s=0.6)
+    analysis = Analyst(chain, model([]), options).analyze(QUESTION, schema_text=SCHEMA)
+    # 0.4 s for queries: two start (at 0 and 0.3 s), the others are left for the narrative
+    assert analysis.sql_calls == 2 and len(chain.asked) == 2
+    assert "last 0.6 s kept for the narrative" in analysis.evidence[2].error
+
+
+def test_the_reserve_must_leave_part_of_the_budget():
+    with pytest.raises(ValueError, match="narrative_reserve_s"):
+        AnalysisOptions(max_seconds=10, narrative_reserve_s=10)
