@@ -1,0 +1,164 @@
+"""The ops view in a real browser: a job started from the page runs to the end with its
+progress, log and result shown; health; API keys for admins only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.browser.conftest import LiveServer, login, shot
+
+
+@pytest.fixture(autouse=True)
+def describable_tiers(live: LiveServer) -> None:
+    """/v1/health lists the LLM tiers by ``describe()``, which the scripted tiers of
+    tests/browser/conftest.py lack; give them one (the scripted model as one tier)."""
+    tiers = live.state.llms
+    if tiers is not None and not hasattr(tiers, "describe"):
+        tiers.describe = lambda: [
+            {"name": "default", "backend": "scripted", "model": live.llm.name, "loaded": True}
+        ]
+
+
+def kind_options(page: Any) -> list[str]:
+    page.locator("[data-testid=job-kind] option").first.wait_for(state="attached")
+    return page.locator("[data-testid=job-kind] option").evaluate_all(
+        "options => options.map(o => o.value)"
+    )
+
+
+def tabs(page: Any) -> list[str]:
+    page.locator("[role=tablist]").wait_for()
+    return page.locator("[role=tab]").evaluate_all("tabs => tabs.map(t => t.dataset.tab)")
+
+
+def test_a_profile_job_started_from_the_page_runs_to_done_with_progress(page, live: LiveServer):
+    login(page, live, "ops")
+    page.goto(f"{live.url}/ui/#/ops/jobs")
+    kinds = kind_options(page)
+    # ops may start every jobs:write kind, and no distill kind (the ml role's)
+    assert "profile" in kinds and "reindex" in kinds
+    assert not [k for k in kinds if k.startswith("distill")]
+    page.select_option("[data-testid=job-kind]", "profile")
+    page.fill("#p-sample_rows", "500")
+    # watch every value the page's progress bars take while the job runs
+    page.evaluate(
+        """() => {
+            window.__progress = [];
+            new MutationObserver(() => {
+                for (const bar of document.querySelectorAll('progress'))
+                    window.__progress.push(bar.value);
+            }).observe(document.body, {subtree: true, childList: true, attributes: true});
+        }"""
+    )
+    page.click("[data-testid=start-job]")
+    detail = page.locator("[data-testid=job-detail]")
+    detail.locator(".badge", has_text="succeeded").wait_for(timeout=60_000)
+    assert page.locator("[data-testid=job-progress]").evaluate("bar => bar.value") == 1
+    assert "100%" in detail.locator(".progress-cell").inner_text()
+    seen = page.evaluate("window.__progress")
+    assert seen and max(seen) == 1, seen
+    log = detail.locator("[data-testid=job-log]").inner_text()
+    assert "submitted by ops" in log and "succeeded" in log
+    result = detail.locator("[data-testid=job-result]").inner_text()
+    assert "tables" in result and "4" in result and "concert_singer" in result
+    job = live.state.jobs.list(kind="profile", limit=1)[0]
+    assert job.state == "succeeded" and job.params == {"sample_rows": 500}
+    page.locator("[data-testid=jobs-table] .badge", has_text="succeeded").first.wait_for()
+    shot(page, "ops-jobs")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "ops-jobs-phone")
+    assert page.page_errors == []
+
+
+def test_a_refused_job_shows_the_apis_reason(page, live: LiveServer):
+    login(page, live, "ops")
+    page.goto(f"{live.url}/ui/#/ops/jobs")
+    page.select_option("[data-testid=job-kind]", "import")
+    page.fill("#p-path", "../outside.jsonl")
+    page.click("[data-testid=start-job]")
+    detail = page.locator("[data-testid=job-detail]")
+    detail.locator(".badge", has_text="failed").wait_for(timeout=30_000)
+    assert "outside the import folder" in detail.inner_text()
+    page.select_option("[data-testid=job-kind]", "import")  # no source at all: 422 at once
+    page.click("[data-testid=start-job]")
+    page.locator("[data-testid=start-error]", has_text="exactly one of").wait_for()
+    shot(page, "ops-job-refused")
+    assert page.page_errors == []
+
+
+def test_an_ml_key_is_offered_only_the_distill_kinds(page, live: LiveServer):
+    login(page, live, "ml")
+    page.goto(f"{live.url}/ui/#/ops")
+    assert tabs(page) == ["jobs", "health"]
+    kinds = kind_options(page)
+    assert kinds and all(k.startswith("distill") for k in kinds), kinds
+
+
+def test_health_shows_ready_with_its_details(page, live: LiveServer):
+    login(page, live, "ops")
+    page.goto(f"{live.url}/ui/#/ops/health")
+    status = page.locator("[data-testid=health-status]")
+    status.wait_for()
+    assert status.inner_text() == "ready"
+    health = page.locator("[data-testid=health]").inner_text()
+    assert "Components" in health and "Indices" in health and "concert_singer" in health
+    shot(page, "ops-health")
+    page.get_by_role("button", name="Refresh").click()
+    page.locator("[role=status]", has_text="Checked").wait_for()
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "ops-health-phone")
+    assert page.page_errors == []
+
+
+def test_ops_has_no_keys_tab_even_by_address(page, live: LiveServer):
+    login(page, live, "ops")
+    page.goto(f"{live.url}/ui/#/ops")
+    assert tabs(page) == ["jobs", "health"]
+    page.goto(f"{live.url}/ui/#/ops/keys")
+    page.locator("#toast", has_text="cannot open keys").wait_for()
+    assert page.locator("[role=tab][aria-selected=true]").get_attribute("data-tab") == "jobs"
+    assert page.locator("[data-testid=keys]").count() == 0
+
+
+def test_an_admin_creates_and_revokes_a_key(page, live: LiveServer):
+    login(page, live, "admin")
+    page.goto(f"{live.url}/ui/#/ops")
+    assert tabs(page) == ["jobs", "health", "keys"]
+    # the tabs are keyboard-usable: arrows move, Enter opens
+    page.locator("[role=tab][data-tab=jobs]").focus()
+    page.keyboard.press("End")
+    page.keyboard.press("Enter")
+    page.locator("[data-testid=keys-table]").wait_for()
+    page.fill("#key-user", "temp-analyst")
+    page.select_option("#key-role", "analyst")
+    page.fill("#key-label", "browser test")
+    page.click("[data-testid=create-key]")
+    secret = page.locator("[data-testid=new-secret]").input_value()
+    assert secret.startswith("alm_")
+    me = httpx.get(f"{live.url}/v1/me", headers={"Authorization": f"Bearer {secret}"})
+    assert me.status_code == 200 and me.json()["user"] == "temp-analyst"
+    row = page.locator("[data-testid=keys-table] tr", has_text="temp-analyst")
+    row.wait_for()
+    shot(page, "ops-keys-created")
+    page.get_by_role("button", name="Done, hide it").click()
+    assert page.locator("[data-testid=new-secret]").count() == 0  # shown once only
+    assert secret not in page.content()
+
+    dialogs: list[str] = []
+    page.once("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+    row.locator("[data-testid=revoke]").click()
+    page.locator("[data-testid=keys-table] tr", has_text="temp-analyst").wait_for(state="detached")
+    assert "temp-analyst" in dialogs[0]
+    refused = httpx.get(f"{live.url}/v1/me", headers={"Authorization": f"Bearer {secret}"})
+    assert refused.status_code == 401
+    page.check("#keys-revoked")
+    page.locator("[data-testid=keys-table] tr", has_text="temp-analyst").locator(
+        ".badge", has_text="revoked"
+    ).wait_for()
+    shot(page, "ops-keys")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "ops-keys-phone")
+    assert page.page_errors == []
