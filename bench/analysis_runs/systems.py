@@ -23,10 +23,10 @@ SYSTEMS = ("almanac-analysis", "one-sql")
 @dataclass(frozen=True)
 class RunBounds:
     """Bounds of each task's analysis: sub-questions, wall time, the narrative's reply
-    tokens and the seconds of the budget kept for it, and each query's deadline and rows. ``ask_goal``: the analyst asks the goal
-    itself as its first sub-question too (off: an InsightBench goal, "To determine how
-    employment duration influences expense rejections ...", is no one query; the one-SQL
-    baseline always asks it)."""
+    tokens and the seconds of the budget kept for it, and each query's deadline and rows.
+    ``ask_goal``: the analyst asks the goal itself as its first sub-question too (off: an
+    InsightBench goal, "To determine how employment duration influences expense rejections
+    ...", is no one query; the one-SQL baseline always asks it)."""
 
     max_steps: int = 3
     time_budget_s: float = 120.0
