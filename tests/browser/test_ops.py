@@ -3,11 +3,16 @@ progress, log and result shown; health; API keys for admins only."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel, ConfigDict, Field
 
+from server.auth import Permission
+from server.job_kinds import JobKind
 from tests.browser.conftest import LiveServer, login, shot
 
 
@@ -20,6 +25,36 @@ def describable_tiers(live: LiveServer) -> None:
         tiers.describe = lambda: [
             {"name": "default", "backend": "scripted", "model": live.llm.name, "loaded": True}
         ]
+
+
+class WaitParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int = Field(default=600, ge=1, description="steps of 50 ms before it finishes")
+
+
+def run_wait(_state: Any, context: Any, params: WaitParams) -> dict[str, Any]:
+    """A job that reports its progress step by step until it ends or is cancelled."""
+    for step in range(params.steps):
+        context.progress(step / params.steps, f"step {step} of {params.steps}")
+        time.sleep(0.05)
+    return {"steps": params.steps}
+
+
+@pytest.fixture()
+def wait_kind(live: LiveServer) -> Iterator[str]:
+    """A ``wait`` job kind (jobs:write) registered in the live server for one test: a job
+    that runs long enough to be watched and cancelled from the page."""
+    kind = JobKind("wait", "wait, reporting progress", WaitParams, Permission.JOBS_WRITE, run_wait)
+    live.state.job_kinds["wait"] = kind
+    for worker in live.state.workers:
+        worker.runners["wait"] = lambda context: run_wait(
+            live.state, context, WaitParams.model_validate(context.params)
+        )
+    yield "wait"
+    del live.state.job_kinds["wait"]
+    for worker in live.state.workers:
+        worker.runners.pop("wait", None)
 
 
 def kind_options(page: Any) -> list[str]:
@@ -70,6 +105,32 @@ def test_a_profile_job_started_from_the_page_runs_to_done_with_progress(page, li
     shot(page, "ops-jobs")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "ops-jobs-phone")
+    assert page.page_errors == []
+
+
+def test_a_running_job_shows_its_progress_and_is_cancelled_from_the_page(
+    page, live: LiveServer, wait_kind: str
+):
+    login(page, live, "ops")
+    page.goto(f"{live.url}/ui/#/ops/jobs")
+    assert wait_kind in kind_options(page)
+    page.select_option("[data-testid=job-kind]", wait_kind)
+    page.click("[data-testid=start-job]")
+    detail = page.locator("[data-testid=job-detail]")
+    detail.locator(".badge", has_text="running").wait_for()
+    # the bar moves while it runs (the page refreshes every second)
+    page.wait_for_function(
+        "() => { const bar = document.querySelector('[data-testid=job-progress]');"
+        " return bar && bar.value > 0.02 && bar.value < 1; }"
+    )
+    assert "step" in detail.locator("[data-testid=job-message]").inner_text()
+    shot(page, "ops-job-running")
+    page.once("dialog", lambda dialog: dialog.accept())
+    detail.locator("[data-testid=cancel]").click()
+    detail.locator(".badge", has_text="cancelled").wait_for(timeout=30_000)
+    job = live.state.jobs.list(kind=wait_kind, limit=1)[0]
+    assert job.state == "cancelled" and job.progress < 1
+    assert detail.locator("[data-testid=cancel]").count() == 0
     assert page.page_errors == []
 
 
