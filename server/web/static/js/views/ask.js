@@ -135,6 +135,7 @@ export function mount(root, ctx) {
       else area.append(answerView(analysing ? data.answer.lookup : data.answer, { ...ctx, onSuggestion }));
     } catch (error) {
       progress.finish(true);
+      progress.say(error.name === "AbortError" ? "Cancelled." : "Stopped before the answer came.");
       if (error.name === "AbortError") {
         area.append(h("p", { class: "notice", role: "status", "data-testid": "cancelled" }, "Cancelled: the question was not answered."));
       } else {

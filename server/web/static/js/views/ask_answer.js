@@ -38,6 +38,12 @@ function rowsCaption(answer) {
   return `${answer.row_count.toLocaleString()} ${answer.row_count === 1 ? "row" : "rows"}`;
 }
 
+function rowsFact(answer) {
+  if (!answer.executed) return "not run";
+  if (!answer.truncated) return answer.row_count.toLocaleString();
+  return `${answer.row_count.toLocaleString()}+ (${answer.rows.length.toLocaleString()} shown)`;
+}
+
 function timings(answer) {
   const stages = answer.stages || [];
   return h("details", { class: "timings", "data-testid": "timings" },
@@ -76,7 +82,7 @@ export function answerView(answer, { api, can, toast, onSuggestion }) {
         ["Vote share", percent(answer.vote_share)],
         ["Samples", String(answer.samples ?? 0)],
         ["Tier", answer.tier || "–"],
-        ["Rows", answer.executed ? `${answer.row_count.toLocaleString()}${answer.truncated ? "+" : ""}` : "not run"],
+        ["Rows", rowsFact(answer)],
         ["Time", seconds(answer.seconds)],
       ], { class: "facts answer-facts", "data-testid": "answer-facts" }),
       answer.abstained ? abstentionBox(answer) : null,

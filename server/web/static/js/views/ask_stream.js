@@ -101,7 +101,12 @@ export function failureBox(error, retry) {
 export function startProgress(area, stages, text) {
   clear(area);
   const progress = stageList(stages);
-  area.append(h("div", { class: "card progress-card" },
-    h("p", { class: "loading", "aria-live": "polite" }, text), progress.element));
+  const line = h("p", { class: "loading", "aria-live": "polite" }, text);
+  area.append(h("div", { class: "card progress-card" }, line, progress.element));
+  /** Replace the "working" line (e.g. once the run stopped). */
+  progress.say = (said) => {
+    line.textContent = said;
+    line.className = "hint";
+  };
   return progress;
 }
