@@ -94,6 +94,45 @@ def test_ops_finds_edits_and_deactivates_concert_singer_knowledge(page, live: Li
     assert page.page_errors == []
 
 
+def test_ops_creates_an_entry_and_sees_its_credit_and_blame(page, live: LiveServer):
+    login(page, live, "ops")
+    page.goto(f"{live.url}/ui/#/knowledge")
+    page.get_by_text("New entry").click()
+    page.fill("#c-name", "Headline act")
+    page.fill("#c-database", "concert_singer")
+    page.fill("#c-content", "The singer who closes the concert")
+    page.fill("#c-synonyms", "top billing")
+    page.click("[data-testid=create-entry]")
+    page.locator("[data-testid=entry-name]", has_text="Headline act").wait_for()
+    entry_id = page.url.rsplit("/", 1)[-1]
+    stored = live.state.store.get(entry_id)
+    assert stored.creator == "ops" and stored.tags == ("[DATABASE:concert_singer]",)
+
+    # the counters feedback keeps on an entry (agents.learn.credit) are shown when present
+    assert page.locator("[data-testid=entry-feedback]").count() == 0
+    feedback = {"credit": 2, "blame": 1, "last_at": "2026-11-25T17:00:00+00:00"}
+    live.state.store.upsert(stored.model_copy(update={"metadata": {"feedback": feedback}}))
+    page.reload()
+    credit = page.locator("[data-testid=entry-feedback]")
+    credit.wait_for()
+    assert "Credit\n2" in credit.inner_text() and "Blame\n1" in credit.inner_text()
+    shot(page, "knowledge-entry-credit")
+
+    # the new synonym is found by a search typed and sent with the keyboard
+    page.goto(f"{live.url}/ui/#/knowledge")
+    page.fill("#k-query", "who had top billing?")
+    page.press("#k-query", "Enter")
+    found = page.locator("[data-testid=knowledge-table]")
+    found.get_by_role("link", name="Headline act", exact=True).wait_for()
+    # facet search: tags
+    page.select_option("#k-mode", "facet")
+    page.fill("#k-query", "[TABLE:singer]")
+    page.press("#k-query", "Enter")
+    page.locator("[data-testid=knowledge-table] caption", has_text="(facet)").wait_for()
+    assert "Country" in found.locator("a.entry-link").all_inner_texts()
+    assert page.page_errors == []
+
+
 def test_a_refused_edit_shows_the_apis_reason(page, live: LiveServer):
     """An ops key working in a workspace may not change global (profiled) knowledge."""
     login(page, live, scoped_ops(live))

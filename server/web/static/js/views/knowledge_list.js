@@ -2,6 +2,7 @@
 // (POST v1/knowledge/search: string spans, meaning, tags or graph neighbours, paged here).
 
 import { h } from "../dom.js";
+import { mountCreate } from "./knowledge_create.js";
 import { mountIO } from "./knowledge_io.js";
 import { TYPES, badge, errorLine, field, items, pager, table } from "./knowledge_parts.js";
 
@@ -75,7 +76,6 @@ export function mountList(root, ctx) {
 
   async function search() {
     const body = { mode: state.mode, limit: SEARCH_LIMIT, include: "brief" };
-    if (state.type) body.type = [state.type];
     if (state.mode === "facet") body.tags = items(state.query, ",");
     else if (state.mode === "graph") body.seeds = items(state.query, ",");
     else body.query = state.query;
@@ -117,6 +117,7 @@ export function mountList(root, ctx) {
 
   root.append(h("h1", {}, "Knowledge"),
     h("div", { class: "split admin-split" }, browseForm, searchForm), errors, results);
+  mountCreate(root, ctx);
   const ioCleanup = mountIO(root, ctx, { onImported: () => { state.how = "browse"; state.offset = 0; run(); } });
   run();
   return () => { alive = false; ioCleanup?.(); };
