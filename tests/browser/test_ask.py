@@ -156,3 +156,22 @@ def test_the_view_reads_at_phone_width(page, live: LiveServer):
     assert width <= 390 + 1, f"the page scrolls sideways at phone width ({width} px)"
     shot(page, "ask-answer-phone")
     assert page.page_errors == []
+
+
+def test_a_value_in_the_question_is_marked_with_its_value_entry(page, live: LiveServer):
+    live.llm.answer(r"from France", "SELECT name FROM singer WHERE country = 'France'")
+    login(page, live, "analyst")
+    ask(page, "Which singers are from France?")
+    answered(page)
+    matches = page.locator("[data-testid=why-matches] > li[data-phrase=France]")
+    assert matches.count() == 1, page.locator("[data-testid=why]").inner_text()
+    kinds = matches.locator(".badge.kind").all_inner_texts()
+    assert "enum" in kinds, kinds  # the profiled values of singer.Country
+    # keyboard: the mark takes focus and Enter picks its entries
+    mark = page.locator("[data-testid=why-question] mark", has_text="France")
+    mark.focus()
+    page.keyboard.press("Enter")
+    assert "picked" in matches.get_attribute("class")
+    assert matches.evaluate("li => document.activeElement === li")
+    shot(page, "ask-why-value")
+    assert page.page_errors == []
