@@ -175,3 +175,21 @@ def test_a_value_in_the_question_is_marked_with_its_value_entry(page, live: Live
     assert matches.evaluate("li => document.activeElement === li")
     shot(page, "ask-why-value")
     assert page.page_errors == []
+
+
+def test_a_time_series_is_drawn_as_a_line_and_samples_are_voted(page, live: LiveServer):
+    live.llm.answer(
+        r"per release year",
+        "SELECT song_release_year AS year, COUNT(*) AS songs FROM singer "
+        "GROUP BY song_release_year ORDER BY year",
+    )
+    login(page, live, "analyst")
+    page.select_option("#samples", "3")
+    ask(page, "How many songs per release year?")
+    answered(page)
+    chart = page.locator("[data-testid=answer] [data-testid=chart]")
+    assert chart.get_attribute("data-chart") == "line"
+    facts = page.locator("[data-testid=answer-facts]").inner_text()
+    assert "Samples\n3" in facts and "Vote share\n100%" in facts
+    shot(page, "ask-line-chart")
+    assert page.page_errors == []

@@ -64,7 +64,7 @@ export function chartConfig(columns, rows, title = "") {
       maintainAspectRatio: false,
       animation: false,
       plugins: { legend: { display: datasets.length > 1 }, title: { display: Boolean(title), text: title } },
-      scales: { x: { title: { display: true, text: String(columns[time ?? category]) } }, y: { title: { display: true, text: String(columns[measure]) } } },
+      scales: { x: { title: { display: true, text: String(columns[time ?? category]) } }, y: { beginAtZero: true, title: { display: true, text: String(columns[measure]) } } },
     },
   };
 }
