@@ -89,7 +89,7 @@ def test_ops_finds_edits_and_deactivates_concert_singer_knowledge(page, live: Li
     assert live.state.store.get(france).inactive_mark
     shot(page, "knowledge-deactivated")
     page.click("[data-testid=reactivate]")
-    page.locator(".entry-head .badge", has_text="active").wait_for()
+    page.locator(".entry-head .badge.good", has_text="active").wait_for()
     assert not live.state.store.get(france).inactive_mark
     assert page.page_errors == []
 
@@ -227,7 +227,8 @@ def test_ops_reviews_a_mined_candidate(page, live: LiveServer):
         inactive_mark=True,
         metadata={"mining": {"status": "candidate", "job_id": "job-browser", "miner": "test"}},
     )
-    live.state.store.upsert_many([experience, candidate])
+    duplicate = candidate.clone(name="Singers of France", synonyms=["of france"])
+    live.state.store.upsert_many([experience, candidate, duplicate])
     login(page, live, "ops")
     page.goto(f"{live.url}/ui/#/knowledge/review")
     item = page.locator(f"article.review-item[data-id='{candidate.id}']")
@@ -243,7 +244,12 @@ def test_ops_reviews_a_mined_candidate(page, live: LiveServer):
         has_text="a French singer"
     ).wait_for()
     page.locator(f"article.review-item[data-id='{candidate.id}'] [data-testid=approve]").click()
+    page.locator(f"article.review-item[data-id='{candidate.id}']").wait_for(state="detached")
+    page.once("dialog", lambda dialog: dialog.accept("the same as French singers"))
+    page.locator(f"article.review-item[data-id='{duplicate.id}'] [data-testid=reject]").click()
     page.get_by_text("Nothing waits for review.").wait_for()
+    rejected = live.state.store.get(duplicate.id)
+    assert rejected.inactive_mark and rejected.metadata["mining"]["status"] == "rejected"
     stored = live.state.store.get(candidate.id)
     assert not stored.inactive_mark and stored.content == "country = 'France': a French singer"
     assert page.page_errors == []

@@ -105,6 +105,7 @@ def test_a_profile_job_started_from_the_page_runs_to_done_with_progress(page, li
     shot(page, "ops-jobs")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "ops-jobs-phone")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
     assert page.page_errors == []
 
 
@@ -171,6 +172,7 @@ def test_health_shows_ready_with_its_details(page, live: LiveServer):
     page.locator("[role=status]", has_text="Checked").wait_for()
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "ops-health-phone")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
     assert page.page_errors == []
 
 
@@ -222,4 +224,5 @@ def test_an_admin_creates_and_revokes_a_key(page, live: LiveServer):
     shot(page, "ops-keys")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "ops-keys-phone")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
     assert page.page_errors == []

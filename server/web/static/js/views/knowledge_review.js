@@ -39,7 +39,7 @@ export function mountReview(root, ctx) {
   let alive = true;
   let offset = 0;
   const errors = errorLine("review-error");
-  const list = h("div", { "aria-live": "polite", dataset: { testid: "review-list" } });
+  const list = h("div", { class: "review-list", "aria-live": "polite", dataset: { testid: "review-list" } });
   const reason = h("select", { onchange: () => { offset = 0; load(); } },
     REASONS.map(([v, label]) => h("option", { value: v }, label)));
 
