@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from agents.learn.mine import entries
+from agents.learn.mine import day_spans, entries
 from agents.learn.mine import periods as time_periods
 from agents.learn.mine.align import Phrase, QuestionView, name_lemmas
 from agents.learn.mine.numbers import (
@@ -149,7 +149,7 @@ class _ExperienceMiner:
             column = self.column((match.period.table, match.period.column))
             if column is None:
                 continue
-            check = time_periods.range_check(self.view.value_range(column), match.period.span)
+            check = day_spans.range_check(self.view.value_range(column), match.period.span)
             if check == "missing":
                 self.out.dropped["period_out_of_range"] += 1
                 continue

@@ -28,12 +28,18 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 
 from agents.learn.mine import entries
+from agents.learn.mine.day_spans import (
+    YEARS,
+    Span,
+    period_month_span,
+    value_span,
+    year_span,
+)
 from agents.learn.mine.sql_facts import PredicateFact
 from agents.rag.calendar import CalendarError, ReportingCalendar
 from agents.rag.time_phrases import PATTERNS, find_time_windows
 from ukf import BaseUKF, PredicateUKF
 
-YEARS = r"((?:19|20)\d{2})"
 RELATIVE_KINDS = frozenset(
     {"this_month", "last_month", "this_quarter", "last_quarter", "this_year", "last_year"}
 )
@@ -53,21 +59,6 @@ _USE_TEXT = {
     "to_date": "its to-date figure",
 }
 _OPS = frozenset({"=", "IN", "BETWEEN", ">", ">=", "<", "<="})
-_MONTH_TEXT = re.compile(r"^((?:19|20)\d{2})-?(0[1-9]|1[0-2])$")
-_DAY_TEXT = re.compile(r"^((?:19|20)\d{2})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])(?:[ T].*)?$")
-
-
-@dataclass(frozen=True)
-class Span:
-    """Days ``first``..``last`` (inclusive); ``None`` is an open end."""
-
-    first: date | None
-    last: date | None
-
-    def intersect(self, other: Span) -> Span:
-        firsts = [d for d in (self.first, other.first) if d is not None]
-        lasts = [d for d in (self.last, other.last) if d is not None]
-        return Span(max(firsts) if firsts else None, min(lasts) if lasts else None)
 
 
 @dataclass(frozen=True)
@@ -115,31 +106,6 @@ class PeriodMatch:
 
 
 # ------------------------------------------------------------------ SQL side
-def value_span(value: str | float | int) -> tuple[str, Span] | None:
-    """How a literal is written as a period, and its days; None when it is no period."""
-    if isinstance(value, float):
-        return None
-    if isinstance(value, int):
-        if 1900 <= value <= 2100:
-            return "YYYY", _year(value)
-        text = str(value)
-        found = _MONTH_TEXT.match(text) if len(text) == 6 else None
-        return ("YYYYMM", _month(int(found[1]), int(found[2]))) if found else None
-    text = value.strip()
-    if re.fullmatch(YEARS, text):
-        return "YYYY", _year(int(text))
-    if month := _MONTH_TEXT.match(text):
-        shape = "YYYY-MM" if "-" in text else "YYYYMM"
-        return shape, _month(int(month[1]), int(month[2]))
-    if day := _DAY_TEXT.match(text):
-        try:
-            when = date(int(day[1]), int(day[2]), int(day[3]))
-        except ValueError:
-            return None
-        return "YYYY-MM-DD", Span(when, when)
-    return None
-
-
 def column_periods(predicates: Iterable[PredicateFact]) -> list[ColumnPeriod]:
     """Per column, the span its period predicates filter it to (one shape per column)."""
     by_column: dict[tuple[str | None, str], list[tuple[PredicateFact, str, Span]]] = {}
@@ -204,7 +170,7 @@ def period_phrases(
     if when is not None:
         for window in find_time_windows(question, _monthly(calendar), when):
             kind = _kind_of(window.phrase)
-            first, last = _period_month(window.first), _period_month(window.last)
+            first, last = period_month_span(window.first), period_month_span(window.last)
             if kind is None or first is None or last is None:
                 continue
             start, end = window.span
@@ -266,12 +232,12 @@ def _whole(calendar: ReportingCalendar, kind: str, grain: str, first: Span) -> S
 
 def _year_phrase(kind: str, years: list[int]) -> Span:
     if kind == "between_years":
-        return Span(_year(years[0]).first, _year(years[1]).last)
-    year = _year(years[0])
+        return Span(year_span(years[0]).first, year_span(years[1]).last)
+    year = year_span(years[0])
     return {
         "since_year": Span(year.first, None),
-        "after_year": Span(_year(years[0] + 1).first, None),
-        "before_year": Span(None, _year(years[0] - 1).last),
+        "after_year": Span(year_span(years[0] + 1).first, None),
+        "before_year": Span(None, year_span(years[0] - 1).last),
     }.get(kind, year)
 
 
@@ -333,43 +299,6 @@ def condition_text(match: PeriodMatch, column: str) -> str:
         f"{column} within {window}, up to that month while it runs; a to-date figure is read "
         f"at its last month (written {shape})"
     )
-
-
-# ------------------------------------------------------------------ helpers
-def _year(year: int) -> Span:
-    return Span(date(year, 1, 1), date(year, 12, 31))
-
-
-def _month(year: int, month: int) -> Span:
-    following = date(year + month // 12, month % 12 + 1, 1)
-    return Span(date(year, month, 1), following - timedelta(days=1))
-
-
-def _period_month(period: str) -> Span | None:
-    found = _MONTH_TEXT.match(period)
-    return _month(int(found[1]), int(found[2])) if found else None
-
-
-def range_check(bounds: tuple[object, object] | None, span: Span) -> str:
-    """``found`` when ``span`` meets the column's profiled range (``bounds``: its smallest
-    and largest values), ``missing`` when it lies outside, ``unchecked`` without bounds."""
-    if bounds is None:
-        return "unchecked"
-    low, high = (_as_span(b) for b in bounds)
-    if low is None or high is None or low.first is None or high.last is None:
-        return "unchecked"
-    after = span.last is not None and span.last < low.first
-    before = span.first is not None and span.first > high.last
-    return "missing" if after or before else "found"
-
-
-def _as_span(value: object) -> Span | None:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    read = value_span(value)
-    return read[1] if read else None
 
 
 def calendar_facts(calendar: ReportingCalendar | None, shape: str) -> dict[str, object] | None:
