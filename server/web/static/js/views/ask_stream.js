@@ -79,7 +79,10 @@ export function stageList(stages) {
 export async function runStream(api, path, body, { signal, onEvent, finals = ["final"] }) {
   for await (const event of api.stream(path, body, { signal })) {
     const data = event.data && typeof event.data === "object" ? event.data : {};
-    if (event.event === "error") throw new ApiError(data.status || 500, data.detail || "the server failed to answer", data);
+    if (event.event === "error") {
+      const detail = typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail ?? "the server failed to answer");
+      throw new ApiError(data.status || 500, detail, data);
+    }
     onEvent?.(event.event, data);
     if (finals.includes(event.event)) return { event: event.event, data };
   }
