@@ -159,3 +159,18 @@ def test_markup_in_a_question_or_a_value_is_shown_as_text(page, live: LiveServer
     assert page.evaluate("window.pwned") is None
     shot(page, "ask-markup-as-text")
     assert dialogs == [] and page.page_errors == []
+
+
+def test_an_error_inside_the_stream_is_shown_with_its_detail(page, live: LiveServer, monkeypatch):
+    def broken(messages: Any, **options: Any) -> Any:
+        raise RuntimeError("the scripted model broke")
+
+    login(page, live, "analyst")
+    monkeypatch.setattr(live.llm, "chat", broken)
+    ask(page, QUESTION)
+    failure = page.locator("[data-testid=failure]")
+    failure.wait_for()
+    assert "the scripted model broke" in failure.inner_text()
+    assert "Connection lost" not in failure.inner_text()
+    shot(page, "ask-stream-error")
+    assert page.page_errors == []
