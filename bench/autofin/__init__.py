@@ -3,13 +3,16 @@ labeled questions, modelled on RubikBench (RubikSQL paper). It is both a benchma
 database.
 
 ``python -m bench.autofin --out DIR [--seed N] [--pg-url URL]`` writes ``DIR/autofin.sqlite``,
-``DIR/knowledge/*.md``, ``DIR/knowledge.jsonl`` (UKF), ``DIR/profiles.json``,
-``DIR/questions.jsonl`` (+ ``train.jsonl`` / ``test.jsonl``) and ``DIR/manifest.json``.
+``DIR/planted.json``, ``DIR/knowledge/*.md``, ``DIR/knowledge.jsonl`` (UKF),
+``DIR/profiles.json``, ``DIR/questions.jsonl`` (+ ``train.jsonl`` / ``test.jsonl``) and
+``DIR/manifest.json``.
 
 Modules, in build order: `catalog` (fixed world) → `world` (seeded lines, FX) → `amounts`
-(monthly series) → `income`, `consolidated`, `dimensions` (tables, laid out by `schema`) →
-`writer` (SQLite, PostgreSQL) → `glossary`, `rules`, `docs`, `knowledge` (the pack) →
-`profiles` → `questions` (templates, verified gold SQL) → `pipeline` (all of it).
+(monthly series, with the patterns of `plants`) → `income`, `consolidated`, `dimensions`
+(tables, laid out by `schema`) → `writer` (SQLite, PostgreSQL) → `planted` (the planted
+patterns measured) → `glossary`, `rules`, `docs`, `knowledge` (the pack) → `profiles` →
+`questions` (templates, verified gold SQL) → `pipeline` (all of it). `longform` and
+`longform_score`: analysis questions on the planted patterns and their scorer.
 """
 
 from bench.autofin.pipeline import Summary, generate

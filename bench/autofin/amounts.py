@@ -2,7 +2,8 @@
 
 Everything is simulated from `calendar.SIMULATION_START` (April 2018, the start of FY2019) so
 that the stored years (2020-2025) have complete year-to-date and prior-year figures. Arrays are
-indexed ``[caliber, line, report item, month]``; amounts are rounded to cents.
+indexed ``[caliber, line, report item, month]``; amounts are rounded to cents. The patterns of
+`bench.autofin.plants` are applied here, to the demand and to each line's amounts.
 
 Helpers `fiscal_cumsum` and `prior_year` turn period-to-date arrays into quarter-to-date,
 year-to-date and prior-year arrays, so those columns are consistent by construction.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.autofin import calendar as cal
+from bench.autofin import plants
 from bench.autofin.catalog import REPORT_ITEMS, REPORTING_CURRENCIES, country, model
 from bench.autofin.world import SalesLine, World
 
@@ -78,11 +80,16 @@ def _simulate_brand(
     shock = np.array([DISRUPTION.get(p, 1.0) for p in world.periods])
     growth = rng.normal(0.05, 0.04) + (ZEPHYR_EXTRA_GROWTH if lines[0].brand == "ZP" else 0.0)
     demand = SEASON[calendar_month - 1] * shock * (1 + growth) ** (t / 12)
+    demand = plants.brand_demand(lines[0].brand, world.periods, demand)
+    model_hit = (
+        plants.margin_drop_model(lines) if lines[0].brand == plants.MARGIN_DROP.brand else ""
+    )
 
     units = np.zeros((len(lines), months), dtype=np.int64)
     usd = np.zeros((2, len(lines), len(ITEMS), months))
     for index, line in enumerate(lines):
-        units[index], usd[:, index] = _line_amounts(line, demand, t, rng)
+        units[index], amounts = _line_amounts(line, plants.line_demand(line, demand), t, rng)
+        usd[:, index] = plants.adjust_amounts(line, model_hit, world.periods, amounts, ITEMS)
     usd = np.round(usd, 2)
 
     ptd: dict[str, np.ndarray] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.autofin import calendar as cal
+from bench.autofin import plants
 from bench.autofin.amounts import (
     ITEMS,
     BrandSeries,
@@ -143,8 +144,9 @@ def ledger_table(
             net = float(series.usd[0, index, ITEMS.index("REV_VEH"), month])
             invoices += _split_invoices(rng, index, units, net)
         invoices.sort()
-        for number, (day, index, _, units, net_usd, discount_rate) in enumerate(invoices, 1):
+        for number, (day, index, _, units, net_usd, drawn) in enumerate(invoices, 1):
             line = lines[index]
+            discount_rate = round(plants.invoice_discount(line, drawn), 4)
             rate = {c: float(world.fx[c][month]) for c in REPORTING_CURRENCIES}
             local = country(line.country).currency
             gross_usd = round(net_usd / (1 - discount_rate), 2)

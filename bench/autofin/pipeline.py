@@ -1,5 +1,6 @@
-"""The whole AutoFin build, step by step: tables → SQLite → knowledge pack → profiles →
-questions (verified against the SQLite file) → manifest, and PostgreSQL when a URL is given.
+"""The whole AutoFin build, step by step: tables → SQLite → planted facts (measured in the
+SQLite file) → knowledge pack → profiles → questions (verified against the SQLite file) →
+manifest, and PostgreSQL when a URL is given.
 
 Every output is a pure function of the seed: no timestamps, no absolute paths, fixed orders.
 """
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 from bench.autofin.data import build_tables
 from bench.autofin.docs import documents
 from bench.autofin.knowledge import knowledge_pack
+from bench.autofin.planted import PLANTED_FILE, planted_facts
 from bench.autofin.profiles import profiles
 from bench.autofin.questions import TRAITS, build_questions
 from bench.autofin.world import World
@@ -73,6 +75,7 @@ def generate(
 
     world, tables = step("tables", lambda: build_tables(seed, progress=progress))
     step("sqlite", lambda: write_sqlite(tables, out / SQLITE_FILE, progress=progress))
+    step("planted", lambda: _write_json(out / PLANTED_FILE, planted_facts(out / SQLITE_FILE, seed)))
     pack = step("knowledge", lambda: _write_knowledge(out))
     step("profiles", lambda: _write_json(out / PROFILES_FILE, profiles()))
     questions = step(
@@ -124,6 +127,7 @@ def _manifest(seed: int, tables: list, pack: list, questions: list) -> dict[str,
             "knowledge": KNOWLEDGE_FILE,
             "documents": f"{KNOWLEDGE_DIR}/*.md",
             "profiles": PROFILES_FILE,
+            "planted": PLANTED_FILE,
             "questions": QUESTIONS_FILE,
             **SPLIT_FILES,
         },
