@@ -1,7 +1,14 @@
 """Command line: ``python -m bench.autofin --out DIR [--seed N] [--pg-url URL]``.
 
-Writes the AutoFin database (SQLite, and PostgreSQL when a URL is given), its knowledge pack,
-user profiles and labeled questions, then prints the time of each step.
+Writes the AutoFin database (SQLite, and PostgreSQL when a URL is given), its planted facts,
+knowledge pack, user profiles and labeled questions, then prints the time of each step.
+
+Two more commands work on a build:
+
+- ``python -m bench.autofin longform --out DIR [--file FILE]``: the long-form questions of
+  the build in DIR (:mod:`bench.autofin.longform`), by default to ``DIR/longform.jsonl``;
+- ``python -m bench.autofin score-longform --questions Q --answers A [--json OUT]``: the share
+  of planted facts analysis answers name, per question type (:mod:`bench.autofin.longform_score`).
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ import logging
 import sys
 from pathlib import Path
 
+from bench.autofin.longform import write_longform
+from bench.autofin.longform_score import main as score_main
 from bench.autofin.pipeline import Summary, generate
 
 
@@ -49,7 +58,26 @@ def report(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+def longform_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.autofin longform",
+        description="Write the long-form questions of an AutoFin build (from its planted.json).",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the AutoFin build's folder")
+    parser.add_argument("--file", type=Path, help="where to write (default OUT/longform.jsonl)")
+    args = parser.parse_args(argv)
+    path = write_longform(args.out, args.file)
+    count = len(path.read_text(encoding="utf-8").splitlines())
+    print(f"{count} long-form questions written to {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "longform":
+        return longform_main(argv[1:])
+    if argv and argv[0] == "score-longform":
+        return score_main(argv[1:])
     args = parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING if args.quiet else logging.INFO,
