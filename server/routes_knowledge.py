@@ -16,19 +16,23 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from kb.errors import JSONLImportError
 from kb.filters import UKFFilter
-from kb.jsonl import read_numbered_jsonl
+from kb.jsonl import parse_line
 from server.auth import Identity, Permission
 from server.deps import get_state, require
 from server.limits import check_text_length
 from server.responses import FastJSONResponse
 from server.search import SearchRequest, search
+from ukf import BaseUKF
 
 router = APIRouter(prefix="/v1/knowledge", tags=["knowledge"])
 Reader = Annotated[Identity, Depends(require(Permission.KNOWLEDGE_READ))]
 Writer = Annotated[Identity, Depends(require(Permission.KNOWLEDGE_WRITE))]
 Active = Literal["true", "false", "all"]
 INLINE_SEARCH_MODES = frozenset({"string", "facet"})
+LINE_ERRORS_SHOWN = 100
+"""How many bad lines a refused import lists (``errors``); the count says how many in all."""
 
 
 def _filter(
@@ -95,6 +99,9 @@ def export_knowledge(
 
 @router.post("/import", summary="Import JSON Lines (all lines validated, one transaction)")
 async def import_knowledge(request: Request, identity: Writer) -> Response:
+    """Every line is validated before anything is written; a file with bad lines is refused
+    whole (422) with ``errors``: ``[{"line", "error"}]`` for each bad line (the first
+    :data:`LINE_ERRORS_SHOWN`), ``error_count``, and ``detail`` naming the first ones."""
     raw = await request.body()
     try:
         text = raw.decode("utf-8")
@@ -102,11 +109,44 @@ async def import_knowledge(request: Request, identity: Writer) -> Response:
         raise HTTPException(400, f"the body is not UTF-8: {exc}") from None
     state = get_state(request)
 
-    def work() -> dict[str, Any]:
-        entries = read_numbered_jsonl(io.StringIO(text))
-        return state.knowledge.import_entries(entries, identity, source="http")
+    def work() -> Response:
+        entries, errors = _parse_lines(text)
+        if errors:
+            return _refused_lines(errors)
+        return FastJSONResponse(state.knowledge.import_entries(entries, identity, source="http"))
 
-    return FastJSONResponse(await run_in_threadpool(work))
+    return await run_in_threadpool(work)
+
+
+def _parse_lines(text: str) -> tuple[list[tuple[int, BaseUKF]], list[dict[str, Any]]]:
+    """Every non-blank line parsed and validated (as :func:`kb.jsonl.read_numbered_jsonl`
+    does), with an error per bad line rather than the first one only."""
+    entries: list[tuple[int, BaseUKF]] = []
+    errors: list[dict[str, Any]] = []
+    for number, line in enumerate(io.StringIO(text), start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append((number, parse_line(line, "body", number)))
+        except JSONLImportError as exc:
+            message = str(exc).removeprefix(f"{exc.source}, line {exc.line}: ")
+            errors.append({"line": exc.line, "error": message})
+    return entries, errors
+
+
+def _refused_lines(errors: list[dict[str, Any]]) -> Response:
+    """422 naming every bad line: ``detail`` (the first few, as text) and ``errors``."""
+    first = "; ".join(f"line {e['line']}: {e['error']}" for e in errors[:3])
+    more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+    count = f"{len(errors)} line{'s' if len(errors) > 1 else ''}"
+    return FastJSONResponse(
+        {
+            "detail": f"{count} not valid, nothing was imported: {first}{more}",
+            "errors": errors[:LINE_ERRORS_SHOWN],
+            "error_count": len(errors),
+        },
+        status_code=422,
+    )
 
 
 @router.post("/search", summary="Search in string, facet, vector or graph mode")

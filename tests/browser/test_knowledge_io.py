@@ -26,17 +26,33 @@ def test_an_import_with_a_bad_line_imports_nothing_and_names_the_line(
     page.click("[data-testid=import]")
     refusal = page.locator("[data-testid=import-error]")
     refusal.wait_for()
-    assert "line 2" in refusal.inner_text() and "nothing was imported" in refusal.inner_text()
+    assert "nothing was imported" in refusal.inner_text()
+    problems = page.locator(".line-problems li").all_inner_texts()
+    assert problems == ["line 2: field 'name': String should have at least 1 character"]
     shot(page, "knowledge-import-refused")
     assert live.state.store.version == before
     assert not [e for e in live.state.store.iterate(type="knowledge") if e.name == "Headliner"]
 
-    # a line that is not JSON at all is listed by the page too
+    # every bad line is listed, not only the first
     broken = tmp_path / "broken.jsonl"
-    broken.write_text(_line("Headliner") + "\n{not json\n")
+    broken.write_text(_line("Headliner") + '\n{not json\n\n{"type": "gizmo", "name": "x"}\n')
     page.set_input_files("#k-import-file", str(broken))
     page.click("[data-testid=import]")
-    page.locator(".line-problems li", has_text="line 2: not valid JSON").wait_for()
+    page.locator(".line-problems li", has_text="line 4:").wait_for()
+    problems = page.locator(".line-problems li").all_inner_texts()
+    assert [p.split(":")[0] for p in problems] == ["line 2", "line 4"]
+    assert "invalid JSON" in problems[0] and "gizmo" in problems[1]
+    assert "2 lines are not valid" in refusal.inner_text()
+    assert live.state.store.version == before
+
+    # a refusal that is not about the lines' form (a line the key may not write) says why
+    hidden = KnowledgeUKF.create("Theirs", "x", workspace="apac").to_json()
+    forbidden = tmp_path / "forbidden.jsonl"
+    forbidden.write_text(_line("Headliner") + "\n" + hidden + "\n")
+    page.set_input_files("#k-import-file", str(forbidden))
+    page.click("[data-testid=import]")
+    page.locator("[data-testid=import-error]", has_text="line 2").wait_for()
+    assert page.locator(".line-problems").count() == 0
     assert live.state.store.version == before
 
     good = tmp_path / "good.jsonl"

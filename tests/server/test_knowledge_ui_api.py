@@ -1,6 +1,9 @@
-"""GET /v1/knowledge/{id}/text: an entry rendered as the question prompts show it."""
+"""The knowledge API's additions for the web page: GET /v1/knowledge/{id}/text (an entry as
+the question prompts render it) and an import refused with every bad line named."""
 
 from __future__ import annotations
+
+import json
 
 from ukf import KnowledgeUKF
 
@@ -26,3 +29,21 @@ def test_an_entry_the_caller_cannot_see_has_no_text(server):
     assert server.request("GET", f"/v1/knowledge/{uid}/text", "ops").status_code == 200
     assert server.request("GET", f"/v1/knowledge/{uid}/text", "analyst").status_code == 404
     assert server.request("GET", "/v1/knowledge/nope/text", "analyst").status_code == 404
+
+
+def test_a_refused_import_names_every_bad_line(server):
+    good = KnowledgeUKF.create("ok", "fine").to_json()
+    body = "\n".join(
+        [good, "{broken", good, json.dumps({"type": "gizmo", "name": "x"}), "", '{"name": ""}']
+    )
+    before = server.state.store.version
+    reply = server.request("POST", "/v1/knowledge/import", "ops", content=body.encode())
+    assert reply.status_code == 422, reply.text
+    refusal = reply.json()
+    assert [e["line"] for e in refusal["errors"]] == [2, 4, 6] and refusal["error_count"] == 3
+    assert refusal["errors"][0]["error"].startswith("invalid JSON")
+    assert "gizmo" in refusal["errors"][1]["error"] and "name" in refusal["errors"][2]["error"]
+    assert refusal["detail"].startswith("3 lines not valid, nothing was imported: line 2: ")
+    assert server.state.store.version == before
+    fine = server.request("POST", "/v1/knowledge/import", "ops", content=f"{good}\n".encode())
+    assert fine.status_code == 200 and fine.json()["imported"] == 1

@@ -4,19 +4,10 @@
 import { h } from "../dom.js";
 import { TYPES, busy, download, errorLine, field, fill } from "./knowledge_parts.js";
 
-/** Lines of `text` that are not JSON objects: [{line, problem}] (the server checks the rest). */
-function lineProblems(text) {
-  const problems = [];
-  text.split("\n").forEach((line, index) => {
-    if (!line.trim()) return;
-    try {
-      const value = JSON.parse(line);
-      if (!value || typeof value !== "object" || Array.isArray(value)) problems.push({ line: index + 1, problem: "not a JSON object" });
-    } catch (error) {
-      problems.push({ line: index + 1, problem: `not valid JSON (${error.message})` });
-    }
-  });
-  return problems;
+/** The bad lines of a refused import, as the API lists them ({line, error}), else []. */
+function badLines(error) {
+  const listed = error && error.body && Array.isArray(error.body.errors) ? error.body.errors : [];
+  return listed.filter((e) => e && Number.isInteger(e.line));
 }
 
 export function mountIO(root, ctx, { onImported }) {
@@ -46,18 +37,21 @@ export function mountIO(root, ctx, { onImported }) {
     busy(importButton, null, async () => {
       outcome.replaceChildren(h("p", { class: "loading" }, `Importing ${chosen.name}…`));
       const body = await chosen.text();
-      const problems = lineProblems(body);
       try {
         const done = await ctx.api.upload("v1/knowledge/import", body, "application/x-ndjson");
         outcome.replaceChildren(h("p", { class: "good" }, `Imported ${done.imported} entr${done.imported === 1 ? "y" : "ies"} from ${chosen.name} (store version ${done.store_version}).`));
         file.value = "";
         onImported();
       } catch (error) {
+        const lines = badLines(error);
         fill(outcome,
           h("p", { class: "error", role: "alert", dataset: { testid: "import-error" } },
-            `The import was refused; nothing was imported. ${error.detail || error.message}`),
-          problems.length ? h("ul", { class: "line-problems", "aria-label": "Lines with problems" },
-            problems.map((p) => h("li", {}, `line ${p.line}: ${p.problem}`))) : null);
+            lines.length ? `The import was refused: ${lines.length === 1 ? "one line is" : `${error.body.error_count} lines are`} not valid, so nothing was imported.`
+              : `The import was refused; nothing was imported. ${error.detail || error.message}`),
+          lines.length ? h("ul", { class: "line-problems", "aria-label": "Lines with problems" },
+            lines.map((e) => h("li", {}, `line ${e.line}: ${e.error}`))) : null,
+          lines.length && error.body.error_count > lines.length
+            ? h("p", { class: "hint small" }, `${error.body.error_count - lines.length} more bad lines are not listed.`) : null);
       }
     });
   } }, field("k-import-file", "Import JSON Lines", file,
