@@ -64,6 +64,10 @@ def test_an_analysis_shows_its_answer_findings_evidence_and_chart(page, analyst_
     )
     assert ["France", "4"] in rows
     shot(page, "ask-analysis")
+    page.set_viewport_size({"width": 390, "height": 844})
+    # the charts shrink with the page: nothing scrolls sideways
+    page.wait_for_function("document.documentElement.scrollWidth <= 391")
+    shot(page, "ask-analysis-phone")
     history = page.locator("[data-testid=history] button").first
     assert "analysis" in history.inner_text() and QUESTION in history.inner_text()
     assert page.page_errors == []
