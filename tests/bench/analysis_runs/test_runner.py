@@ -172,3 +172,15 @@ def test_a_bad_line_in_the_middle_is_an_error_naming_it(tmp_path):
     path.write_text('{"oops": 1}\n{"task_id": "flag-1", "system": "one-sql"}\n')
     with pytest.raises(ValueError, match=r"answers.jsonl:1: not a task record"):
         read_records(path)
+
+
+def test_the_analyze_subcommand_is_wired(tasks, tmp_path, capsys):
+    from bench.__main__ import main as bench_main
+
+    args = ["analyze", "insightbench", "--system", "one-sql", "--out", str(tmp_path / "out")]
+    database_folder = str(tasks[0].database_path.parent)
+    code = bench_main([*args, "--cache", database_folder, "--tasks", "flag-999"])
+    assert code == 2 and "unknown InsightBench task ids: ['flag-999']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench_main(["analyze", "insightbench", "--system", "nope", "--out", "x"])
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
