@@ -133,6 +133,31 @@ def test_ops_creates_an_entry_and_sees_its_credit_and_blame(page, live: LiveServ
     assert page.page_errors == []
 
 
+def test_an_admin_sees_who_changed_an_entry(page, live: LiveServer):
+    """The entry's writes from the audit log, for keys that may read it (admin)."""
+    login(page, live, "ops")
+    page.goto(f"{live.url}/ui/#/knowledge")
+    browse(page, type="column", name="Capacity")
+    open_entry_from_table(page, "Capacity")
+    page.locator(".related a", has_text="stadium (table)").wait_for()  # named, not an id
+    assert page.locator("[data-testid=entry-history]").count() == 0  # ops: no audit:read
+    page.click("[data-testid=edit]")
+    page.fill("#e-short", "How many people the stadium holds")
+    page.click("[data-testid=save]")
+    page.locator("[data-testid=entry-short]").filter(has_text="people the stadium").wait_for()
+    entry_url = page.url
+    page.context.clear_cookies()
+    page.evaluate("sessionStorage.clear()")
+    login(page, live, "admin")
+    page.goto(entry_url)
+    history = page.locator("[data-testid=entry-history] li")
+    history.first.wait_for()
+    assert "update by ops" in history.first.inner_text()
+    assert "short_description" in history.first.inner_text()
+    shot(page, "knowledge-entry-history")
+    assert page.page_errors == []
+
+
 def test_a_refused_edit_shows_the_apis_reason(page, live: LiveServer):
     """An ops key working in a workspace may not change global (profiled) knowledge."""
     login(page, live, scoped_ops(live))

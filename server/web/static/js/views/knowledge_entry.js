@@ -11,7 +11,21 @@ const BASE_FIELDS = new Set(["id", "content_hash", "type", "name", "version", "v
   "related", "auths", "timefluid", "timestamp", "last_verified", "expiration", "inactive_mark",
   "metadata", "profile"]);
 
-const link = (id) => h("a", { href: `#/knowledge/${encodeURIComponent(id)}` }, id);
+const NAMED_LINKS = 30; // related entries named by a lookup each; beyond, their ids
+
+/** Links to other entries, shown by id and renamed "name (type)" once looked up. */
+function linker(ctx) {
+  let lookups = 0;
+  return (id) => {
+    const a = h("a", { href: `#/knowledge/${encodeURIComponent(id)}`, class: "entry-link" }, id);
+    if (lookups++ < NAMED_LINKS) {
+      ctx.api.get(`v1/knowledge/${encodeURIComponent(id)}`).then(
+        (found) => { a.textContent = `${found.name} (${found.type})`; a.title = id; },
+        () => { /* not visible or gone: the id stays */ });
+    }
+    return a;
+  };
+}
 const isEmpty = (v) => v === null || v === undefined || v === "" ||
   (Array.isArray(v) && !v.length) || (typeof v === "object" && !Array.isArray(v) && !Object.keys(v).length);
 
@@ -20,7 +34,7 @@ function chips(values, kind, label) {
   return h("ul", { class: "chips", "aria-label": label }, values.map((v) => h("li", {}, badge(v, kind))));
 }
 
-function contentCard(entry) {
+function contentCard(entry, link) {
   const own = Object.entries(entry).filter(([k, v]) => !BASE_FIELDS.has(k) && !isEmpty(v));
   return h("section", { class: "card", "aria-label": "Content" },
     h("h2", {}, "Content"),
@@ -41,7 +55,7 @@ function contentCard(entry) {
         r.object === entry.id ? "this" : link(r.object))))] : null);
 }
 
-function provenanceCard(entry) {
+function provenanceCard(entry, link) {
   const mining = entry.metadata?.mining;
   return h("section", { class: "card", "aria-label": "Provenance" },
     h("h2", {}, "Provenance"),
@@ -78,6 +92,20 @@ function feedbackCard(entry) {
     ]));
 }
 
+/** The entry's writes from the audit log (audit:read): who changed it, when, how. */
+function historyCard(ctx, id) {
+  if (!ctx.can("audit:read")) return null;
+  const list = h("div", { dataset: { testid: "entry-history" } }, h("p", { class: "loading" }, "Loading…"));
+  ctx.api.get("v1/audit", { ukf_id: id, limit: 50 }).then((found) => {
+    list.replaceChildren(found.items.length ? h("ol", { class: "history-list" }, found.items.map((r) =>
+      h("li", {}, h("strong", {}, r.action), ` by ${r.user}`, r.job_id ? ` (job ${r.job_id})` : "",
+        h("span", { class: "hint small" }, ` · ${when(r.at)}`),
+        r.detail?.fields ? h("span", { class: "hint small" }, ` · ${r.detail.fields.join(", ")}`) : null)))
+      : h("p", { class: "hint" }, "No recorded write."));
+  }, (error) => { list.replaceChildren(h("p", { class: "error" }, error.detail || error.message)); });
+  return h("section", { class: "card", "aria-label": "History" }, h("h2", {}, "History"), list);
+}
+
 export function mountEntry(root, ctx, id) {
   let alive = true;
   const errors = errorLine("entry-error");
@@ -101,15 +129,16 @@ export function mountEntry(root, ctx, id) {
       (r) => { rendered.textContent = r.text || "(empty)"; },
       (error) => { rendered.textContent = ""; rendered.append(h("span", { class: "error" }, error.detail || error.message)); });
     const actions = h("div", { class: "row actions" });
+    const link = linker(ctx);
     body.replaceChildren(
       h("div", { class: "row entry-head" }, h("h1", { class: "grow", dataset: { testid: "entry-name" } }, entry.name),
         badge(entry.type), entry.inactive_mark ? badge("inactive", "warn") : badge("active", "good")),
       actions,
       h("div", { class: "split admin-split" },
-        h("div", {}, contentCard(entry),
+        h("div", {}, contentCard(entry, link),
           h("section", { class: "card", "aria-label": "As prompts see it" }, h("h2", {}, "As prompts see it"),
             h("p", { class: "hint small" }, "The entry rendered by its composer, as the question prompts' evidence shows it."), rendered)),
-        h("div", {}, provenanceCard(entry), feedbackCard(entry))));
+        h("div", {}, provenanceCard(entry, link), feedbackCard(entry), historyCard(ctx, id))));
     if (ctx.can("knowledge:write")) writeActions(actions, entry);
   }
 
