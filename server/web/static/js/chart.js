@@ -1,11 +1,12 @@
 // Automatic charts with the vendored Chart.js (window.Chart): a time column and a measure is a
-// line (one per category when there is a category too), a category and a measure a bar chart,
-// anything else no chart — the same rule as the server's charts (agents/analysis/charts.py),
+// line (one per category when there is a category too), a category and a measure a bar chart
+// (up to 60 bars), anything else no chart — the same rule as the server's charts (agents/analysis/charts.py),
 // which also lets an analysis finding's Vega-Lite spec be drawn here from its data.
 
 import { h, show } from "./dom.js";
 
 const MAX_POINTS = 500;
+const MAX_BARS = 60; // more categories than this make no readable bar chart: none is drawn
 const TIME_NAMES = /^((\w*_)?(date|datetime|timestamp|time|year|month|quarter|week|day|period|created|updated)(_\w*|s)?|\w+_(at|on|dt))$/i;
 const COLORS = ["#2459c7", "#c75a24", "#1f7a3f", "#8a2bb0", "#b3261e", "#1f6f8b", "#8a5a00", "#5b6573"];
 
@@ -52,6 +53,7 @@ export function chartConfig(columns, rows, title = "") {
       label, data: labels.map((t) => byTime.get(t) ?? null), borderColor: COLORS[i], backgroundColor: COLORS[i], spanGaps: true,
     }));
   } else {
+    if (rows.length > MAX_BARS) return null;
     type = "bar";
     labels = points.map((r) => show(r[category]));
     datasets = [{ label: columns[measure], data: points.map((r) => number(r[measure])), backgroundColor: COLORS[0] }];
