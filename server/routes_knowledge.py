@@ -69,16 +69,19 @@ def list_knowledge(
     flt: Filter,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
+    total: Annotated[bool, Query(description="also count every match (one more query)")] = False,
 ) -> Response:
-    entries = get_state(request).knowledge.list(identity, flt, limit=limit, offset=offset)
-    return FastJSONResponse(
-        {
-            "items": [entry.to_dict() for entry in entries],
-            "count": len(entries),
-            "limit": limit,
-            "offset": offset,
-        }
-    )
+    knowledge = get_state(request).knowledge
+    entries = knowledge.list(identity, flt, limit=limit, offset=offset)
+    page: dict[str, Any] = {
+        "items": [entry.to_dict() for entry in entries],
+        "count": len(entries),
+        "limit": limit,
+        "offset": offset,
+    }
+    if total:
+        page["total"] = knowledge.count(identity, flt)
+    return FastJSONResponse(page)
 
 
 @router.get("/export", summary="Visible knowledge as canonical JSON Lines")

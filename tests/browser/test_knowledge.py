@@ -54,6 +54,7 @@ def test_ops_finds_edits_and_deactivates_concert_singer_knowledge(page, live: Li
     browse(page, type="table")
     tables = page.locator("[data-testid=knowledge-table] a.entry-link").all_inner_texts()
     assert {"singer", "concert", "stadium", "singer_in_concert"} <= set(tables)
+    assert page.locator(".pager").inner_text().count("1–4 of 4") == 1
     shot(page, "knowledge-browse")
 
     open_entry_from_table(page, "singer")
@@ -190,6 +191,15 @@ def test_an_analyst_reads_knowledge_but_sees_no_write_actions(page, live: LiveSe
     page.goto(f"{live.url}/ui/#/knowledge")
     page.locator("[data-testid=knowledge-table]").wait_for()
     assert page.locator("[data-testid=import]").count() == 0
+    # pages of 25 rows, the next one by its button
+    links = page.locator("[data-testid=knowledge-table] a.entry-link")
+    first = links.evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    total = live.state.store.count(active=True)
+    assert len(first) == 25 and f"1–25 of {total}" in page.locator(".pager").inner_text()
+    page.get_by_role("button", name="Next →").click()
+    page.locator(".pager", has_text=f"26–50 of {total}").wait_for()
+    second = links.evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert len(second) == 25 and not set(second) & set(first)
     assert page.locator("[data-testid=export]").count() == 1  # reading includes exporting
     assert page.locator(".subnav a").all_inner_texts() == ["Browse and search"]
     browse(page, type="table", name="singer")

@@ -47,3 +47,17 @@ def test_a_refused_import_names_every_bad_line(server):
     assert server.state.store.version == before
     fine = server.request("POST", "/v1/knowledge/import", "ops", content=f"{good}\n".encode())
     assert fine.status_code == 200 and fine.json()["imported"] == 1
+
+
+def test_a_list_page_may_carry_the_total_it_is_a_page_of(server):
+    for name in ("alpha", "beta", "gamma"):
+        entry = KnowledgeUKF.create(name, "x", database="pages")
+        body = {"type": "knowledge", **entry.model_dump(mode="json", exclude_defaults=True)}
+        assert server.request("POST", "/v1/knowledge", "ops", json=body).status_code == 201
+    query = {"tag": "[DATABASE:pages]", "limit": 2}
+    page = server.request("GET", "/v1/knowledge", "analyst", params=query).json()
+    assert page["count"] == 2 and "total" not in page
+    page = server.request(
+        "GET", "/v1/knowledge", "analyst", params={**query, "offset": 2, "total": "true"}
+    ).json()
+    assert page["count"] == 1 and page["total"] == 3

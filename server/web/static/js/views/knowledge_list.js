@@ -65,13 +65,13 @@ export function mountList(root, ctx) {
   async function browse() {
     const page = await ctx.api.get("v1/knowledge", {
       type: state.type, name: state.name.trim(), tag: state.tag.trim(),
-      synonym_prefix: state.synonym.trim(), active: state.active, limit: PAGE + 1, offset: state.offset,
+      synonym_prefix: state.synonym.trim(), active: state.active, limit: PAGE, offset: state.offset, total: "true",
     });
-    const rows = page.items.slice(0, PAGE).map((e) => ({
+    const rows = page.items.map((e) => ({
       id: e.id, name: e.name, type: e.type, description: e.short_description || e.description,
       priority: e.priority, inactive: e.inactive_mark, tags: e.tags,
     }));
-    return { rows, more: page.items.length > PAGE, caption: "Highest priority first" };
+    return { rows, more: state.offset + rows.length < page.total, total: page.total, caption: "Highest priority first" };
   }
 
   async function search() {

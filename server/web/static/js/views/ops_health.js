@@ -47,14 +47,18 @@ function render(body) {
   return parts;
 }
 
+const SETTLING_MS = 3000; // re-checked this often while starting or warming
+
 export function mountHealth(root, ctx) {
   let alive = true;
+  let timer = null;
   const errors = errorLine("health-error");
   const box = h("div", { dataset: { testid: "health" } }, h("p", { class: "loading" }, "Loading…"));
   const refresh = h("button", { type: "button", class: "secondary", onclick: () => busy(refresh, null, load) }, "Refresh");
   const checked = h("span", { class: "hint small", role: "status" });
 
   async function load() {
+    clearTimeout(timer);
     errors.set(null);
     let body;
     try {
@@ -67,10 +71,12 @@ export function mountHealth(root, ctx) {
     }
     if (!alive) return;
     box.replaceChildren(...render(body));
-    checked.textContent = `Checked ${new Date().toLocaleTimeString()}`;
+    const settling = body.status === "starting" || body.status === "warming";
+    checked.textContent = `Checked ${new Date().toLocaleTimeString()}${settling ? " · checking again every few seconds" : ""}`;
+    if (settling) timer = setTimeout(load, SETTLING_MS);
   }
 
   root.append(h("div", { class: "row" }, h("h2", { class: "grow" }, "Health"), checked, refresh), errors, box);
   load();
-  return () => { alive = false; };
+  return () => { alive = false; clearTimeout(timer); };
 }
