@@ -113,6 +113,18 @@ class Tiers:
     def decoded_together(self, name: str) -> int:
         return 1
 
+    def describe(self) -> list[dict[str, Any]]:
+        """The scripted model as the one tier /v1/health lists."""
+        return [
+            {
+                "name": "default",
+                "backend": "scripted",
+                "model": self.llm.name,
+                "base_url": None,
+                "loaded": True,
+            }
+        ]
+
 
 class LiveServer:
     """A uvicorn server in a thread, a key per role, and the scripted model."""

@@ -16,17 +16,6 @@ from server.job_kinds import JobKind
 from tests.browser.conftest import LiveServer, login, shot
 
 
-@pytest.fixture(autouse=True)
-def describable_tiers(live: LiveServer) -> None:
-    """/v1/health lists the LLM tiers by ``describe()``, which the scripted tiers of
-    tests/browser/conftest.py lack; give them one (the scripted model as one tier)."""
-    tiers = live.state.llms
-    if tiers is not None and not hasattr(tiers, "describe"):
-        tiers.describe = lambda: [
-            {"name": "default", "backend": "scripted", "model": live.llm.name, "loaded": True}
-        ]
-
-
 class WaitParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
