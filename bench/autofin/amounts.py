@@ -81,15 +81,14 @@ def _simulate_brand(
     growth = rng.normal(0.05, 0.04) + (ZEPHYR_EXTRA_GROWTH if lines[0].brand == "ZP" else 0.0)
     demand = SEASON[calendar_month - 1] * shock * (1 + growth) ** (t / 12)
     demand = plants.brand_demand(lines[0].brand, world.periods, demand)
-    model_hit = (
-        plants.margin_drop_model(lines) if lines[0].brand == plants.MARGIN_DROP.brand else ""
-    )
 
     units = np.zeros((len(lines), months), dtype=np.int64)
     usd = np.zeros((2, len(lines), len(ITEMS), months))
     for index, line in enumerate(lines):
         units[index], amounts = _line_amounts(line, plants.line_demand(line, demand), t, rng)
-        usd[:, index] = plants.adjust_amounts(line, model_hit, world.periods, amounts, ITEMS)
+        usd[:, index] = plants.adjust_amounts(line, amounts, ITEMS)
+    if lines[0].brand == plants.MARGIN_DROP.brand:
+        plants.plant_margin_drop(lines, world.periods, usd, ITEMS)
     usd = np.round(usd, 2)
 
     ptd: dict[str, np.ndarray] = {}

@@ -45,8 +45,9 @@ def _driver(drop: dict[str, Any]) -> dict[str, Any]:
 
 def _margin_reference(drop: dict[str, Any]) -> str:
     margins, segment = drop["gross_margin_pct"], drop["segment_gross_margin_pct"]
-    region_change = drop["gross_profit_change_by_region"][drop["region"]]
-    model_change = drop["gross_profit_change_by_model"][drop["model"]]
+    change = drop["gross_profit_change"]["vs_previous_quarter"]
+    region_change = change["by_region"][drop["region"]]
+    segment_change = change["by_region_model"][f"{drop['region']}/{drop['model']}"]
     return (
         f"{drop['brand_name']}'s gross margin fell from {margins['previous_quarter']:g}% in the "
         f"previous quarter (and {margins['same_quarter_last_year']:g}% a year earlier) to "
@@ -54,9 +55,9 @@ def _margin_reference(drop: dict[str, Any]) -> str:
         f"{drop['model_name']} ({drop['model']}) in {drop['region_name']} ({drop['region']}): "
         f"that segment's gross margin fell from {segment['previous_quarter']:g}% to "
         f"{segment['quarter']:g}% (lower price, higher vehicle cost); {drop['region_name']} "
-        f"accounts for {_money(region_change)} and {drop['model_name']} for "
-        f"{_money(model_change)} of the gross-profit change against the previous quarter, "
-        "the largest of any region and model."
+        f"accounts for {_money(region_change)} and {drop['model_name']} there for "
+        f"{_money(segment_change)} of the gross-profit change against the previous quarter, "
+        "the largest of any region and of any region and model."
     )
 
 

@@ -2,8 +2,9 @@
 
 :func:`planted_facts` reads the SQLite file with SQL (nothing is taken from the generator's
 parameters but the scopes to look at), so every number in the file is true of the data.
-Each pattern says whether it ``holds`` there: the margin drop's segment tops the region and
-model decomposition of the gross-profit change, the peak month is each year's top month, the
+Each pattern says whether it ``holds`` there: the margin drop's region and region x model
+segment top the decomposition of the gross-profit change (against the previous quarter and the
+same quarter a year earlier), the peak month is each year's top month, the
 trend is significant, the deep band has the lowest volume growth, price realisation and
 gross margin.
 
@@ -25,7 +26,6 @@ import statsmodels.api as sm
 from bench.autofin import calendar as cal
 from bench.autofin import plants
 from bench.autofin.catalog import brand, model, region
-from bench.autofin.world import build_world
 
 PLANTED_FILE = "planted.json"
 SIGN = "CASE report_item_level1 WHEN 'Revenue' THEN 1.0 WHEN 'Cost of sales' THEN -1.0 ELSE 0 END"
@@ -49,7 +49,7 @@ def planted_facts(database: Path | str, seed: int) -> dict[str, Any]:
                 "gross_profit": "revenue minus report_item_level1 = 'Cost of sales'",
                 "gross_margin_pct": "gross profit / revenue * 100",
             },
-            "margin_drop": margin_drop_facts(db, seed),
+            "margin_drop": margin_drop_facts(db),
             "seasonal_peak": seasonal_peak_facts(db),
             "trend": trend_facts(db),
             "deep_discount": deep_discount_facts(db),
@@ -84,17 +84,28 @@ def _profit_change(
     return {key: round(change, 2) for key, change in rows}
 
 
-def margin_drop_facts(db: sqlite3.Connection, seed: int) -> dict[str, Any]:
+def margin_drop_facts(db: sqlite3.Connection) -> dict[str, Any]:
     plant = plants.MARGIN_DROP
     table = brand(plant.brand).income_table
-    model_hit = plants.margin_drop_model(build_world(seed).lines[plant.brand])
+    before_year = cal.span(cal.shift(plant.periods[0], -12), cal.shift(plant.periods[0], -1))
+    (model_hit,) = db.execute(
+        f"SELECT model_code FROM {table} WHERE caliber = 'A' AND report_item_code = 'REV_VEH' "
+        f"AND region_code = ? AND period IN {_in(before_year)} GROUP BY model_code "
+        "ORDER BY SUM(ptd_amt_usd) DESC LIMIT 1",
+        (plant.region,),
+    ).fetchone()
     now, before = plant.periods, plant.previous_periods
     last_year = [cal.shift(p, -12) for p in now]
     segment = f"region_code = '{plant.region}' AND model_code = '{model_hit}'"
-    by_region = _profit_change(db, table, "region_code", now, before)
-    by_model = _profit_change(db, table, "model_code", now, before)
-    by_region_yoy = _profit_change(db, table, "region_code", now, last_year)
-    by_model_yoy = _profit_change(db, table, "model_code", now, last_year)
+    pair = "region_code || '/' || model_code"
+    changes = {
+        name: {
+            "by_region": _profit_change(db, table, "region_code", now, then),
+            "by_model": _profit_change(db, table, "model_code", now, then),
+            "by_region_model": dict(list(_profit_change(db, table, pair, now, then).items())[:5]),
+        }
+        for name, then in (("vs_previous_quarter", before), ("vs_last_year", last_year))
+    }
     margins = {
         "previous_quarter": _r(_margin(db, table, before)),
         "quarter": _r(_margin(db, table, now)),
@@ -104,7 +115,8 @@ def margin_drop_facts(db: sqlite3.Connection, seed: int) -> dict[str, Any]:
         "previous_quarter": _r(_margin(db, table, before, segment)),
         "quarter": _r(_margin(db, table, now, segment)),
     }
-    tops = [next(iter(d)) for d in (by_region, by_model, by_region_yoy, by_model_yoy)]
+    tops = [next(iter(c[k])) for c in changes.values() for k in ("by_region", "by_region_model")]
+    expected = [plant.region, f"{plant.region}/{model_hit}"] * 2
     return {
         "brand": plant.brand,
         "brand_name": brand(plant.brand).name,
@@ -119,12 +131,9 @@ def margin_drop_facts(db: sqlite3.Connection, seed: int) -> dict[str, Any]:
         "model_name": model(model_hit).name,
         "gross_margin_pct": margins,
         "segment_gross_margin_pct": segment_margins,
-        "gross_profit_change_by_region": by_region,
-        "gross_profit_change_by_model": by_model,
-        "gross_profit_change_by_region_yoy": by_region_yoy,
-        "gross_profit_change_by_model_yoy": by_model_yoy,
+        "gross_profit_change": changes,
         "holds": (
-            tops == [plant.region, model_hit, plant.region, model_hit]
+            tops == expected
             and margins["quarter"]
             < min(margins["previous_quarter"], margins["same_quarter_last_year"])
             and segment_margins["quarter"] < segment_margins["previous_quarter"]

@@ -29,13 +29,14 @@ from bench.autofin.world import SalesLine
 class MarginDrop:
     """Brand ``brand``'s lines of ``model`` in ``region`` during the fiscal quarter ending
     ``quarter_end``: vehicle revenue x ``price_factor``, vehicle cost x ``cost_factor``
-    (units unchanged). ``model`` None: the brand's model with the most lines in the region."""
+    (units unchanged). ``model`` None: the model with the largest vehicle revenue in the
+    region over the twelve months before the quarter."""
 
     brand: str = "AU"
     region: str = "EUR"
     quarter_end: str = "202409"  # FY2025 Q2: July to September 2024
-    price_factor: float = 0.86
-    cost_factor: float = 1.08
+    price_factor: float = 0.82
+    cost_factor: float = 1.12
     model: str | None = None
 
     @property
@@ -101,16 +102,41 @@ DISCOUNT_BANDS: tuple[tuple[float, float, str], ...] = (
 LEDGER_DISCOUNT = (0.02, 0.12)  # the unplanted invoice discount range (income.ledger_table)
 
 
-def margin_drop_model(lines: tuple[SalesLine, ...], plant: MarginDrop = MARGIN_DROP) -> str:
-    """The model the margin drop hits: ``plant.model``, or the brand's model with the most
-    lines in the region (catalog order breaks ties)."""
+def margin_drop_model(
+    lines: tuple[SalesLine, ...], periods: tuple[str, ...], usd: np.ndarray, items: list[str]
+) -> str:
+    """The model the margin drop hits: ``MARGIN_DROP.model``, or the model with the largest
+    caliber-A vehicle revenue in the region over the twelve months before the quarter
+    (``usd``: ``[caliber, line, item, month]``; catalog order breaks ties)."""
+    plant = MARGIN_DROP
     if plant.model:
         return plant.model
-    counts = Counter(line.model for line in lines if line.region == plant.region)
-    if not counts:
+    first = periods.index(plant.periods[0])
+    revenue: Counter[str] = Counter()
+    for index, line in enumerate(lines):
+        if line.region == plant.region:
+            revenue[line.model] += float(
+                usd[0, index, items.index("REV_VEH"), first - 12 : first].sum()
+            )
+    if not revenue:
         raise ValueError(f"brand {plant.brand} has no sales line in region {plant.region}")
     order = [m.code for m in models_of(plant.brand)]
-    return max(counts, key=lambda code: (counts[code], -order.index(code)))
+    return max(revenue, key=lambda code: (revenue[code], -order.index(code)))
+
+
+def plant_margin_drop(
+    lines: tuple[SalesLine, ...], periods: tuple[str, ...], usd: np.ndarray, items: list[str]
+) -> str:
+    """Applies the margin drop to the brand's amounts ``usd`` in place; the model it hit."""
+    plant = MARGIN_DROP
+    hit_model = margin_drop_model(lines, periods, usd, items)
+    months = np.isin(np.array(periods), plant.periods)
+    vehicle, cost = items.index("REV_VEH"), items.index("COGS_VEH")
+    for index, line in enumerate(lines):
+        if line.region == plant.region and line.model == hit_model:
+            usd[:, index, vehicle, months] *= plant.price_factor
+            usd[:, index, cost, months] *= plant.cost_factor
+    return hit_model
 
 
 def is_deep_discount(line: SalesLine, plant: DeepDiscount = DEEP_DISCOUNT) -> bool:
@@ -136,19 +162,12 @@ def line_demand(line: SalesLine, demand: np.ndarray) -> np.ndarray:
     return demand
 
 
-def adjust_amounts(
-    line: SalesLine, model_hit: str, periods: tuple[str, ...], amounts: np.ndarray, items: list
-) -> np.ndarray:
-    """``amounts`` (``[caliber, item, month]`` in USD) with the price and cost plants applied."""
-    vehicle, cost = items.index("REV_VEH"), items.index("COGS_VEH")
+def adjust_amounts(line: SalesLine, amounts: np.ndarray, items: list[str]) -> np.ndarray:
+    """One line's ``amounts`` (``[caliber, item, month]``, USD) at the deep discount's price."""
+    if not is_deep_discount(line):
+        return amounts
     amounts = amounts.copy()
-    if is_deep_discount(line):
-        amounts[:, vehicle] *= DEEP_DISCOUNT.price_factor
-    plant = MARGIN_DROP
-    if line.brand == plant.brand and line.region == plant.region and line.model == model_hit:
-        hit = np.isin(np.array(periods), plant.periods)
-        amounts[:, vehicle, hit] *= plant.price_factor
-        amounts[:, cost, hit] *= plant.cost_factor
+    amounts[:, items.index("REV_VEH")] *= DEEP_DISCOUNT.price_factor
     return amounts
 
 
