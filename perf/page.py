@@ -50,7 +50,7 @@ from bench.perf.store import percentile
 from perf.page_server import PageServer, concert_server
 
 QUESTION = "How many singers are there in each country?"
-CHROMIUM_ARGS = (  # as tests/browser/conftest.py launches it
+CHROMIUM_ARGS = (  # tests/browser/conftest.py launches it so too
     "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",

@@ -26,6 +26,7 @@ from indices.embeddings import HashingEmbedder
 from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
 from kb.target.database import Database
+from perf.page import CHROMIUM_ARGS
 from server.app import create_app
 from server.state import AppState, build_state
 from tests.agents.conftest import spider_path
@@ -35,16 +36,6 @@ from tests.support.postgres import free_port
 
 ARTIFACTS = Path(os.environ.get("ALMANAC_TEST_ARTIFACTS", Path(__file__).parents[2] / ".artifacts"))
 ARTIFACTS = ARTIFACTS / "browser"
-CHROMIUM_ARGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
 DEFAULT_SQL = "SELECT country, COUNT(*) AS singers FROM singer GROUP BY country ORDER BY country"
 
 

@@ -102,7 +102,8 @@ async function route() {
   unmount();
   const ctx = { api, me: state.me, can, navigate, toast, params: params.map(decodeURIComponent) };
   state.cleanup = module.mount(view, ctx) || null;
-  view.focus({ preventScroll: true });
+  // the view may have focused its own first control (the question box): keep that
+  if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
 }
 
 async function start() {
