@@ -8,7 +8,8 @@ PostgreSQL advisory lock). A store written by a newer schema is refused rather t
 Migration 1 creates the knowledge tables and migration 2 the server's (API keys, jobs, audit
 log) as :mod:`kb.schema` declares them now, so a later migration that changes a table must
 be idempotent: it finds the change already made on a store created at the latest version,
-and makes it on an older one (migration 3 adds ``ukf_tags.entry_type``).
+and makes it on an older one (migration 3 adds ``ukf_tags.entry_type``, migration 4
+``api_keys.expires_at``).
 """
 
 from __future__ import annotations
@@ -67,12 +68,23 @@ def _tag_entry_types(conn: Connection) -> None:
     )
 
 
+def _key_expiry(conn: Connection) -> None:
+    """api_keys.expires_at (nullable: a key made before it never expires).
+
+    Idempotent: a store created by migration 2 from the current :mod:`kb.schema` has it."""
+    columns = {c["name"] for c in inspect(conn).get_columns("api_keys")}
+    if "expires_at" not in columns:
+        kind = schema.api_keys.c.expires_at.type.compile(dialect=conn.dialect)
+        conn.execute(text(f"ALTER TABLE api_keys ADD COLUMN expires_at {kind}"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "entries, facet tables (tags, synonyms, related, auths), version", _initial_schema
     ),
     Migration(2, "server tables: api keys, jobs, job logs, audit log", _server_tables),
     Migration(3, "ukf_tags.entry_type and the (slot, value, entry_type) index", _tag_entry_types),
+    Migration(4, "api_keys.expires_at", _key_expiry),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 
@@ -86,7 +98,10 @@ def current_version(conn: Connection) -> int:
 
 
 def migrate(conn: Connection) -> int:
-    """Bring the schema up to date inside the caller's write transaction; return its version."""
+    """Bring the schema up to date inside the caller's write transaction; return its version.
+
+    Every migration not recorded yet is applied, in order (they are idempotent, so one
+    missing below the newest recorded, as in a store whose record was edited, is made too)."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
     schema.metadata.create_all(
@@ -97,8 +112,9 @@ def migrate(conn: Connection) -> int:
         raise SchemaVersionError(
             f"knowledge store schema is v{version}, newer than this Almanac (v{LATEST_VERSION})"
         )
+    applied = set(conn.execute(select(schema.schema_migrations.c.version)).scalars())
     for migration in MIGRATIONS:
-        if migration.version <= version:
+        if migration.version in applied:
             continue
         log.info("applying store migration %d: %s", migration.version, migration.description)
         migration.apply(conn)
@@ -109,5 +125,5 @@ def migrate(conn: Connection) -> int:
                 applied_at=datetime.now(UTC),
             )
         )
-        version = migration.version
+        version = max(version, migration.version)
     return version

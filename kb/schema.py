@@ -6,8 +6,9 @@ columns that filters and visibility need. Facets are normalised into ``ukf_tags`
 ``ukf_auths``. ``store_meta`` holds the monotonic write ``version``.
 
 The server keeps its own tables in the same database (migration 2): ``api_keys`` (hashed
-secrets and roles), ``jobs`` and ``job_logs`` (the job queue the worker claims from), and
-``audit_log`` with ``audit_log_entries`` (who wrote which knowledge, and when).
+secrets, roles and expiry times: migration 4), ``jobs`` and ``job_logs`` (the job queue the
+worker claims from), and ``audit_log`` with ``audit_log_entries`` (who wrote which knowledge,
+and when).
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ api_keys = Table(
     Column("created_by", String(32)),
     Column("last_used_at", DateTime(timezone=True)),
     Column("revoked_at", DateTime(timezone=True)),
+    Column("expires_at", DateTime(timezone=True)),  # None: never (migration 4)
 )
 
 jobs = Table(
