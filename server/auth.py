@@ -23,7 +23,9 @@ from enum import StrEnum
 from typing import cast
 
 from kb.visibility import Reader
-from server.keys import ApiKey, KeyStore
+from server.keys import ApiKey, KeyExpiredError, KeyStore
+
+REFUSED = "invalid or revoked API key"
 
 
 class Role(StrEnum):
@@ -122,13 +124,14 @@ class Authenticator:
 
     ``cache_s`` counts from the database read, not from its answer, and a check that was in
     flight when a key was forgotten does not fill the cache: so a revoked key is refused
-    here at once and by every other replica within ``cache_s`` of the revocation.
+    here at once and by every other replica within ``cache_s`` of the revocation. A key's
+    expiry time is cached with it: an expired key is refused at once, cached or not.
     """
 
     def __init__(self, keys: KeyStore, *, cache_s: float = 5.0, touch_every_s: float = 60.0):
         self.keys = keys
         self.cache_s, self.touch_every_s = cache_s, touch_every_s
-        self._cache: dict[str, tuple[float, Identity]] = {}
+        self._cache: dict[str, tuple[float, Identity, datetime | None]] = {}
         self._touched: dict[str, float] = {}
         self._forgotten = 0  # forget() calls so far: a check older than the last one is stale
         self._lock = threading.Lock()
@@ -142,7 +145,10 @@ class Authenticator:
         found = self._cache.get(self._fingerprint(presented))
         if found is None or time.monotonic() - found[0] > self.cache_s:
             return None
-        return found[1]
+        _read_at, identity, expires_at = found
+        if expires_at is not None and expires_at <= datetime.now(UTC):
+            return None
+        return identity
 
     def identify(self, presented: str) -> Identity | None:
         """Check ``presented`` against the database (and cache the answer when valid)."""
@@ -159,13 +165,24 @@ class Authenticator:
         now = time.monotonic()
         with self._lock:
             if self._forgotten == forgotten:  # else the key may have been revoked meanwhile
-                self._cache[self._fingerprint(presented)] = (read_at, identity)
+                entry = (read_at, identity, key.expires_at)
+                self._cache[self._fingerprint(presented)] = entry
             due = now - self._touched.get(key.id, -self.touch_every_s) >= self.touch_every_s
             if due:
                 self._touched[key.id] = now
         if due:
             self.keys.touch(key.id, datetime.now(UTC))
         return identity
+
+    def refusal(self, presented: str) -> str:
+        """Why ``presented`` was refused, for the 401: "API key expired at <time>" when it is
+        the right secret of an expired key, else what any other refusal says (nothing about
+        whether the id exists)."""
+        try:
+            self.keys.authenticate(presented)
+        except KeyExpiredError as expired:
+            return str(expired)
+        return REFUSED
 
     def forget(self, key_id: str) -> None:
         """Drop cached identities of ``key_id`` (after a revocation)."""

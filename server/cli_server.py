@@ -2,10 +2,12 @@
 
     almanac serve [--host H] [--port P]      the HTTP API (uvicorn), with the job worker
     almanac keys create --role R --user U [--workspace W] [--group G]... [--label L]
+                        [--expires-in-days N | --expires-at ISO]
     almanac keys list [--all]
     almanac keys revoke KEY_ID
 
-``keys create`` prints the secret once; only its hash is stored. ``serve`` prints a line per
+``keys create`` prints the secret once; only its hash is stored. A key made with an expiry
+is refused from that time on (``keys list`` shows it as expired). ``serve`` prints a line per
 warm-up component as it settles and one when the server is ready (:func:`announce_readiness`).
 """
 
@@ -15,9 +17,11 @@ import argparse
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from server.auth import Role
+from server.keys import expiry
 from server.readiness import INDICES, MODEL_PREFIX, PREFILL, Component, Phase, Readiness, overall_of
 from server.settings import Settings
 
@@ -38,9 +42,41 @@ def add_server_commands(commands: Any) -> None:
     create.add_argument("--workspace", help="the workspace whose knowledge the key sees")
     create.add_argument("--group", action="append", default=[], help="a group (repeatable)")
     create.add_argument("--label", default="", help="a note: who holds the key, what for")
+    lifetime = create.add_mutually_exclusive_group()
+    lifetime.add_argument(
+        "--expires-in-days", type=_positive_days, metavar="N", help="the key expires in N days"
+    )
+    lifetime.add_argument(
+        "--expires-at",
+        type=_future_time,
+        metavar="ISO",
+        help="the key expires at this time (ISO 8601, e.g. 2027-01-31T18:00+01:00; no offset: UTC)",
+    )
     listing = actions.add_parser("list", help="keys (never their secrets)")
     listing.add_argument("--all", action="store_true", help="revoked keys too")
     actions.add_parser("revoke", help="revoke a key").add_argument("key_id")
+
+
+def _positive_days(value: str) -> float:
+    try:
+        days = float(value)
+        expiry(expires_in_days=days)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r}: a positive number of days ({exc})") from exc
+    return days
+
+
+def _future_time(value: str) -> datetime:
+    try:
+        when = expiry(expires_at=datetime.fromisoformat(value))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r}: a future ISO 8601 time ({exc})") from exc
+    assert when is not None
+    return when
+
+
+def _expiry_text(expires_at: datetime | None) -> str:
+    return expires_at.astimezone(UTC).isoformat(timespec="seconds") if expires_at else "never"
 
 
 def run_server_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -181,15 +217,21 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
                 workspace=args.workspace,
                 groups=args.group,
                 label=args.label,
+                expires_at=args.expires_at or expiry(expires_in_days=args.expires_in_days),
             )
-            print(f"created key {key.id} ({key.role}, user {key.user}); its secret, shown once:")
+            until = f", expires {_expiry_text(key.expires_at)}" if key.expires_at else ""
+            print(
+                f"created key {key.id} ({key.role}, user {key.user}{until}); "
+                "its secret, shown once:"
+            )
             print(secret)
         elif args.action == "list":
             for key in keys.list(include_revoked=args.all):
-                state = "revoked" if key.revoked_at else "active"
+                state = "revoked" if key.revoked_at else "expired" if key.expired else "active"
                 print(
                     f"{key.id}  {key.role:<8} {key.user:<16} workspace={key.workspace or '-'} "
-                    f"groups={','.join(key.groups) or '-'} {state} {key.label}"
+                    f"groups={','.join(key.groups) or '-'} "
+                    f"expires={_expiry_text(key.expires_at)} {state} {key.label}"
                 )
         else:
             key = keys.revoke(args.key_id)  # KeyNotFoundError: "error: ...", exit 2

@@ -33,7 +33,8 @@ def presented_key(request: Request) -> str | None:
 
 
 async def authenticate(request: Request) -> Identity:
-    """The caller's identity; 401 without a valid, unrevoked key."""
+    """The caller's identity; 401 without a valid, unrevoked, unexpired key (the detail says
+    "API key expired at <time>" to the holder of an expired key's right secret)."""
     key = presented_key(request)
     if key is None:
         raise HTTPException(401, "an API key is required", headers=UNAUTHORIZED_HEADERS)
@@ -42,7 +43,8 @@ async def authenticate(request: Request) -> Identity:
     if identity is None:
         identity = await run_in_threadpool(state.auth.identify, key)
     if identity is None:
-        raise HTTPException(401, "invalid or revoked API key", headers=UNAUTHORIZED_HEADERS)
+        detail = await run_in_threadpool(state.auth.refusal, key)
+        raise HTTPException(401, detail, headers=UNAUTHORIZED_HEADERS)
     request.state.identity = identity
     return identity
 

@@ -10,6 +10,10 @@ Every process that checks or makes keys on a store must use the same pepper (rep
 hosts do not share a data dir, and each would make its own pepper file, under which every key is
 refused). :meth:`KeyStore.ensure_pepper` records a fingerprint of the first pepper in the store
 (``store_meta`` row ``api_key_pepper``: 56 bits of an HMAC of a fixed text) and refuses another.
+
+A key may carry an expiry time (``expires_at``, UTC; None: never): from then on it is refused
+like a revoked one, except that :meth:`KeyStore.authenticate` tells the holder of the right
+secret that it expired (:class:`KeyExpiredError`), which tells nobody else anything.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, overload
 
 from sqlalchemy import Connection, Engine, Row, insert, select, update
@@ -58,6 +62,29 @@ class PepperMismatchError(ValueError):
         )
 
 
+class KeyExpiredError(Exception):
+    """The presented key is right, but it expired (raised only for the right secret)."""
+
+    def __init__(self, key_id: str, expires_at: datetime) -> None:
+        super().__init__(key_id, expires_at)
+        self.key_id, self.expires_at = key_id, expires_at
+
+    def __str__(self) -> str:
+        return f"API key expired at {self.expires_at.isoformat(timespec='seconds')}"
+
+
+class ExpiryInPastError(ValueError):
+    """A new key's expiry time is not in the future."""
+
+    def __init__(self, expires_at: datetime) -> None:
+        super().__init__(expires_at)
+        self.expires_at = expires_at
+
+    def __str__(self) -> str:
+        when = self.expires_at.isoformat(timespec="seconds")
+        return f"the key's expiry time {when} is not in the future"
+
+
 def pepper_fingerprint(pepper: bytes) -> int:
     """56 bits that tell peppers apart (an HMAC of a fixed text: nothing to learn a key from)."""
     digest = hmac.new(pepper, b"almanac api key pepper check", hashlib.sha256).digest()
@@ -78,10 +105,20 @@ class ApiKey:
     created_by: str | None = None
     last_used_at: datetime | None = None
     revoked_at: datetime | None = None
+    expires_at: datetime | None = None
+
+    def expired_by(self, now: datetime | None = None) -> bool:
+        """Whether the key has expired by ``now`` (default: the current time)."""
+        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
+
+    @property
+    def expired(self) -> bool:
+        return self.expired_by()
 
     @property
     def active(self) -> bool:
-        return self.revoked_at is None
+        """Neither revoked nor expired."""
+        return self.revoked_at is None and not self.expired
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -95,6 +132,8 @@ class ApiKey:
             "created_by": self.created_by,
             "last_used_at": self.last_used_at,
             "revoked_at": self.revoked_at,
+            "expires_at": self.expires_at,
+            "expired": self.expired,
             "active": self.active,
         }
 
@@ -131,7 +170,39 @@ def _from_row(row: Row[Any]) -> ApiKey:
         created_by=row.created_by,
         last_used_at=_utc(row.last_used_at),
         revoked_at=_utc(row.revoked_at),
+        expires_at=_utc(row.expires_at),
     )
+
+
+def expiry(
+    *,
+    expires_at: datetime | None = None,
+    expires_in_days: float | None = None,
+    now: datetime | None = None,
+) -> datetime | None:
+    """The expiry time a key asked for: ``expires_at`` (a time without an offset is UTC) or
+    ``expires_in_days`` from ``now``; None for neither (the key never expires).
+
+    Raises:
+        ValueError: both were given, or ``expires_in_days`` is not positive.
+        ExpiryInPastError: the time is not in the future.
+    """
+    now = now or datetime.now(UTC)
+    if expires_at is not None and expires_in_days is not None:
+        raise ValueError("give expires_at or expires_in_days, not both")
+    if expires_in_days is not None:
+        if not expires_in_days > 0:
+            raise ValueError(f"expires_in_days must be positive, not {expires_in_days!r}")
+        try:
+            return now + timedelta(days=expires_in_days)
+        except OverflowError:
+            raise ValueError(f"expires_in_days {expires_in_days!r} is too far ahead") from None
+    if expires_at is None:
+        return None
+    expires_at = _utc(expires_at).astimezone(UTC)
+    if expires_at <= now:
+        raise ExpiryInPastError(expires_at)
+    return expires_at
 
 
 class KeyStore:
@@ -180,8 +251,15 @@ class KeyStore:
         groups: tuple[str, ...] | list[str] = (),
         label: str = "",
         created_by: str | None = None,
+        expires_at: datetime | None = None,
     ) -> tuple[ApiKey, str]:
-        """A new key and its full secret (shown once, never stored)."""
+        """A new key and its full secret (shown once, never stored).
+
+        ``expires_at``: when the key stops working (a time without an offset is UTC); None:
+        never. :class:`ExpiryInPastError` when it is not in the future.
+        """
+        now = datetime.now(UTC)
+        expires_at = expiry(expires_at=expires_at, now=now)
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         salt = secrets.token_hex(16)
         key = ApiKey(
@@ -191,8 +269,9 @@ class KeyStore:
             workspace=workspace,
             groups=tuple(sorted(set(groups))),
             label=label,
-            created_at=datetime.now(UTC),
+            created_at=now,
             created_by=created_by,
+            expires_at=expires_at,
         )
         with write_transaction(self._engine) as conn:
             conn.execute(
@@ -207,12 +286,26 @@ class KeyStore:
                     label=label,
                     created_at=key.created_at,
                     created_by=created_by,
+                    expires_at=expires_at,
                 )
             )
         return key, f"{PREFIX}_{key_id}_{secret}"
 
     def verify(self, presented: str) -> ApiKey | None:
-        """The active key ``presented`` is, or None (malformed, unknown, revoked, wrong secret)."""
+        """The active key ``presented`` is, or None (malformed, unknown, revoked, expired,
+        wrong secret)."""
+        try:
+            return self.authenticate(presented)
+        except KeyExpiredError:
+            return None
+
+    def authenticate(self, presented: str) -> ApiKey | None:
+        """The active key ``presented`` is, or None (malformed, unknown, revoked, wrong secret).
+
+        Raises:
+            KeyExpiredError: the secret is right but the key has expired (only then, so an
+                unknown id or a wrong secret learns nothing about the key's expiry).
+        """
         parsed = parse_key(presented)
         if parsed is None:
             return None
@@ -222,7 +315,13 @@ class KeyStore:
         if row is None or row.revoked_at is not None:
             return None
         expected = hash_secret(secret, row.salt, self._pepper)
-        return _from_row(row) if hmac.compare_digest(expected, row.secret_hash) else None
+        if not hmac.compare_digest(expected, row.secret_hash):
+            return None
+        key = _from_row(row)
+        if key.expired:
+            assert key.expires_at is not None
+            raise KeyExpiredError(key.id, key.expires_at)
+        return key
 
     def get(self, key_id: str) -> ApiKey:
         with read_transaction(self._engine) as conn:

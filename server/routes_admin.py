@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Self
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from server.auth import Identity, Permission, Role
 from server.deps import get_state, require
+from server.keys import expiry
 from server.responses import FastJSONResponse
 
 router = APIRouter(prefix="/v1", tags=["admin"])
@@ -25,18 +27,34 @@ class KeyRequest(BaseModel):
     workspace: str | None = Field(default=None, max_length=256)
     groups: list[str] = Field(default_factory=list)
     label: str = Field(default="", max_length=500)
+    expires_at: datetime | None = Field(
+        default=None, description="when the key stops working (ISO 8601; no offset: UTC)"
+    )
+    expires_in_days: float | None = Field(
+        default=None, gt=0, le=36500, description="or: this many days from now"
+    )
+
+    @model_validator(mode="after")
+    def _one_expiry(self) -> Self:
+        expiry(expires_at=self.expires_at, expires_in_days=self.expires_in_days)  # ValueError: 422
+        return self
 
 
 @router.post("/keys", status_code=201, summary="Create an API key (the secret is shown once)")
 def create_key(request: Request, identity: Admin, body: KeyRequest) -> Response:
-    key, secret = get_state(request).keys.create(
-        role=body.role.value,
-        user=body.user,
-        workspace=body.workspace,
-        groups=body.groups,
-        label=body.label,
-        created_by=identity.key_id,
-    )
+    try:
+        expires_at = expiry(expires_at=body.expires_at, expires_in_days=body.expires_in_days)
+        key, secret = get_state(request).keys.create(
+            role=body.role.value,
+            user=body.user,
+            workspace=body.workspace,
+            groups=body.groups,
+            label=body.label,
+            created_by=identity.key_id,
+            expires_at=expires_at,
+        )
+    except ValueError as exc:  # the expiry passed since the request was validated
+        raise HTTPException(422, str(exc)) from exc
     return FastJSONResponse({**key.to_dict(), "key": secret}, status_code=201)
 
 
