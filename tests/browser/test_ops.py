@@ -1,10 +1,11 @@
 """The ops view in a real browser: a job started from the page runs to the end with its
-progress, log and result shown; health; API keys for admins only."""
+progress, log and result shown; health; API keys for admins only, with their expiry."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -213,5 +214,45 @@ def test_an_admin_creates_and_revokes_a_key(page, live: LiveServer):
     shot(page, "ops-keys")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "ops-keys-phone")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
+    assert page.page_errors == []
+
+
+def test_an_admin_sees_when_keys_expire_and_makes_one_that_expires(page, live: LiveServer):
+    soon = datetime.now(UTC) + timedelta(seconds=1)
+    live.state.keys.create(role="analyst", user="short-lived", expires_at=soon)
+    live.state.keys.create(role="ml", user="yearly", expires_at=soon + timedelta(days=365))
+    time.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds()) + 0.1)
+    login(page, live, "admin")
+    page.goto(f"{live.url}/ui/#/ops/keys")
+    table = page.locator("[data-testid=keys-table]")
+    table.wait_for()
+    headers = table.locator("th").all_inner_texts()
+    expires = headers.index("Expires")
+    cell = lambda user: table.locator("tr", has_text=user).locator("td").nth(expires)  # noqa: E731
+    assert cell("short-lived").locator(".badge.bad", has_text="expired").count() == 1
+    yearly = cell("yearly").inner_text()
+    assert yearly and "expired" not in yearly and yearly != "never"
+    admin_id = next(k.id for k in live.state.keys.list() if k.user == "admin")
+    assert cell(admin_id).inner_text() == "never"
+    # an expired key can still be revoked (it stays listed until it is)
+    assert table.locator("tr", has_text="short-lived").locator("[data-testid=revoke]").count() == 1
+
+    page.fill("#key-user", "contractor")
+    page.select_option("#key-role", "analyst")
+    page.fill("#key-expires", "30")
+    page.click("[data-testid=create-key]")
+    page.locator("[data-testid=new-key-expiry]", has_text="It expires").wait_for()
+    secret = page.locator("[data-testid=new-secret]").input_value()
+    made = next(k for k in live.state.keys.list() if k.user == "contractor")
+    assert made.expires_at is not None
+    assert timedelta(days=29, hours=23) < made.expires_at - datetime.now(UTC) <= timedelta(days=30)
+    assert httpx.get(f"{live.url}/v1/me", headers={"Authorization": f"Bearer {secret}"}).is_success
+    cell("contractor").wait_for()
+    assert "expired" not in cell("contractor").inner_text()
+    shot(page, "ops-keys-expiry")
+    page.get_by_role("button", name="Done, hide it").click()
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "ops-keys-expiry-phone")
     assert page.evaluate("document.documentElement.scrollWidth") <= 400
     assert page.page_errors == []

@@ -1,5 +1,6 @@
-// The keys tab (admins: the keys permission): list API keys, create one (its secret shown
-// once, with a copy button), revoke one after a confirmation.
+// The keys tab (admins: the keys permission): list API keys with their expiry, create one
+// (optionally expiring; its secret shown once, with a copy button), revoke one after a
+// confirmation.
 
 import { h, when } from "../dom.js";
 import { badge, busy, errorLine, field, items, table, text } from "./knowledge_parts.js";
@@ -22,10 +23,18 @@ function secretCard(created, onDone) {
   } }, "Copy");
   const card = h("section", { class: "card secret-card", role: "alert", "aria-label": "New key" },
     h("h3", {}, `Key for ${created.user} (${created.role})`),
+    h("p", { class: "hint", dataset: { testid: "new-key-expiry" } },
+      created.expires_at ? `It expires ${when(created.expires_at)}.` : "It does not expire."),
     h("p", { class: "notice" }, "This is the only time the key is shown. Copy it now and hand it over safely."),
     h("div", { class: "row" }, secret, copy, status),
     h("button", { type: "button", class: "secondary", onclick: onDone }, "Done, hide it"));
   return card;
+}
+
+function expiryCell(key) {
+  if (!key.expires_at) return h("span", { class: "hint" }, "never");
+  if (key.expired && !key.revoked_at) return badge(`expired ${when(key.expires_at)}`, "bad");
+  return when(key.expires_at);
 }
 
 export function mountKeys(root, ctx) {
@@ -44,13 +53,16 @@ export function mountKeys(root, ctx) {
   const workspace = h("input", { type: "text", placeholder: "none: every workspace" });
   const groups = h("input", { type: "text", placeholder: "comma separated" });
   const label = h("input", { type: "text", placeholder: "what it is for" });
+  const expiresIn = h("input", { type: "number", min: "0.01", step: "any", placeholder: "never" });
   const createErrors = errorLine("create-key-error");
   const create = h("button", { type: "submit", dataset: { testid: "create-key" } }, "Create key");
   const form = h("form", { class: "card", "aria-label": "Create a key", onsubmit: (event) => {
     event.preventDefault();
     busy(create, createErrors, async () => {
+      const days = expiresIn.value.trim();
       const created = await ctx.api.post("v1/keys", { user: user.value.trim(), role: role.value,
-        workspace: workspace.value.trim() || null, groups: items(groups.value, ","), label: label.value.trim() });
+        workspace: workspace.value.trim() || null, groups: items(groups.value, ","), label: label.value.trim(),
+        expires_in_days: days ? Number(days) : null });
       form.reset();
       newKey.replaceChildren(secretCard(created, () => newKey.replaceChildren()));
       newKey.querySelector("button").focus();
@@ -58,7 +70,8 @@ export function mountKeys(root, ctx) {
     });
   } }, h("h2", {}, "Create a key"),
   h("div", { class: "filter-grid" }, field("key-user", "User", user), field("key-role", "Role", role),
-    field("key-workspace", "Workspace", workspace), field("key-groups", "Groups", groups), field("key-label", "Label", label)),
+    field("key-workspace", "Workspace", workspace), field("key-groups", "Groups", groups), field("key-label", "Label", label),
+    field("key-expires", "Expires in (days)", expiresIn, "Empty: the key does not expire.")),
   createErrors, h("div", { class: "row" }, create));
 
   const revokeButton = (key) => {
@@ -93,7 +106,8 @@ export function mountKeys(root, ctx) {
       { label: "Label", class: "desc", cell: (k) => k.label || "" },
       { label: "Created", cell: (k) => when(k.created_at) },
       { label: "Last used", cell: (k) => when(k.last_used_at) },
-      { label: "", cell: (k) => (!k.active ? badge(`revoked ${when(k.revoked_at)}`, "bad")
+      { label: "Expires", cell: expiryCell },
+      { label: "", cell: (k) => (k.revoked_at ? badge(`revoked ${when(k.revoked_at)}`, "bad")
         : k.id === ctx.me.key_id ? badge("this key") : revokeButton(k)) },
     ], page.items, { empty: "No key.", testid: "keys-table" }));
   }
