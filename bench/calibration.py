@@ -17,7 +17,8 @@ runs and prints, per set:
   fixed vote on the same questions.
 
 ``report --write PATH`` fits one calibrator on every set given (the unanswerable set
-included) and saves it: ``agents/confidence/default_calibrator.json`` is made this way.
+included) and saves it, one version after the calibrator already there:
+``agents/confidence/default_calibrator.json`` is made this way.
 
     python -m bench.calibration ask-unanswerable --model qwen2.5-coder-1.5b --threads 2 \\
         --autofin bench/out/autofin-data/questions.jsonl --out bench/out/unanswerable
@@ -39,7 +40,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from agents.confidence.calibrator import fit_calibrator
+from agents.confidence.calibrator import Calibrator, CalibratorLoadError, fit_calibrator
 from agents.confidence.metrics import auroc, brier, expected_calibration_error
 from bench.calibration_folds import cross_fitted, leave_one_out
 from bench.datasets.example import Example
@@ -205,11 +206,24 @@ def report(args: argparse.Namespace) -> int:
         fitted = fit_calibrator(
             [s.features for s in everything],
             [s.correct for s in everything],
+            previous=_previous(args.write),
             source="bench:" + "+".join(sorted(sets)),
         )
         fitted.save(args.write)
         print(f"calibrator {fitted.method} v{fitted.version} on {len(everything)}: {args.write}")
     return 0
+
+
+def _previous(path: Path) -> Calibrator | None:
+    """The calibrator already at ``path`` (the refit's version follows it), or None when
+    there is none or it cannot be read."""
+    if not path.exists():
+        return None
+    try:
+        return Calibrator.load(path)
+    except CalibratorLoadError as exc:
+        log.warning("%s: the new calibrator starts at version 1", exc)
+        return None
 
 
 def _quality_table(sets: dict[str, list[Scored]]) -> str:

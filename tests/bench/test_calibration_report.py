@@ -82,3 +82,18 @@ def test_adaptive_against_fixed(tmp_path, capsys):
 def test_bad_arguments_are_refused(tmp_path, capsys):
     assert main(["report", "no-equals-sign"]) == 2
     assert "NAME=FOLDER" in capsys.readouterr().err
+
+
+def test_write_follows_the_version_of_the_calibrator_already_there(tmp_path, capsys):
+    _run(tmp_path / "a", 90, 1)
+    _run(tmp_path / "b", 60, 2)
+    written = tmp_path / "calibrator.json"
+    argv = ["report", f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}", "--write", str(written)]
+    assert main(argv) == 0
+    assert Calibrator.load(written).version == 1
+    assert main(argv) == 0
+    assert Calibrator.load(written).version == 2
+    assert "calibrator logistic v2 on 150" in capsys.readouterr().out
+    written.write_text("not json")  # unreadable: the refit starts again at 1
+    assert main(argv) == 0
+    assert Calibrator.load(written).version == 1
