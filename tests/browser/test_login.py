@@ -1,7 +1,10 @@
 """Logging in to the page: the key checked and kept per tab, the role's views only, a revoked
-key sent back to the login with a clear message, and the strict security headers."""
+or expired key sent back to the login with a clear message, and the strict security headers."""
 
 from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
@@ -67,6 +70,29 @@ def test_a_revoked_key_sends_the_page_back_to_the_login_with_a_reason(page, live
     assert page.evaluate("sessionStorage.length") == 0
     assert page.locator("#nav a").count() == 0
     shot(page, "login-after-revocation")
+
+
+def test_a_key_that_expires_while_in_use_sends_the_page_back_to_the_login(
+    page, live: LiveServer, monkeypatch
+):
+    """The page works until the key's expiry, and its next call after it (though the server
+    checked the key a moment ago and caches it) lands on the login with the reason."""
+    monkeypatch.setattr(live.state.auth, "cache_s", 60.0)  # as a server that caches keys
+    expires_at = datetime.now(UTC) + timedelta(seconds=4)
+    _, key = live.state.keys.create(role="analyst", user="temporary", expires_at=expires_at)
+    login(page, live, key)
+    assert page.locator("#who").inner_text() == "temporary · analyst"
+    assert live.state.auth.cached(key) is not None  # checked, and trusted for a minute
+    time.sleep(max(0.0, (expires_at - datetime.now(UTC)).total_seconds()) + 0.2)
+    page.click("#nav a[data-view=knowledge]")  # its first call is refused: back to the login
+    page.locator("[data-testid=login-status]").filter(has_text="no longer accepted").wait_for()
+    assert "expired or revoked" in page.locator("[data-testid=login-status]").inner_text()
+    assert page.evaluate("sessionStorage.length") == 0
+    assert page.locator("#nav a").count() == 0
+    refused = httpx.get(f"{live.url}/v1/me", headers={"Authorization": f"Bearer {key}"})
+    assert refused.status_code == 401 and refused.json()["detail"].startswith("API key expired at")
+    shot(page, "login-after-expiry")
+    assert page.page_errors == []
 
 
 def test_a_forged_request_from_the_pages_context_is_refused(page, live: LiveServer):
