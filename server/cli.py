@@ -278,10 +278,10 @@ def run_demo(settings: Settings, *, serve: bool = True) -> int:
 
 
 def demo_examples(base: str, secret: str, ops_secret: str) -> str:
-    """What the demo prints before serving: its keys, the web page's address, a curl for the first example question,
-    every example question with the AutoFin trait it shows (and the context it is asked in),
-    and the ``almanac ask`` variant. The questions are ``bench.autofin.demo_questions``, which
-    a test asks with the real models."""
+    """What the demo prints before serving: its keys, the web page's address, a curl for the
+    first example question, every example question with the AutoFin trait it shows (and the
+    context it is asked in), and the ``almanac ask`` variant. The questions are
+    ``bench.autofin.demo_questions``, which a test asks with the real models."""
     from shlex import quote
 
     from bench.autofin.demo_questions import DEMO_QUESTIONS
