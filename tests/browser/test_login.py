@@ -113,3 +113,17 @@ def test_a_forged_request_from_the_pages_context_is_refused(page, live: LiveServ
         }"""
     )
     assert statuses == [403, 403, 401]
+
+
+def test_logging_in_with_an_expired_key_says_when_it_expired(page, live: LiveServer):
+    expires_at = datetime.now(UTC) + timedelta(seconds=1)
+    _, key = live.state.keys.create(role="analyst", user="former", expires_at=expires_at)
+    time.sleep(max(0.0, (expires_at - datetime.now(UTC)).total_seconds()) + 0.2)
+    page.goto(f"{live.url}/ui/")
+    page.fill("#api-key", key)
+    page.click("form.login button[type=submit]")
+    status = page.locator("[data-testid=login-status]")
+    status.filter(has_text="API key expired at").wait_for()
+    assert "ask an administrator for a new key" in status.inner_text()
+    assert page.evaluate("sessionStorage.length") == 0
+    assert page.page_errors == []

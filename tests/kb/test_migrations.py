@@ -50,8 +50,9 @@ def test_a_v2_store_gains_tag_entry_types_and_keeps_its_facets(store_url):
         conn.execute(text("DROP INDEX ix_ukf_tags_slot_value_type"))
         conn.execute(text("ALTER TABLE ukf_tags DROP COLUMN entry_type"))
         conn.execute(text("CREATE INDEX ix_ukf_tags_slot_value ON ukf_tags (slot, value)"))
+        conn.execute(text("ALTER TABLE api_keys DROP COLUMN expires_at"))  # migration 4
         conn.execute(
-            delete(schema.schema_migrations).where(schema.schema_migrations.c.version == 3)
+            delete(schema.schema_migrations).where(schema.schema_migrations.c.version >= 3)
         )
     engine.dispose()
     with KnowledgeStore(store_url) as store:

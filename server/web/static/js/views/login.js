@@ -28,9 +28,11 @@ export function mountLogin(root, { api, onLogin, message }) {
         keyStore.clear();
         button.disabled = false;
         status.className = "error";
-        status.textContent = error instanceof ApiError && error.status === 401
-          ? "That key is not valid, or it was revoked."
-          : `The key could not be checked: ${error.message}`;
+        const expired = /^API key expired/.test(error.detail || "");
+        status.textContent = !(error instanceof ApiError && error.status === 401)
+          ? `The key could not be checked: ${error.message}`
+          : expired ? `${error.detail}: ask an administrator for a new key.`
+            : "That key is not valid, or it was revoked.";
         input.focus();
         return;
       }
