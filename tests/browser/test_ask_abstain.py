@@ -4,6 +4,7 @@ check and correct."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -54,7 +55,10 @@ def test_an_abstaining_answer_says_why_and_shows_no_rows(page, unsure: LiveServe
     text = box.inner_text()
     assert "abstained" in text
     assert "3 rows were withheld" in text
-    assert "the calibrated confidence 0.52 is under 0.99" in box.locator("li").all_inner_texts()
+    reasons = box.locator("li").all_inner_texts()
+    # the figure is the packaged calibrator's (refitted as bench data grows): its shape only
+    said = re.compile(r"the calibrated confidence 0\.\d\d is under 0\.99")
+    assert any(said.fullmatch(reason) for reason in reasons), reasons
     assert answer.query_selector(".rows") is None
     assert page.locator("[data-testid=answer] .badge.bad", has_text="abstained").count() == 1
     # its SQL is still there to check, re-run and correct
