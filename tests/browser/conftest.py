@@ -15,6 +15,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -170,10 +171,10 @@ class LiveServer:
         self.restart()
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """concert_singer profiled into a SQLite store and served with the scripted model."""
-    folder = tmp_path_factory.mktemp("browser")
+@contextmanager
+def concert_server(folder: Path, **overrides: Any) -> Iterator[LiveServer]:
+    """concert_singer profiled into a SQLite store under ``folder`` and served with the
+    scripted model; ``overrides`` go to the settings (e.g. ``confidence``)."""
     store_url = f"sqlite:///{folder / 'knowledge.db'}"
     target_url = f"sqlite:///{spider_path('concert_singer')}"
     with KnowledgeStore(store_url) as store, Database(target_url) as database:
@@ -181,13 +182,24 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             database, store, database_name="concert_singer", options=ProfileOptions(progress=False)
         )
     llm = BrowserLLM()
-    settings = make_settings(folder, store_url, target_url=target_url, target_name="concert_singer")
+    settings = make_settings(
+        folder, store_url, target_url=target_url, target_name="concert_singer", **overrides
+    )
     state = build_state(settings, embedder=HashingEmbedder(), llms=Tiers(llm))
     server = LiveServer(state, llm, free_port())
     server.start()
-    yield server
-    server.stop()
-    state.close()
+    try:
+        yield server
+    finally:
+        server.stop()
+        state.close()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """concert_singer served with the scripted model (:func:`concert_server`)."""
+    with concert_server(tmp_path_factory.mktemp("browser")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

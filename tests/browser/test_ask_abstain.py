@@ -9,42 +9,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from indices.embeddings import HashingEmbedder
-from kb.profile.profiler import ProfileOptions, profile_database
-from kb.store import KnowledgeStore
-from kb.target.database import Database
-from server.state import build_state
-from tests.agents.conftest import spider_path
-from tests.browser.conftest import BrowserLLM, LiveServer, Tiers, login, shot
+from tests.browser.conftest import LiveServer, concert_server, login, shot
 from tests.browser.test_ask import QUESTION, answered, ask
-from tests.server.conftest import make_settings
-from tests.support.postgres import free_port
 
 
 @pytest.fixture(scope="module")
 def unsure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """concert_singer served with a threshold of 99% confidence: every answer abstains."""
     folder = tmp_path_factory.mktemp("abstain")
-    store_url = f"sqlite:///{folder / 'knowledge.db'}"
-    target_url = f"sqlite:///{spider_path('concert_singer')}"
-    with KnowledgeStore(store_url) as store, Database(target_url) as database:
-        profile_database(
-            database, store, database_name="concert_singer", options=ProfileOptions(progress=False)
-        )
-    llm = BrowserLLM()
-    settings = make_settings(
-        folder,
-        store_url,
-        target_url=target_url,
-        target_name="concert_singer",
-        confidence={"abstain_below": 0.99},
-    )
-    state = build_state(settings, embedder=HashingEmbedder(), llms=Tiers(llm))
-    server = LiveServer(state, llm, free_port())
-    server.start()
-    yield server
-    server.stop()
-    state.close()
+    with concert_server(folder, confidence={"abstain_below": 0.99}) as server:
+        yield server
 
 
 def test_an_abstaining_answer_says_why_and_shows_no_rows(page, unsure: LiveServer):
