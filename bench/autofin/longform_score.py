@@ -4,7 +4,8 @@ planted pattern, decided by deterministic text matching (no LLM), and the share 
 An answer is read as the analysis agent writes it (``agents.analysis.models.AnalysisAnswer``
 as JSON, e.g. ``almanac analyze --json``): its ``short_answer`` and its ``findings`` (their
 ``text`` and ``numbers``); caveats, facts and evidence rows are not what the answer says.
-Answers are matched to questions by ``id``, else by the question's text.
+Answers are matched to questions by ``id``, else by the question's text; a question with no
+answer is missed (``--answered-only`` leaves it out, for a partial run).
 
 Per expected fact (``expects.kind``, see :mod:`bench.autofin.longform`):
 
@@ -33,6 +34,7 @@ from bench.autofin import calendar as cal
 from bench.autofin.catalog import REGIONS, models_of
 from bench.autofin.longform import TYPES
 
+NO_ANSWER = "no answer"
 SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 PEAK_WORDS = re.compile(r"peak|highest|strongest|busiest|maximum|top month|most\b|spike", re.I)
 UP = r"grow|grew|growth|increas|rise|rose|rising|upward|climb|higher"
@@ -188,7 +190,7 @@ def score_answer(question: dict[str, Any], answer: dict[str, Any] | None) -> Ver
     kind = expects["kind"]
     base = {"id": question["id"], "type": question["type"], "kind": kind}
     if answer is None:
-        return Verdict(**base, found=False, why="no answer")
+        return Verdict(**base, found=False, why=NO_ANSWER)
     if answer.get("refused"):
         return Verdict(**base, found=False, why=f"refused: {answer['refused']}")
     text = answer_text(answer)
@@ -256,8 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=Path, required=True, help="longform.jsonl")
     parser.add_argument("--answers", type=Path, required=True, help="analysis answers (JSONL)")
     parser.add_argument("--json", type=Path, help="also write the verdicts and shares here")
+    parser.add_argument(
+        "--answered-only",
+        action="store_true",
+        help="score only the questions the answers cover (a partial run)",
+    )
     args = parser.parse_args(argv)
     verdicts = score(read_jsonl(args.questions), read_jsonl(args.answers))
+    if args.answered_only:
+        verdicts = [v for v in verdicts if v.why != NO_ANSWER]
     print(report(verdicts))
     if args.json:
         payload = {"shares": shares(verdicts), "verdicts": [asdict(v) for v in verdicts]}

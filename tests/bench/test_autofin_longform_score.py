@@ -140,3 +140,11 @@ def test_the_command_prints_shares_and_writes_verdicts(
     payload = json.loads(out.read_text())
     assert payload["shares"]["all"] == {"found": 0, "total": 1, "share": 0.0}
     assert Verdict(**payload["verdicts"][0]).kind == "driver"
+    # a partial run: the unanswered question is left out with --answered-only
+    questions.write_text(
+        "".join(json.dumps(question(DRIVER, "diagnostic", q)) + "\n" for q in ("a", "b"))
+    )
+    assert main([*argv, "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["shares"]["all"]["total"] == 2
+    assert main([*argv, "--json", str(out), "--answered-only"]) == 0
+    assert json.loads(out.read_text())["shares"]["all"]["total"] == 1
