@@ -44,7 +44,10 @@ class AnalysisOptions:
     sub-question (a goal no one query answers; see ``plan_analysis``). The last
     ``narrative_reserve_s`` of the budget are kept for the narrative: no sub-question starts
     in them (a small model otherwise spends the whole budget on queries and has no time
-    left to write)."""
+    left to write). The plan's model call gets at most ``plan_share`` of the budget (on
+    InsightBench a 1.5B model's plan took the whole budget and no query was asked); the
+    first sub-question is always asked, however late, since an analysis without evidence
+    has nothing to say."""
 
     max_steps: int = 6
     max_seconds: float = 300.0
@@ -54,6 +57,7 @@ class AnalysisOptions:
     narrative_tokens: int = 700
     direct: bool = True
     narrative_reserve_s: float = 0.0
+    plan_share: float = 0.4
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 20:
@@ -65,6 +69,8 @@ class AnalysisOptions:
                 "narrative_reserve_s must be at least 0 and under max_seconds "
                 f"({self.max_seconds:g}), got {self.narrative_reserve_s}"
             )
+        if not 0 < self.plan_share <= 1:
+            raise ValueError(f"plan_share must be in (0, 1], got {self.plan_share}")
         if not 64 <= self.narrative_tokens <= 4096:
             raise ValueError(
                 f"narrative_tokens must be between 64 and 4096, got {self.narrative_tokens}"
@@ -116,6 +122,7 @@ class Analyst:
         answer = AnalysisAnswer(question=question, type=typing.type, typing=typing)
         if typing.is_lookup:
             return self._lookup(answer, started, emit)
+        plan_s = self.options.plan_share * self.options.max_seconds
         try:
             plan = plan_analysis(
                 question,
@@ -123,7 +130,7 @@ class Analyst:
                 schema_text,
                 self.llm,
                 max_steps=self.options.max_steps,
-                timeout_s=left(),
+                timeout_s=max(MIN_CALL_S, min(left(), plan_s)),
                 direct=self.options.direct,
             )
         except AnalysisRefused as refused:
@@ -134,7 +141,7 @@ class Analyst:
         emit({"stage": "plan", "plan": plan.model_dump()})
         last_start = deadline - self.options.narrative_reserve_s
         for step in plan.steps:
-            if time.monotonic() >= last_start:
+            if answer.sql_calls and time.monotonic() >= last_start:
                 kept = self.options.narrative_reserve_s
                 item = Evidence(
                     id=step.id,

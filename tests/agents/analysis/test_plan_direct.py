@@ -3,6 +3,8 @@ sub-questions are (the fallback plan still asks the goal: there is nothing else 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agents.analysis.plan import plan_analysis
@@ -52,3 +54,31 @@ def test_the_narrative_keeps_its_reserve_of_the_budget():
 def test_the_reserve_must_leave_part_of_the_budget():
     with pytest.raises(ValueError, match="narrative_reserve_s"):
         AnalysisOptions(max_seconds=10, narrative_reserve_s=10)
+
+
+def test_the_plan_gets_its_share_of_the_budget_and_the_first_query_is_always_asked():
+    """InsightBench with the 1.5B model: the plan took the whole 65 s budget and no query was
+    asked (flag-2 to flag-5). The plan's call is bounded by ``plan_share`` of the budget, and
+    the first sub-question is asked even when the budget is spent."""
+    planned = model([])
+
+    def slow_plan(messages, options):
+        if "Split the analyst's question" in messages[-1]["content"]:
+            time.sleep(0.5)  # past the whole budget
+        return planned.replies[0](messages, options)
+
+    llm = ScriptedLLM([slow_plan])
+    chain = FakeChain()
+    options = AnalysisOptions(max_steps=3, max_seconds=0.4, plan_share=0.5)
+    analysis = Analyst(chain, llm, options).analyze(QUESTION, schema_text=SCHEMA)
+    plan_call = next(o for m, o in llm.calls if "Split the analyst" in m[-1]["content"])
+    assert plan_call["timeout"] == 5.0  # min(left, 0.2 s), never under MIN_CALL_S
+    assert chain.asked == [QUESTION] and analysis.sql_calls == 1
+    assert analysis.evidence[1].error.startswith("not asked")
+    budget = AnalysisOptions(max_seconds=100, plan_share=0.25)
+    llm = model([])
+    Analyst(FakeChain(), llm, budget).analyze(QUESTION, schema_text=SCHEMA)
+    plan_call = next(o for m, o in llm.calls if "Split the analyst" in m[-1]["content"])
+    assert 20 < plan_call["timeout"] <= 25
+    with pytest.raises(ValueError, match="plan_share"):
+        AnalysisOptions(plan_share=0)
