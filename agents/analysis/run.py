@@ -43,8 +43,9 @@ class AnalysisOptions:
     small model's time). Without ``direct`` the question itself is not asked as a first
     sub-question (a goal no one query answers; see ``plan_analysis``). The last
     ``narrative_reserve_s`` of the budget are kept for the narrative: no sub-question starts
-    in them (a small model otherwise spends the whole budget on queries and has no time
-    left to write). The plan's model call gets at most ``plan_share`` of the budget (on
+    in them, and the narrative's call gets at least that long even when the last query ran
+    over (a small model otherwise spends the whole budget on queries and has no time left
+    to write). The plan's model call gets at most ``plan_share`` of the budget (on
     InsightBench a 1.5B model's plan took the whole budget and no query was asked); the
     first sub-question is always asked, however late, since an analysis without evidence
     has nothing to say."""
@@ -201,7 +202,7 @@ class Analyst:
             answer.evidence,
             facts,
             self.llm,
-            timeout_s=left(),
+            timeout_s=max(left(), self.options.narrative_reserve_s),  # the reserve is kept
             max_tokens=self.options.narrative_tokens,
         )
         answer.short_answer = narrative.short_answer

@@ -82,3 +82,12 @@ def test_the_plan_gets_its_share_of_the_budget_and_the_first_query_is_always_ask
     assert 20 < plan_call["timeout"] <= 25
     with pytest.raises(ValueError, match="plan_share"):
         AnalysisOptions(plan_share=0)
+
+
+def test_the_narrative_gets_its_reserve_even_when_the_last_query_ran_over():
+    llm = model([])
+    options = AnalysisOptions(max_steps=2, max_seconds=20, narrative_reserve_s=19.9)
+    analysis = Analyst(FakeChain(delay_s=0.3), llm, options).analyze(QUESTION, schema_text=SCHEMA)
+    narrative = next(o for m, o in llm.calls if "Query results:" in m[-1]["content"])
+    # q1 ran 0.3 s, into the reserve: q2 is not asked, and the narrative still gets 19.9 s
+    assert analysis.sql_calls == 1 and narrative["timeout"] == 19.9
