@@ -51,7 +51,7 @@ class RunBounds:
 
 
 class AnalysisSystem:
-    """Answers InsightBench tasks with the analyst (``one_sql=False``) or the baseline.
+    """Answers InsightBench tasks: the analyst (``almanac-analysis``) or the baseline (``one-sql``).
 
     Args:
         name: ``almanac-analysis`` or ``one-sql``.
