@@ -202,8 +202,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium, for one test module: Playwright's sync API keeps an asyncio loop running in
+    this thread while it lives, which would break the next module's ``asyncio.run``."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

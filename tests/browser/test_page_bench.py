@@ -2,7 +2,7 @@
 figure is measured, the cold load carries the assets and the warm one revalidates them.
 
 The run is a process of its own: Playwright's sync API refuses to start while this worker's
-session-wide browser (tests/browser/conftest.py) runs its event loop."""
+module's browser (tests/browser/conftest.py) runs its event loop."""
 
 from __future__ import annotations
 
