@@ -1,8 +1,8 @@
 """``python -m perf.page`` (the page's speed, issue 27) run once against its own server: every
 figure is measured, the cold load carries the assets and the warm one revalidates them.
 
-The run is a process of its own: Playwright's sync API refuses to start while this worker's
-module's browser (tests/browser/conftest.py) runs its event loop."""
+The run is a process of its own, as the command is run: Playwright's sync API refuses to start
+in a thread where another instance (a browser fixture of tests/browser/conftest.py) runs."""
 
 from __future__ import annotations
 
