@@ -48,9 +48,9 @@ def add_analyze_command(commands: Any) -> None:
         help="seconds of the budget kept for the narrative (no query starts in them)",
     )
     analyze.add_argument(
-        "--ask-goal",
+        "--skip-goal",
         action="store_true",
-        help="almanac-analysis: ask the goal itself as the first sub-question too",
+        help="almanac-analysis: ask only the plan's sub-questions, not the goal itself first",
     )
     analyze.add_argument("--model", help="the model: packaged name or GGUF path")
     analyze.add_argument("--threads", type=int, help="llama.cpp threads")
@@ -73,7 +73,7 @@ def analyze_command(args: argparse.Namespace) -> int:
         time_budget_s=args.time_budget_s,
         ask_deadline_s=args.ask_deadline_s,
         narrative_tokens=args.narrative_tokens,
-        ask_goal=args.ask_goal,
+        ask_goal=not args.skip_goal,
         narrative_reserve_s=args.narrative_reserve_s,
     )
     options = {k: getattr(args, k) for k in ("model", "threads", "llm_cache")}

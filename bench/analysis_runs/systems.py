@@ -24,9 +24,9 @@ SYSTEMS = ("almanac-analysis", "one-sql")
 class RunBounds:
     """Bounds of each task's analysis: sub-questions, wall time, the narrative's reply
     tokens and the seconds of the budget kept for it, and each query's deadline and rows.
-    ``ask_goal``: the analyst asks the goal itself as its first sub-question too (off: an
-    InsightBench goal, "To determine how employment duration influences expense rejections
-    ...", is no one query; the one-SQL baseline always asks it)."""
+    ``ask_goal``: the analyst asks the goal itself as its first sub-question too, so its
+    evidence holds the one-SQL baseline's (on the first 20 InsightBench tasks the 1.5B model
+    answered 19 goals with rows); off, only the plan's sub-questions are asked."""
 
     max_steps: int = 3
     time_budget_s: float = 120.0
@@ -34,7 +34,7 @@ class RunBounds:
     max_rows: int = 200
     narrative_tokens: int = 700
     narrative_reserve_s: float = 0.0
-    ask_goal: bool = False
+    ask_goal: bool = True
 
     def analysis_options(self) -> AnalysisOptions:
         return AnalysisOptions(

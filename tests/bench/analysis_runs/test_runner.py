@@ -62,8 +62,8 @@ def reply(messages, options) -> str:
     return sql_reply(f"SELECT category, COUNT(*) AS incidents FROM {table} GROUP BY category")
 
 
-def system(name: str, llm: ScriptedLLM) -> AnalysisSystem:
-    bounds = RunBounds(max_steps=2, time_budget_s=60, ask_deadline_s=30)
+def system(name: str, llm: ScriptedLLM, *, ask_goal: bool = False) -> AnalysisSystem:
+    bounds = RunBounds(max_steps=2, time_budget_s=60, ask_deadline_s=30, ask_goal=ask_goal)
     return AnalysisSystem(name, bounds, llm=llm, embedder=HashingEmbedder())
 
 
@@ -80,7 +80,7 @@ def test_the_analyst_answers_tasks_in_the_format_the_judge_reads(tasks, tmp_path
         analysis = record.analysis
         assert analysis["type"] != "lookup" and analysis["plan"] is not None
         assert [e["id"] for e in analysis["evidence"]] == ["q1", "q2"]
-        # the plan's sub-questions; the goal itself is not asked (RunBounds.ask_goal)
+        # the plan's sub-questions; the goal itself is not asked (ask_goal=False)
         assert [e["question"] for e in analysis["evidence"]] == SUB_QUESTIONS
         assert record.sql_calls == 2 and all(e["rows"] for e in analysis["evidence"])
         # the invented number was dropped; the finding kept cites evidence that exists
@@ -184,3 +184,11 @@ def test_the_analyze_subcommand_is_wired(tasks, tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench_main(["analyze", "insightbench", "--system", "nope", "--out", "x"])
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_with_ask_goal_the_analyst_asks_the_goal_first(tasks, tmp_path):
+    assert RunBounds().ask_goal  # the default: the analyst's evidence holds the baseline's
+    llm = ScriptedLLM([reply])
+    [record] = run_tasks(tasks[:1], system("almanac-analysis", llm, ask_goal=True), tmp_path)
+    questions = [e["question"] for e in record.analysis["evidence"]]
+    assert questions == [tasks[0].goal, SUB_QUESTIONS[0]] and record.sql_calls == 2
