@@ -1,10 +1,15 @@
-"""``python -m bench analyze insightbench --system almanac-analysis|one-sql ...``.
+"""``python -m bench analyze insightbench|autofin --system almanac-analysis|one-sql ...``.
 
-Each InsightBench task's goal is analysed on its SQLite database; the answers go to
-``OUT/answers.jsonl`` (the judge reads it: ``python -m bench judge insightbench --answers
-OUT/answers.jsonl ...``), the figures to ``OUT/summary.json`` and ``OUT/summary.md``, the run's
-options to ``OUT/manifest.json``. Rerunning with the same ``--out`` answers only the tasks
-not yet there.
+``insightbench``: each InsightBench task's goal is analysed on its SQLite database (the judge
+reads the answers: ``python -m bench judge insightbench --answers OUT/answers.jsonl ...``).
+``autofin``: each long-form AutoFin question of ``--questions`` (``python -m bench.autofin
+longform``) is analysed on its AutoFin database with the AutoFin knowledge pack
+(:mod:`bench.analysis_runs.autofin`; ``python -m bench.autofin score-longform`` and
+``python -m bench judge corgi|bibench|dbqa`` read the answers).
+
+The answers go to ``OUT/answers.jsonl``, the figures to ``OUT/summary.json`` and
+``OUT/summary.md``, the run's options to ``OUT/manifest.json``. Rerunning with the same
+``--out`` answers only the tasks not yet there.
 """
 
 from __future__ import annotations
@@ -16,18 +21,29 @@ from typing import Any
 
 from bench.analysis_runs.systems import SYSTEMS, RunBounds
 
-ANALYZE_HELP = "answer analysis tasks (InsightBench) with the analyst or the one-SQL baseline"
+ANALYZE_HELP = (
+    "answer analysis tasks (InsightBench, long-form AutoFin) with the analyst or the one-SQL "
+    "baseline"
+)
 
 
 def add_analyze_command(commands: Any) -> None:
     """The ``analyze`` subcommand on ``commands`` (an argparse subparsers object)."""
     analyze = commands.add_parser("analyze", help=ANALYZE_HELP)
-    analyze.add_argument("benchmark", choices=["insightbench"])
+    analyze.add_argument("benchmark", choices=["insightbench", "autofin"])
     analyze.add_argument("--system", required=True, choices=SYSTEMS)
     analyze.add_argument("--out", type=Path, required=True, help="output folder")
     analyze.add_argument("--data", type=Path, help="InsightBench folder (default: data root)")
     analyze.add_argument(
         "--cache", type=Path, help="folder of the tasks' SQLite files (default: OUT/databases)"
+    )
+    analyze.add_argument(
+        "--questions", type=Path, help="autofin: the long-form questions (longform.jsonl)"
+    )
+    analyze.add_argument(
+        "--no-worked-examples",
+        action="store_true",
+        help="autofin: do not store the build's train questions as worked examples",
     )
     analyze.add_argument("--limit", type=int, help="first N tasks")
     analyze.add_argument("--tasks", help="only these task ids, comma-separated (flag-1,flag-7)")
@@ -59,6 +75,7 @@ def add_analyze_command(commands: Any) -> None:
 
 def analyze_command(args: argparse.Namespace) -> int:
     """Run the parsed command; print the summary."""
+    from bench.analysis_runs.autofin import AutoFinAnalysis, LongformRecord, read_longform
     from bench.analysis_runs.rouge import rouge_scores
     from bench.analysis_runs.runner import run_tasks
     from bench.analysis_runs.summary import markdown, summarize, write_summary
@@ -66,8 +83,13 @@ def analyze_command(args: argparse.Namespace) -> int:
     from bench.datasets.insightbench import load_insightbench
 
     out: Path = args.out
-    tasks = load_insightbench(args.data, cache_dir=args.cache or out / "databases")
-    tasks = select_tasks(tasks, args.tasks, args.limit)
+    if args.benchmark == "autofin":
+        if args.questions is None:
+            raise ValueError("analyze autofin needs --questions (python -m bench.autofin longform)")
+        tasks = select_tasks(read_longform(args.questions), args.tasks, args.limit)
+    else:
+        tasks = load_insightbench(args.data, cache_dir=args.cache or out / "databases")
+        tasks = select_tasks(tasks, args.tasks, args.limit)
     bounds = RunBounds(
         max_steps=args.max_steps,
         time_budget_s=args.time_budget_s,
@@ -80,14 +102,22 @@ def analyze_command(args: argparse.Namespace) -> int:
     manifest = {"benchmark": args.benchmark, "system": args.system, "tasks": len(tasks)}
     manifest.update(bounds.__dict__)
     manifest.update({k: str(v) if v is not None else None for k, v in options.items()})
+    worked = not args.no_worked_examples
+    if args.benchmark == "autofin":
+        manifest.update({"questions": str(args.questions), "worked_examples": worked})
     out.mkdir(parents=True, exist_ok=True)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    system = AnalysisSystem(
-        args.system, bounds, **{k: v for k, v in options.items() if v is not None}
-    )
+    given = {k: v for k, v in options.items() if v is not None}
     wanted = {task.id for task in tasks}
-    records = [r for r in run_tasks(tasks, system, out) if r.task_id in wanted]
-    summary = {**summarize(records), "rouge": rouge_scores(tasks, records)}
+    if args.benchmark == "autofin":
+        system: Any = AutoFinAnalysis(args.system, bounds, worked_examples=worked, **given)
+        ran = run_tasks(tasks, system, out, record_type=LongformRecord)
+        records: list[Any] = [r for r in ran if r.task_id in wanted]
+        summary = summarize(records)
+    else:
+        system = AnalysisSystem(args.system, bounds, **given)
+        records = [r for r in run_tasks(tasks, system, out) if r.task_id in wanted]
+        summary = {**summarize(records), "rouge": rouge_scores(tasks, records)}
     path = write_summary(out, args.system, summary)
     print(markdown(args.system, summary), end="")
     print(f"answers: {out / 'answers.jsonl'}\nsummary: {path}")
@@ -102,6 +132,6 @@ def select_tasks(tasks: list[Any], ids: str | None, limit: int | None) -> list[A
         known = {task.id for task in tasks}
         unknown = [i for i in wanted if i not in known]
         if unknown:
-            raise ValueError(f"unknown InsightBench task ids: {unknown}")
+            raise ValueError(f"unknown task ids: {unknown}")
         tasks = [task for task in tasks if task.id in set(wanted)]
     return tasks[:limit] if limit is not None else tasks

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, Field
 
 from agents.analysis.models import AnalysisAnswer
 from bench.datasets.dataset import DatasetFormatError
+
+R = TypeVar("R", bound="TaskRecord")
 
 
 class TaskRecord(BaseModel):
@@ -52,10 +54,22 @@ class TaskRecord(BaseModel):
     def failed(cls, task_id: str, system: str, error: str, latency_s: float) -> TaskRecord:
         return cls(task_id=task_id, system=system, error=error, latency_s=round(latency_s, 3))
 
+    @classmethod
+    def answered(cls, task: Any, system: str, answer: AnalysisAnswer, latency_s: float) -> Self:
+        """The record of ``task``'s ``answer`` (the runner's hook; a subclass adds the
+        task's own fields)."""
+        return cls.of(task.id, system, answer, latency_s)
 
-def read_records(path: Path) -> list[TaskRecord]:
-    """The records in ``path`` (none when it does not exist); a bad line is an error naming
-    it, except a last line cut short (a run killed while writing), which is left out."""
+    @classmethod
+    def failed_on(cls, task: Any, system: str, error: str, latency_s: float) -> Self:
+        """The record of ``task`` left without an answer by ``error`` (the runner's hook)."""
+        return cls.failed(task.id, system, error, latency_s)
+
+
+def read_records(path: Path, record_type: type[R] = TaskRecord) -> list[R]:  # type: ignore[assignment]
+    """The records in ``path`` (none when it does not exist), read as ``record_type``; a bad
+    line is an error naming it, except a last line cut short (a run killed while writing),
+    which is left out."""
     if not path.exists():
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -64,7 +78,7 @@ def read_records(path: Path) -> list[TaskRecord]:
         if not line.strip():
             continue
         try:
-            records.append(TaskRecord.model_validate(json.loads(line)))
+            records.append(record_type.model_validate(json.loads(line)))
         except (json.JSONDecodeError, ValueError) as err:
             if number == len(lines):
                 continue  # cut short: that task is answered again

@@ -12,37 +12,39 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from tqdm import tqdm
 
 from agents.analysis.models import AnalysisAnswer
 from bench.analysis_runs.records import TaskRecord, append_record, drop_cut_line, read_records
-from bench.datasets.insightbench import InsightTask
 
 log = logging.getLogger(__name__)
 ANSWERS = "answers.jsonl"
+R = TypeVar("R", bound=TaskRecord)
 
 
 class TaskAnswerer(Protocol):
     name: str
 
-    def answer(self, task: InsightTask) -> AnalysisAnswer: ...
+    def answer(self, task: Any) -> AnalysisAnswer: ...
 
 
 def run_tasks(
-    tasks: Sequence[InsightTask],
+    tasks: Sequence[Any],
     system: TaskAnswerer,
     out_dir: Path,
     *,
     clock: Callable[[], float] = time.monotonic,
-) -> list[TaskRecord]:
-    """Answer each task not yet in ``out_dir/answers.jsonl``; every record of the file
-    afterwards (those of earlier runs included), in file order."""
+    record_type: type[R] = TaskRecord,  # type: ignore[assignment]
+) -> list[R]:
+    """Answer each task (anything with an ``id``: an InsightBench task, an AutoFin
+    question) not yet in ``out_dir/answers.jsonl``, each line a ``record_type``; every
+    record of the file afterwards (those of earlier runs included), in file order."""
     path = out_dir / ANSWERS
     if drop_cut_line(path):
         log.warning("%s: dropped a line cut short; that task is answered again", path)
-    done = {record.task_id for record in read_records(path)}
+    done = {record.task_id for record in read_records(path, record_type)}
     todo = [task for task in tasks if task.id not in done]
     if done:
         log.info("analysis run: %d tasks already answered in %s", len(tasks) - len(todo), path)
@@ -52,10 +54,9 @@ def run_tasks(
             answer = system.answer(task)
         except Exception as exc:  # one task's failure must not end the run
             log.warning("analysis run: %s failed: %s", task.id, exc, exc_info=True)
-            record = TaskRecord.failed(
-                task.id, system.name, f"{type(exc).__name__}: {exc}", clock() - began
-            )
+            error = f"{type(exc).__name__}: {exc}"
+            record = record_type.failed_on(task, system.name, error, clock() - began)
         else:
-            record = TaskRecord.of(task.id, system.name, answer, clock() - began)
+            record = record_type.answered(task, system.name, answer, clock() - began)
         append_record(path, record)
-    return read_records(path)
+    return read_records(path, record_type)

@@ -72,14 +72,19 @@ class AnalysisSystem:
 
     def answer(self, task: InsightTask) -> AnalysisAnswer:
         """The analysis of ``task``'s goal on its database."""
-        self.almanac.prepare({task.id: f"sqlite:///{task.database_path}"})
-        pipeline = self.almanac.pipeline_on(task.id)
+        return self.analyse(task.id, f"sqlite:///{task.database_path}", task.goal)
+
+    def analyse(self, database_name: str, url: str, question: str) -> AnalysisAnswer:
+        """The analysis of ``question`` on database ``database_name`` at ``url`` (profiled
+        into the store, with the knowledge pack beside it, on first use)."""
+        self.almanac.prepare({database_name: url})
+        pipeline = self.almanac.pipeline_on(database_name)
         ask = self.bounds.ask_options()
         analyst = Analyst(
-            lambda question: pipeline.ask(question, None, ask),
+            lambda sub_question: pipeline.ask(sub_question, None, ask),
             pipeline.default_llm,
             self.bounds.analysis_options(),
         )
         if self.name == "one-sql":
-            return analyst.analyze_one_sql(task.goal)
-        return analyst.analyze(task.goal, schema_text=pipeline.catalog.overview().text)
+            return analyst.analyze_one_sql(question)
+        return analyst.analyze(question, schema_text=pipeline.catalog.overview().text)

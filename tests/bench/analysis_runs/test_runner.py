@@ -180,7 +180,7 @@ def test_the_analyze_subcommand_is_wired(tasks, tmp_path, capsys):
     args = ["analyze", "insightbench", "--system", "one-sql", "--out", str(tmp_path / "out")]
     database_folder = str(tasks[0].database_path.parent)
     code = bench_main([*args, "--cache", database_folder, "--tasks", "flag-999"])
-    assert code == 2 and "unknown InsightBench task ids: ['flag-999']" in capsys.readouterr().err
+    assert code == 2 and "unknown task ids: ['flag-999']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench_main(["analyze", "insightbench", "--system", "nope", "--out", "x"])
     assert "invalid choice: 'nope'" in capsys.readouterr().err
