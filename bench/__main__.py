@@ -1,7 +1,9 @@
 """``python -m bench run --dataset NAME --system NAME [--limit N] [--workers K] ...``
 
 ``python -m bench analyze insightbench --system almanac-analysis|one-sql --out DIR ...``: the
-analyst (or the one-SQL baseline) over InsightBench's tasks (:mod:`bench.analysis_runs`).
+analyst (or the one-SQL baseline) over InsightBench's tasks (:mod:`bench.analysis_runs`);
+``python -m bench analyze autofin --questions DIR/longform.jsonl ...`` over the long-form
+AutoFin questions, with the AutoFin knowledge pack.
 
 ``python -m bench compare OUT_A OUT_B ... [--out DIR]``: the runs side by side on their common
 questions; for streaming runs also their learning curves on one chart (``--out``).

@@ -169,3 +169,33 @@ def test_the_analyze_autofin_subcommand_is_wired(questions_file, tmp_path, capsy
     assert "needs --questions" in capsys.readouterr().err
     code = bench_main([*args, "--questions", str(questions_file), "--tasks", "autofin-lf-77"])
     assert code == 2 and "unknown task ids: ['autofin-lf-77']" in capsys.readouterr().err
+
+
+def test_the_judge_protocols_score_the_answers(questions_file: Path, tmp_path: Path):
+    from bench.judge.__main__ import parser, run
+    from tests.bench.judge.judges import by_prompt
+
+    out = tmp_path / "out"
+    run_tasks(read_longform(questions_file), system(Model()), out, record_type=LongformRecord)
+    answers = str(out / ANSWERS)
+
+    def decide(prompt: str) -> object:
+        if "factual claim" in prompt:  # BI-Bench: checked on the database the answer names
+            return {"factual": True, "question": "months?", "sql": "SELECT COUNT(*) FROM sales"}
+        if "support the claim" in prompt:
+            return {"supported": "(12,)" in prompt}
+        if "Reference" in prompt:  # long-form DBQA's match against the reference answer
+            return {"score": 4 if "reference answer" in prompt else 1}
+        return {"verdict": "perfect", "score": 5}
+
+    scores = {}
+    for protocol in ("corgi", "bibench", "dbqa"):
+        args = parser().parse_args(
+            [protocol, "--answers", answers, "--out", str(tmp_path / protocol)]
+        )
+        scores[protocol] = run(args, by_prompt(decide))
+        items = json.loads((tmp_path / protocol / "scores.json").read_text())["items"]
+        assert [item["id"] for item in items] == ["autofin-lf-01", "autofin-lf-02", "autofin-lf-03"]
+    assert scores["corgi"]["sql_success"] == 1.0
+    assert scores["bibench"]["factual_correctness"] == 1.0
+    assert scores["dbqa"]["match"] == 4.0
