@@ -106,21 +106,8 @@ class Analyst:
         on_event: Callable[[Event], None] | None = None,
     ) -> AnalysisAnswer:
         """The analysis of ``question`` on the database ``schema_text`` describes."""
-        question = " ".join(question.split())
-        if not question:
-            raise ValueError("the question is empty")
-        emit = on_event or (lambda event: None)
-        started = time.monotonic()
-        deadline = started + self.options.max_seconds
-
-        def left() -> float:
-            return max(MIN_CALL_S, deadline - time.monotonic())
-
-        typing = classify_question(question, self.llm, timeout_s=min(60.0, left()))
-        if typing.is_lookup and self.options.analysis_only:
-            typing = as_analysis(typing)
-        emit({"stage": "typing", "typing": typing.model_dump()})
-        answer = AnalysisAnswer(question=question, type=typing.type, typing=typing)
+        answer, started, left, emit = self._typed(question, on_event)
+        question, typing = answer.question, answer.typing
         if typing.is_lookup:
             return self._lookup(answer, started, emit)
         plan_s = self.options.plan_share * self.options.max_seconds
@@ -140,7 +127,7 @@ class Analyst:
             return self._final(answer, started, emit)
         answer.plan = plan
         emit({"stage": "plan", "plan": plan.model_dump()})
-        last_start = deadline - self.options.narrative_reserve_s
+        last_start = started + self.options.max_seconds - self.options.narrative_reserve_s
         for step in plan.steps:
             if answer.sql_calls and time.monotonic() >= last_start:
                 kept = self.options.narrative_reserve_s
@@ -164,6 +151,19 @@ class Analyst:
         """The one-SQL baseline of :meth:`analyze`: ``question`` typed as there, asked once
         through the chain (no plan), and that one answer analysed and written up by the same
         tools and narrative writer. Its evidence is ``q1``; ``sql_calls`` is 1."""
+        answer, started, left, emit = self._typed(question, on_event)
+        step = SubQuestion(id="q1", question=answer.question, purpose="the question asked")
+        answer.evidence.append(self._ask(step))
+        answer.sql_calls = 1
+        emit({"stage": "subquestion", "evidence": answer.evidence[0].model_dump(mode="json")})
+        return self._write_up(answer, started, left, emit)
+
+    def _typed(
+        self, question: str, on_event: Callable[[Event], None] | None
+    ) -> tuple[AnalysisAnswer, float, Callable[[], float], Callable[[Event], None]]:
+        """The start of both analyses: the question normalised and typed (a lookup made
+        descriptive with ``analysis_only``), the typing event sent; the answer to fill, the
+        start time, the seconds left in the budget and the event sink."""
         question = " ".join(question.split())
         if not question:
             raise ValueError("the question is empty")
@@ -178,11 +178,7 @@ class Analyst:
         typing = as_analysis(typing) if self.options.analysis_only else typing
         emit({"stage": "typing", "typing": typing.model_dump()})
         answer = AnalysisAnswer(question=question, type=typing.type, typing=typing)
-        step = SubQuestion(id="q1", question=question, purpose="the question asked")
-        answer.evidence.append(self._ask(step))
-        answer.sql_calls = 1
-        emit({"stage": "subquestion", "evidence": answer.evidence[0].model_dump(mode="json")})
-        return self._write_up(answer, started, left, emit)
+        return answer, started, left, emit
 
     def _write_up(
         self,
