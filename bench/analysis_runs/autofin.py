@@ -15,7 +15,6 @@ score-longform`` and ``python -m bench judge corgi|bibench|dbqa`` read the file 
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from agents.analysis.models import AnalysisAnswer
 from bench.analysis_runs.records import TaskRecord
 from bench.analysis_runs.systems import AnalysisSystem, RunBounds
 from bench.datasets.dataset import DatasetFormatError
+from bench.judge.answers import read_json_lines
 
 log = logging.getLogger(__name__)
 DATABASE_NAME = "autofin"  # the name the knowledge pack's entries are tagged with
@@ -50,13 +50,7 @@ def read_longform(path: Path) -> list[LongformQuestion]:
     """The questions of a ``longform.jsonl``; :class:`DatasetFormatError` naming a bad line.
     A relative ``database`` is read from the file's folder."""
     questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DatasetFormatError(path, f"invalid JSON: {err.msg}", line=number) from err
+    for number, row in read_json_lines(path):
         for name in ("id", "question", "type", "database"):
             if not isinstance(row.get(name), str) or not row[name].strip():
                 raise DatasetFormatError(path, "missing or not text", line=number, field=name)
