@@ -20,7 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from agents.learn.mine.unlabeled import VoteThresholds
-from bench.cli_parser import build_parser
+from bench.cli_parser import REST_SPLIT, build_parser
 from bench.compare import (
     compare_curves,
     compare_runs,
@@ -48,6 +48,8 @@ def run_command(args: argparse.Namespace) -> int:
         dataset = dataset.filter(split=args.split, limit=args.limit, exclude_ids=hidden)
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
+    if args.learn_split == REST_SPLIT:
+        revealed = _rest_of(full, dataset)
     if args.mine_every and not (args.stream or args.learn_split):
         raise ValueError("--mine-every mines what a stream observes: add --stream or --learn-split")
     if (args.synthesize or args.examples_per_db is not None) and not args.learn_split:
@@ -164,10 +166,25 @@ def _revealed(full: Dataset, args: argparse.Namespace) -> list[Example]:
     database when given)."""
     if not args.learn_split:
         return []
+    if args.learn_split == REST_SPLIT:
+        if args.examples_per_db is not None:
+            raise ValueError(
+                f"--learn-split {REST_SPLIT} reveals every question not asked:"
+                " --examples-per-db needs a named split"
+            )
+        return []  # known once the asked sample is drawn (_rest_of)
     revealed = full.filter(split=args.learn_split).examples
     if args.examples_per_db is not None:
         revealed = first_per_database(revealed, args.examples_per_db)
     return revealed
+
+
+def _rest_of(full: Dataset, asked: Dataset) -> list[Example]:
+    """``--learn-split rest``: every question of the databases asked about that is not
+    asked itself (per-database streams of the other questions, e.g. Spider dev)."""
+    asked_ids = {e.id for e in asked.examples}
+    databases = {e.database for e in asked.examples}
+    return [e for e in full.examples if e.database in databases and e.id not in asked_ids]
 
 
 def _synthesize(

@@ -9,6 +9,8 @@ from bench.analysis_runs.cli import add_analyze_command
 from bench.judge.__main__ import add_protocols
 from bench.systems import system_names
 
+REST_SPLIT = "rest"  # --learn-split: the questions not asked
+
 MINING_HELP = """\
 mining in the stream (almanac systems; issue 22). The two GeoQuery measurements:
   the prequential curve (EX of the first 50 questions against the last 100):
@@ -59,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--learn-split",
         help="first reveal this split's questions and gold SQL to the system (no predictions),"
-        " e.g. train; combine with --split test",
+        f" e.g. train; combine with --split test; {REST_SPLIT!r}: every question of the"
+        " databases asked about that is not asked itself (Spider dev: --stratify 120"
+        f" --learn-split {REST_SPLIT})",
     )
     run.add_argument(
         "--stratify",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -97,3 +98,37 @@ def test_each_tier_greedy_candidate_becomes_an_alternative():
         candidate("SELECT 5", "1.5b:plain"),
     ]
     assert greedy_alternatives(cascade) == {"greedy:0.5b": "SELECT 1", "greedy:1.5b": "SELECT 3"}
+
+
+def test_learn_split_rest_reveals_the_questions_not_asked(tmp_path, monkeypatch):
+    """``--learn-split rest``: the other questions of the asked databases, never the asked."""
+    import bench.__main__ as bench_cli
+
+    seen: dict[str, list] = {}
+
+    def record(system, revealed, args, out_dir):
+        seen["revealed"] = revealed
+
+    monkeypatch.setattr(bench_cli, "_learn_split", record)
+    code = bench_main(
+        [
+            "run",
+            "--dataset",
+            "spider_dev",
+            "--system",
+            "gold",
+            "--stratify",
+            "6",
+            "--learn-split",
+            "rest",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert code == 0
+    asked = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").open()]
+    asked_ids = {r["id"] for r in asked}
+    revealed = seen["revealed"]
+    assert len(asked_ids) == 6 and revealed
+    assert not asked_ids & {e.id for e in revealed}
+    assert {e.database for e in revealed} == {r["database"] for r in asked}
