@@ -9,10 +9,18 @@ almanac distill data --out DIR [--db URL] [--name NAME] [--validation-share F]
 almanac distill train CONFIG [--no-resume] [--max-steps N] [--device auto|cpu|cuda]
     Fine-tunes as the YAML/TOML config says (:mod:`distill.config`), resuming from the run's
     last checkpoint; prints one line per step (loss, ETA) and the result as JSON.
-almanac distill export ADAPTER --base MODEL_DIR --out DIR [--dtype f16|f32]
+almanac distill export ADAPTER --base MODEL_DIR --out DIR [--dtype f16|f32] [--register NAME]
     Merges the run's adapter (``RUN/final`` or a checkpoint) into the base and writes
     ``DIR/hf`` and ``DIR/student.gguf`` (:mod:`distill.export`); an adapter of a training run
-    records the GGUF in ``RUN/export.json`` for ``eval``.
+    records the GGUF in ``RUN/export.json`` for ``eval`` (and, with ``--register``, registers
+    it as ``register`` does).
+almanac distill register RUN [--name NAME] [--gguf FILE] [--replace] [--link]
+    Copies the run's exported GGUF into ``<data_dir>/models/students/NAME`` with a manifest
+    (sha256, base model, run, dataset manifest hash, created) (:mod:`distill.registry`): a
+    tier ``backend = "student"``, ``model = "NAME"`` serves it. NAME defaults to the run
+    directory's name.
+almanac distill list [--verify]
+    The registered students (``--verify``: hash every file against its manifest).
 almanac distill base --out DIR [--gguf FILE | --model NAME]
     The base model's Hugging Face weights, dequantized from the packaged GGUF
     (:mod:`distill.base_weights`; default the test model, qwen2.5-coder-0.5b); records the
@@ -60,6 +68,15 @@ def add_distill_commands(commands: Any) -> None:
     export.add_argument("--base", type=Path, required=True, help="the base model folder")
     export.add_argument("--out", type=Path, required=True)
     export.add_argument("--dtype", choices=["f16", "f32"], default="f16")
+    export.add_argument("--register", metavar="NAME", help="register the student as NAME")
+    register = actions.add_parser("register", help="register a run's student for a tier")
+    register.add_argument("run", type=Path, help="training run directory (exported)")
+    register.add_argument("--name", help="student name (default: the run directory's name)")
+    register.add_argument("--gguf", type=Path, help="the GGUF (default: the run's export)")
+    register.add_argument("--replace", action="store_true", help="overwrite a student")
+    register.add_argument("--link", action="store_true", help="hard-link instead of copying")
+    listing = actions.add_parser("list", help="the registered students")
+    listing.add_argument("--verify", action="store_true", help="hash each GGUF again")
     base = actions.add_parser("base", help="dequantize a packaged GGUF into HF weights")
     base.add_argument("--out", type=Path, required=True)
     base.add_argument("--gguf", type=Path, help="a GGUF file (default: a packaged model)")
@@ -87,12 +104,21 @@ def _add_eval(actions: Any) -> None:
 
 def run_distill_command(args: argparse.Namespace, settings: Settings) -> int:
     from distill.checkpoints import CorruptCheckpointError
+    from distill.registry import StudentError
     from distill.train import DeviceMissingError
 
-    handlers = {"data": _data, "train": _train, "export": _export, "base": _base, "eval": _eval}
+    handlers = {
+        "data": _data,
+        "train": _train,
+        "export": _export,
+        "register": _register,
+        "list": _list,
+        "base": _base,
+        "eval": _eval,
+    }
     try:
         return handlers[args.distill_action](args, settings)
-    except (DeviceMissingError, CorruptCheckpointError) as exc:
+    except (DeviceMissingError, CorruptCheckpointError, StudentError) as exc:
         print(f"error: {exc}")
         return 2
 
@@ -164,7 +190,59 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     run = run_of_adapter(args.adapter)
     if run is not None:
         print(f"recorded in {record_export(run, path, adapter=args.adapter, dtype=args.dtype)}")
+    if args.register:
+        from distill.registry import register
+
+        student = register(
+            run or args.adapter.parent,
+            settings.data_dir,
+            name=args.register,
+            gguf=path,
+            replace=True,
+        )
+        print(f"registered student {student.name!r}: {student.gguf}")
     return 0
+
+
+def _register(args: argparse.Namespace, settings: Settings) -> int:
+    from distill.registry import register
+
+    student = register(
+        args.run,
+        settings.data_dir,
+        name=args.name,
+        gguf=args.gguf,
+        replace=args.replace,
+        link=args.link,
+    )
+    print(json.dumps(student.manifest, indent=2))
+    print(f"registered student {student.name!r}: {student.gguf}")
+    print(f'serve it with a tier: backend = "student", model = "{student.name}"')
+    return 0
+
+
+def _list(args: argparse.Namespace, settings: Settings) -> int:
+    from distill.registry import StudentError, list_students, verified_student
+
+    students = list_students(settings.data_dir)
+    if not students:
+        print(f"no students registered in {settings.data_dir / 'models' / 'students'}")
+        return 0
+    failed = 0
+    for student in students:
+        row = student.row()
+        state = ""
+        if args.verify:
+            try:
+                verified_student(settings.data_dir, student.name)
+                state = "  verified"
+            except StudentError as exc:
+                state, failed = f"  CORRUPT: {exc}", failed + 1
+        print(
+            f"{row['name']:<24} {row['size_mb']:>9.1f} MB  sha256 {row['sha256']}  "
+            f"base {row['base']}  run {row['run']}  {row['created_at']}  {row['path']}{state}"
+        )
+    return 1 if failed else 0
 
 
 def _base(args: argparse.Namespace, settings: Settings) -> int:

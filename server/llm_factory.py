@@ -5,6 +5,10 @@ Each tier (:class:`server.settings.LLMTierSettings`) is one of
 - ``packaged``: a packaged GGUF model by name (``agents.llm.models``; assembled from its PyPI
   parts into ``<data_dir>/models`` on first use, never downloaded) run by llama.cpp;
 - ``gguf``: any GGUF file run by llama.cpp;
+- ``student``: a student registered by name with ``almanac distill register``
+  (:mod:`distill.registry`, ``<data_dir>/models/students/NAME``), its GGUF checked against
+  the SHA-256 of its manifest before llama.cpp loads it; every student tier must be
+  registered when the tiers are built (at start), a clear error otherwise;
 - ``openai``: an OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, hosted APIs),
 
 wrapped in :class:`agents.llm.base.ResilientLLM` (retries, a concurrency limit, a bounded wait
@@ -42,6 +46,7 @@ from agents.llm.llamacpp import LlamaCppLLM
 from agents.llm.openai_compat import OpenAICompatibleLLM
 from agents.llm.prompt_cache import PromptStateCache, cache_folder
 from agents.llm.variants import Variant, variants_of
+from distill.registry import StudentError, get_student, verified_student
 from server.limits import PREEMPTED, LLMGate
 from server.metrics import Metrics
 from server.settings import LLMTierSettings
@@ -152,6 +157,11 @@ def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
         path = Path(str(tier.path)).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"LLM tier {tier.name!r}: GGUF file {path} does not exist")
+    elif tier.backend == "student":
+        try:
+            path = verified_student(data_dir, str(tier.model))
+        except StudentError as exc:
+            raise StudentError(f"LLM tier {tier.name!r}: {exc}") from None
     else:
         from agents.llm.models import DEFAULT_MODEL, pull
 
@@ -187,12 +197,19 @@ def build_llm(tier: LLMTierSettings, data_dir: Path, metrics: Metrics) -> LLM:
 
 
 class LLMTiers:
-    """The configured tiers by name, each built on first use (thread-safe)."""
+    """The configured tiers by name, each built on first use (thread-safe); a ``student``
+    tier whose student is not registered is refused here, at start (:class:`StudentError`)."""
 
     def __init__(self, tiers: Sequence[LLMTierSettings], data_dir: Path, metrics: Metrics) -> None:
         if not tiers:
             raise ValueError("at least one LLM tier is needed")
         self._settings = {tier.name: tier for tier in tiers}
+        for tier in tiers:
+            if tier.backend == "student":  # cheap (the manifest is read), so at start
+                try:
+                    get_student(data_dir, str(tier.model))
+                except StudentError as exc:
+                    raise StudentError(f"LLM tier {tier.name!r}: {exc}") from None
         self.names = [tier.name for tier in tiers]
         self.data_dir, self.metrics = data_dir, metrics
         self._built: dict[str, LLM] = {}

@@ -25,6 +25,7 @@ from pydantic_settings import (
 from sqlalchemy.engine import make_url
 
 from agents.llm.models import default_data_dir
+from distill.registry import StudentError, check_name
 from server.settings_confidence import ConfidenceSettings
 
 
@@ -146,15 +147,17 @@ class JobSettings(BaseModel):
 
 
 class LLMTierSettings(BaseModel):
-    """One LLM of the serving cascade: a packaged model, a GGUF file or an OpenAI endpoint."""
+    """One LLM of the serving cascade: a packaged model, a GGUF file, a registered student
+    (``almanac distill register``) or an OpenAI endpoint."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="default", min_length=1)
-    backend: Literal["packaged", "gguf", "openai"] = "packaged"
+    backend: Literal["packaged", "gguf", "student", "openai"] = "packaged"
     model: str | None = Field(
         default=None,
-        description="packaged model name (default: the default model) or the served model name",
+        description="packaged model name (default: the default model), registered student "
+        "name (backend student) or the served model name (backend openai)",
     )
     path: Path | None = Field(default=None, description="GGUF file (backend gguf)")
     base_url: str | None = Field(default=None, description="endpoint (backend openai)")
@@ -192,6 +195,16 @@ class LLMTierSettings(BaseModel):
             raise ValueError(f"LLM tier {self.name!r}: backend 'gguf' needs 'path'")
         if self.backend == "openai" and not (self.base_url and self.model):
             raise ValueError(f"LLM tier {self.name!r}: backend 'openai' needs 'base_url', 'model'")
+        if self.backend == "student":
+            if not self.model:
+                raise ValueError(
+                    f"LLM tier {self.name!r}: backend 'student' needs 'model', the name of a "
+                    "student registered with `almanac distill register` (`almanac distill list`)"
+                )
+            try:
+                check_name(self.model)
+            except StudentError as exc:
+                raise ValueError(f"LLM tier {self.name!r}: {exc}") from None
         return self
 
 

@@ -1,0 +1,149 @@
+"""Registered students (``almanac distill register|list``) and the ``student`` tier backend:
+the manifest, the SHA-256 check before a tier loads, a corrupted or unknown student refused
+with a message naming it. The GGUF here is a stand-in file: every check happens before
+llama.cpp would read it (the tiny trained student runs in ``test_student_tier.py``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from distill.registry import (
+    StudentError,
+    get_student,
+    list_students,
+    register,
+    verified_student,
+)
+from server.llm_factory import LLMTiers
+from server.metrics import Metrics
+from server.settings import LLMTierSettings, Settings
+from server.state import build_state
+from tests.distill.test_cli_jobs import parse
+
+PAYLOAD = b"GGUF" + bytes(range(256)) * 64
+
+
+def fake_run(root: Path, payload: bytes = PAYLOAD) -> Path:
+    """A training run directory as ``train`` and ``export`` leave it (config, dataset
+    manifest, metrics, ``export.json`` naming the GGUF), with ``payload`` as the GGUF."""
+    run = root / "run-7"
+    base = root / "base"
+    (run / "export").mkdir(parents=True)
+    base.mkdir()
+    (base / "almanac-source.json").write_text(json.dumps({"model": "qwen2.5-coder-0.5b"}))
+    config = {"base_model": str(base), "data": str(root / "data"), "full_finetune": False}
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "manifest.json").write_text(json.dumps({"store": {"hash": "abc123"}}))
+    (run / "metrics.jsonl").write_text('{"event": "start"}\n')
+    gguf = run / "export" / "student.gguf"
+    gguf.write_bytes(payload)
+    record = {"gguf": str(gguf), "adapter": str(run / "final"), "dtype": "f16"}
+    (run / "export.json").write_text(json.dumps(record))
+    return run
+
+
+def student_tier(name: str = "student", model: str = "s1") -> LLMTierSettings:
+    return LLMTierSettings(name=name, backend="student", model=model, n_threads=1)
+
+
+def test_register_copies_the_gguf_with_its_manifest(tmp_path):
+    run = fake_run(tmp_path)
+    student = register(run, tmp_path / "data", name="s1")
+    assert student.gguf == tmp_path / "data" / "models" / "students" / "s1" / "student.gguf"
+    assert student.gguf.read_bytes() == PAYLOAD
+    manifest = json.loads((student.folder / "manifest.json").read_text())
+    assert manifest["sha256"] == hashlib.sha256(PAYLOAD).hexdigest()
+    assert manifest["size"] == len(PAYLOAD)
+    assert manifest["base_model"]["model"] == "qwen2.5-coder-0.5b"
+    assert manifest["run"]["id"] == "run-7" and manifest["export"]["dtype"] == "f16"
+    expected = hashlib.sha256((run / "manifest.json").read_bytes()).hexdigest()
+    assert manifest["dataset"]["manifest_sha256"] == expected
+    assert manifest["dataset"]["store_hash"] == "abc123" and manifest["created_at"]
+    assert [s.name for s in list_students(tmp_path / "data")] == ["s1"]
+    assert verified_student(tmp_path / "data", "s1") == student.gguf
+    # the name defaults to the run's, and a name is not silently overwritten
+    assert register(run, tmp_path / "data").name == "run-7"
+    with pytest.raises(StudentError, match=r"already registered.*--replace"):
+        register(run, tmp_path / "data", name="s1")
+    assert register(run, tmp_path / "data", name="s1", replace=True).name == "s1"
+    with pytest.raises(StudentError, match=r"student name '\.\./x'"):
+        register(run, tmp_path / "data", name="../x")
+
+
+def test_a_corrupted_student_is_refused_when_its_tier_loads(tmp_path):
+    data = tmp_path / "data"
+    student = register(fake_run(tmp_path), data, name="s1")
+    tiers = LLMTiers([student_tier()], data, Metrics())
+    flipped = bytearray(PAYLOAD)
+    flipped[100] ^= 0xFF
+    student.gguf.write_bytes(bytes(flipped))  # same size: only the hash tells
+    with pytest.raises(StudentError) as error:
+        tiers.get("student")
+    message = str(error.value)
+    assert "tier 'student'" in message and "student 's1'" in message
+    assert "corrupted" in message and str(student.gguf) in message and "--replace" in message
+    student.gguf.write_bytes(PAYLOAD[:-10])
+    with pytest.raises(StudentError, match=r"has \d+ bytes, its manifest says \d+"):
+        tiers.get("student")
+    student.gguf.unlink()
+    with pytest.raises(StudentError, match="is missing"):
+        tiers.get("student")
+
+
+def test_an_unknown_student_is_refused_at_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("ALMANAC_CONFIG", str(tmp_path / "absent.toml"))
+    with pytest.raises(StudentError, match=r"tier 'student': no student 'nope' is registered"):
+        LLMTiers([student_tier(model="nope")], tmp_path, Metrics())
+    settings = Settings(
+        data_dir=tmp_path,
+        embedder="none",
+        warm_on_start=False,
+        llm_tiers=[LLMTierSettings(), student_tier(model="nope")],
+        cascade_tiers=["student", "default"],
+    )
+    with pytest.raises(StudentError, match="almanac distill register RUN --name nope"):
+        build_state(settings)
+
+
+def test_settings_check_the_student_tier(tmp_path):
+    with pytest.raises(ValidationError, match="backend 'student' needs 'model'"):
+        LLMTierSettings(name="s", backend="student")
+    with pytest.raises(ValidationError, match=r"tier 's': student name 'a/b'"):
+        LLMTierSettings(name="s", backend="student", model="a/b")
+    tier = LLMTierSettings(name="s", backend="student", model="tiny-1")
+    assert tier.model == "tiny-1"
+
+
+def test_the_cli_registers_lists_and_verifies(tmp_path, capsys, monkeypatch):
+    from server.cli_distill import run_distill_command
+
+    monkeypatch.setenv("ALMANAC_CONFIG", str(tmp_path / "absent.toml"))
+    settings = Settings(data_dir=tmp_path / "data")
+    run = fake_run(tmp_path)
+    assert run_distill_command(parse(["distill", "list"]), settings) == 0
+    assert "no students registered" in capsys.readouterr().out
+    argv = ["distill", "register", str(run), "--name", "s1", "--link"]
+    assert run_distill_command(parse(argv), settings) == 0
+    printed = capsys.readouterr().out
+    assert "registered student 's1'" in printed and 'model = "s1"' in printed
+    assert run_distill_command(parse(argv), settings) == 2
+    assert "already registered" in capsys.readouterr().out
+    assert run_distill_command(parse(["distill", "list", "--verify"]), settings) == 0
+    line = capsys.readouterr().out
+    assert line.startswith("s1 ") and "run-7" in line and "verified" in line
+    get_student(settings.data_dir, "s1").gguf.write_bytes(b"x" * len(PAYLOAD))
+    assert run_distill_command(parse(["distill", "list", "--verify"]), settings) == 1
+    assert "CORRUPT" in capsys.readouterr().out
+
+
+def test_register_refuses_a_run_without_an_export(tmp_path):
+    run = fake_run(tmp_path)
+    (run / "export.json").unlink()
+    (run / "export" / "student.gguf").unlink()
+    with pytest.raises(ValueError, match="has no exported GGUF"):
+        register(run, tmp_path / "data", name="s1")
