@@ -45,6 +45,9 @@ from kb.target.database import Database
 
 log = logging.getLogger(__name__)
 TRAIN, VALIDATION, MANIFEST = "train.jsonl", "validation.jsonl", "manifest.json"
+Progress = Callable[[int, int], None]
+"""Called with (experiences done, experiences in all) after each one; an exception it raises
+(a job's cancellation check) stops the build before anything is written."""
 
 
 class EmptyDatasetError(ValueError):
@@ -109,11 +112,13 @@ def build_tuples(
     *,
     counts: dict[str, int] | None = None,
     show_progress: bool = False,
+    progress: Progress | None = None,
 ) -> list[TrainingTuple]:
     """The tuples, scored and split (kept and dropped alike; ``score["kept"]`` says which).
 
     ``targets``: database name → its read-only target. ``counts`` receives why experiences
-    were dropped before scoring."""
+    were dropped before scoring. ``progress`` is called after each experience (:data:`Progress`:
+    raising from it stops the build)."""
     options = options or DatasetOptions()
     counts = counts if counts is not None else {}
     wanted = options.databases if options.databases is not None else list(targets)
@@ -130,18 +135,21 @@ def build_tuples(
         key = (e.database, " ".join(e.question.lower().split()))
         same_question.setdefault(key, []).append(e.experience.id)
     tuples = []
-    for example in tqdm(examples, desc="tuples", unit="q", disable=not show_progress):
+    bar = tqdm(examples, desc="tuples", unit="q", disable=not show_progress)
+    for done, example in enumerate(bar, 1):
         results = targets[example.database].execute(example.sql, max_rows=1)
-        if not results.ok:
+        if results.ok:
+            key = (example.database, " ".join(example.question.lower().split()))
+            held_out = same_question[key]
+            messages = prompts[example.database].messages(
+                example.question.strip(), example.experience.context, held_out
+            )
+            tuples.append(_tuple(example, messages))
+        else:
             counts["not_executable"] = counts.get("not_executable", 0) + 1
             log.info("dropped %s: its SQL failed: %s", example.experience.id, results.error)
-            continue
-        key = (example.database, " ".join(example.question.lower().split()))
-        held_out = same_question[key]
-        messages = prompts[example.database].messages(
-            example.question.strip(), example.experience.context, held_out
-        )
-        tuples.append(_tuple(example, messages))
+        if progress is not None:
+            progress(done, len(examples))
     scores = curate(tuples, options.curation, options.hardness)
     for t in tuples:
         t.score = scores[t.id].as_dict()
@@ -179,11 +187,14 @@ def build_dataset(
     *,
     tokenizer: Tokenizer | None = None,
     show_progress: bool = False,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Write ``train.jsonl``, ``validation.jsonl`` (kept tuples) and ``manifest.json`` into
     ``out_dir`` (a new or empty folder, or an earlier dataset, replaced whole once the new one
     is written); return the manifest. :class:`EmptyDatasetError` when nothing is kept;
-    ``ValueError`` when ``out_dir`` holds something else."""
+    ``ValueError`` when ``out_dir`` holds something else. ``progress`` (:data:`Progress`) is
+    called after each experience; when it raises (a cancelled job), nothing is written and an
+    earlier dataset in ``out_dir`` stays as it was."""
     options = options or DatasetOptions()
     if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / MANIFEST).is_file():
         raise ValueError(
@@ -191,7 +202,13 @@ def build_dataset(
         )
     counts: dict[str, int] = {}
     tuples = build_tuples(
-        store, targets, retriever, options, counts=counts, show_progress=show_progress
+        store,
+        targets,
+        retriever,
+        options,
+        counts=counts,
+        show_progress=show_progress,
+        progress=progress,
     )
     kept = [t for t in tuples if t.score.get("kept")]
     if not kept:

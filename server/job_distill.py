@@ -5,7 +5,8 @@
 experiences of the target database (:func:`distill.dataset.build_dataset`, with the server's
 own retriever and pipeline options, so the prompts are the ones ``ask`` sends) into
 ``<data_dir>/distill/data/<name>/`` (``train.jsonl``, ``validation.jsonl``,
-``manifest.json``); the result is the manifest.
+``manifest.json``); the result is the manifest. Progress: experiences done; a cancelled job
+stops at the next one, writing nothing (an earlier dataset of that name stays as it was).
 
 ``distill-train`` (:class:`DistillTrainParams`) trains a student as a config file in the
 import folder says (:mod:`distill.config`), on a dataset built by ``distill-data``
@@ -146,8 +147,17 @@ def run_distill_data(
         options.curation = replace(options.curation, min_score=params.min_score)
     out = distill_dir(state) / "data" / params.name
     context.progress(0.05, f"building tuples of {name} into {out}")
+
+    def progress(done: int, total: int) -> None:  # checks the cancellation too
+        context.progress(0.05 + 0.9 * done / max(1, total), f"{done}/{total} experiences")
+
     manifest = build_dataset(
-        state.store, {name: state.target}, lambda: state.indices.retriever(), out, options
+        state.store,
+        {name: state.target},
+        lambda: state.indices.retriever(),
+        out,
+        options,
+        progress=progress,
     )
     kept = sum(manifest["counts"]["kept"].values())
     context.log(f"{kept} tuples kept ({manifest['kept_share']:.0%}) in {out}")
