@@ -17,8 +17,6 @@ import logging
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 from agents.learn.mine.unlabeled import VoteThresholds
 from bench.cli_parser import REST_SPLIT, build_parser
 from bench.compare import (
@@ -28,20 +26,24 @@ from bench.compare import (
     render_curves,
     write_comparison,
 )
-from bench.datasets import Dataset, Example, load_dataset
+from bench.datasets import load_dataset
+from bench.learn_split import check_learn_options, learn_split, rest_of, revealed_examples
 from bench.report import alternative_lines, mean_scores, timeout_line, write_report
-from bench.run import MiningSystem, RunConfig, Runner, record_mining, write_run_manifest
+from bench.run import MiningSystem, RunConfig, Runner, write_run_manifest
 from bench.sampling import stratified_sample
 from bench.stream_mining import StreamMiningOptions
-from bench.synthesis import first_per_database, write_synthesis
-from bench.systems import LearningSystem, Prediction, System, make_system
+from bench.synthesis import write_synthesis
+from bench.systems import System, make_system
+
+_revealed = revealed_examples  # its earlier name (tests/agents/learn/test_synth_bench.py)
 
 
 def run_command(args: argparse.Namespace) -> int:
     options = {"drop_failing_gold": True} if args.drop_failing_gold else {}
     full = load_dataset(args.dataset, **options)
     dataset = full
-    revealed = _revealed(full, args)
+    check_learn_options(args)
+    revealed = revealed_examples(full, args)
     # with --examples-per-db a revealed question is not asked (left out before --limit)
     hidden = [e.id for e in revealed] if args.examples_per_db is not None else []
     if args.split or args.limit is not None or hidden:
@@ -49,7 +51,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
     if args.learn_split == REST_SPLIT:
-        revealed = _rest_of(full, dataset)
+        revealed = rest_of(full, dataset, args.learn_limit)
     if args.mine_every and not (args.stream or args.learn_split):
         raise ValueError("--mine-every mines what a stream observes: add --stream or --learn-split")
     if (args.synthesize or args.examples_per_db is not None) and not args.learn_split:
@@ -92,11 +94,17 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["mine_gate"] = (
             {"held": args.mine_gate_held, "batch": args.mine_gate_batch} if args.mine_gate else None
         )
-        if args.stream == "unlabeled":
+        if args.stream == "unlabeled" or args.learn_unlabeled:
             manifest["mine_vote_samples"] = args.mine_vote_samples
+    if args.learn_unlabeled:  # only then, as above
+        manifest["learn_unlabeled"] = True
+    if args.learn_limit is not None:
+        manifest["learn_limit"] = args.learn_limit
+    if args.no_knowledge_pack:
+        manifest["knowledge_pack"] = False
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
     if args.learn_split:
-        _learn_split(system, revealed, args, out_dir)
+        learn_split(system, revealed, args, out_dir)
     if args.synthesize:
         _synthesize(system, args, out_dir, {e.database for e in dataset.examples})
     if args.cot:
@@ -146,45 +154,6 @@ def _enable_mining(system: System, args: argparse.Namespace) -> None:
             ),
         )
     )
-
-
-def _learn_split(
-    system: System, revealed: list[Example], args: argparse.Namespace, out_dir: Path
-) -> None:
-    """Reveal ``revealed`` (questions with their gold SQL) to ``system``; with
-    ``--mine-every``, mine them once afterwards (a ``learn-split`` round)."""
-    if not isinstance(system, LearningSystem):
-        raise ValueError(f"system {args.system!r} does not learn (--learn-split)")
-    for example in tqdm(revealed, desc=f"learning {args.learn_split}", unit="q"):
-        system.observe(example, Prediction(), True)
-    if args.mine_every and isinstance(system, MiningSystem):
-        record_mining(out_dir, system.mine(phase="learn-split", after_question=0))
-
-
-def _revealed(full: Dataset, args: argparse.Namespace) -> list[Example]:
-    """The examples ``--learn-split`` reveals (the first ``--examples-per-db`` of each
-    database when given)."""
-    if not args.learn_split:
-        return []
-    if args.learn_split == REST_SPLIT:
-        if args.examples_per_db is not None:
-            raise ValueError(
-                f"--learn-split {REST_SPLIT} reveals every question not asked:"
-                " --examples-per-db needs a named split"
-            )
-        return []  # known once the asked sample is drawn (_rest_of)
-    revealed = full.filter(split=args.learn_split).examples
-    if args.examples_per_db is not None:
-        revealed = first_per_database(revealed, args.examples_per_db)
-    return revealed
-
-
-def _rest_of(full: Dataset, asked: Dataset) -> list[Example]:
-    """``--learn-split rest``: every question of the databases asked about that is not
-    asked itself (per-database streams of the other questions, e.g. Spider dev)."""
-    asked_ids = {e.id for e in asked.examples}
-    databases = {e.database for e in asked.examples}
-    return [e for e in full.examples if e.database in databases and e.id not in asked_ids]
 
 
 def _synthesize(
@@ -237,6 +206,8 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         options["sliced_schema"] = True
     if args.data_dictionary:
         options["data_dictionary"] = True
+    if args.no_knowledge_pack:
+        options["knowledge_pack"] = False
     if args.cot:
         options["cot"] = True
     return options

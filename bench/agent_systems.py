@@ -17,23 +17,21 @@ gold SQL become a labeled experience (almanac) or a training pair (vanna-style);
 (``--stream unlabeled``) almanac keeps what its pipeline logged: the question with its own
 SQL, an unlabeled experience, as the server logs answered questions. With ``--mine-every N``
 the almanac systems also mine those experiences into knowledge every N questions
-(:mod:`bench.stream_mining`).
+(:mod:`bench.stream_mining`). How they learn, mine, synthesize and explain is
+:mod:`bench.agent_learning`.
 Options (``python -m bench run ... --model M --small-model M --llm-cache FILE``) choose the
 models; see ``bench.agent_workspace.ModelChoice``.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from agents.answer import Answer, CandidateSummary
+from agents.answer import CandidateSummary
 from agents.confidence.assess import (
     CalibratorSource,
     ConfidenceAssessor,
@@ -41,28 +39,17 @@ from agents.confidence.assess import (
     packaged_calibrator,
 )
 from agents.confidence.calibrator import Calibrator
-from agents.learn.cot import CotReport, CotWriter, cot_experiences, profile_cot
-from agents.learn.gate import PipelineFactory
-from agents.learn.synth import (
-    QuestionWriter,
-    SynthesisReport,
-    SynthOptions,
-    synthesis_sources,
-    synthesize,
-)
 from agents.llm.base import LLM
 from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
 from agents.rag.agent import RagOptions
 from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.generate import GenerateOptions, SqlGenerator, prompt_messages
+from bench.agent_learning import AlmanacLearning
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
 from bench.datasets import Example
-from bench.stream_mining import MiningRound, StreamMiner, StreamMiningOptions
+from bench.stream_mining import StreamMiner
 from bench.systems import Prediction, register_system
 from bench.vanna_style import VannaMemory
-from indices.retriever import Retriever
-from kb.store import KnowledgeStore
-from ukf import BaseUKF, ExperienceUKF
 
 
 def _choice(options: dict[str, Any]) -> ModelChoice:
@@ -94,6 +81,7 @@ class _LLMSystem:
             options.get("store_url"),
             options.get("embedder"),
             data_dictionary=bool(options.get("data_dictionary")),
+            knowledge_pack=options.get("knowledge_pack", True),
         )
         # a given ``llm`` (tests: a scripted model) replaces the default model
         self.llm: LLM = options.get("llm") or load_llm(self.choice.model, self.choice)
@@ -164,7 +152,7 @@ class VannaStyleSystem(_LLMSystem):
             self.memory.add_pair(example.database, example.question, example.gold_sql[0])
 
 
-class _AlmanacSystem(_LLMSystem):
+class _AlmanacSystem(AlmanacLearning, _LLMSystem):
     """The full chain; ``ask`` options set by the subclasses."""
 
     ask_options = AskOptions()
@@ -236,109 +224,6 @@ class _AlmanacSystem(_LLMSystem):
             options=ConfidenceOptions(abstain_below=0.0, adaptive=adaptive),
         )
 
-    # ------------------------------------------------------------------ stream mining
-    def enable_mining(self, options: StreamMiningOptions) -> None:
-        """Mine what the stream stores, in rounds the runner asks for (:meth:`mine`)."""
-        self.miner = StreamMiner(
-            self.workspace.store,
-            options,
-            targets=lambda: dict(self.workspace.databases),
-            pipeline_factory=self._gate_pipelines,
-            embedder=self.workspace.embedder,
-            vote_ask=self._vote,
-        )
-
-    def _vote(self, experience: ExperienceUKF, n: int) -> Answer:
-        """The unlabeled miner's vote, as the server asks it (``server.mine_vote``): the
-        experience's question asked again with ``n`` samples of the last tier, not logged."""
-        name = next(iter(experience.tag_values("DATABASE")))
-        with self._lock:
-            if name not in self._vote_pipelines:
-                self._vote_pipelines[name] = Pipeline(
-                    store=self.workspace.store,
-                    retriever=self.workspace.indices.retriever,
-                    database=self.workspace.databases[name],
-                    database_name=name,
-                    tiers=self.tiers()[-1:],
-                    options=replace(self.pipeline_options(), log_questions=False),
-                    confidence=self._confidence(name),
-                )
-            pipeline = self._vote_pipelines[name]
-        return pipeline.ask(experience.question, experience.context, AskOptions(n=n))
-
-    def synthesize(
-        self, limit: int, *, per_source: int = 6, databases: set[str] | None = None
-    ) -> dict[str, SynthesisReport]:
-        """Up to ``limit`` synthetic pairs from the labeled experiences (the revealed
-        examples) of ``databases`` (None: every prepared one), spread evenly over them (a
-        database that yields fewer leaves its share to the next); each question written by
-        the default model and back-checked by the chain as the unlabeled vote asks it
-        (n = 1, not logged)."""
-        store = self.workspace.store
-        grouped: dict[str, list[ExperienceUKF]] = {}
-        for source in synthesis_sources(store):
-            name = next(iter(source.tag_values("DATABASE")), None)
-            if name in self.workspace.databases and (databases is None or name in databases):
-                grouped.setdefault(name, []).append(source)
-        writer, reports, left = QuestionWriter(self.llm), {}, limit
-        names = sorted(grouped)
-        for index, name in enumerate(tqdm(names, desc="synthesizing", unit="db")):
-            share = math.ceil(left / (len(names) - index))
-            if share <= 0:
-                break
-            reports[name] = synthesize(
-                store,
-                grouped[name],
-                targets={name: self.workspace.databases[name]},
-                writer=writer,
-                ask=lambda draft: self._vote(draft, 1),
-                options=SynthOptions(limit=share, per_source=per_source),
-            )
-            left -= len(reports[name].stored_ids)
-        self.workspace.indices.refresh()
-        return reports
-
-    def profile_cot(self, limit: int | None = None) -> CotReport:
-        """Checked CoT for the labeled experiences of the prepared databases that have none,
-        the default model as teacher (``limit``: ask about at most that many)."""
-        store, prepared = self.workspace.store, set(self.workspace.databases)
-        experiences = [
-            e for e in cot_experiences(store) if prepared & set(e.tag_values("DATABASE"))
-        ]
-        with tqdm(total=0, desc="explaining (CoT)", unit="sql") as bar:
-
-            def step(done: int, total: int) -> None:
-                bar.total = total
-                bar.update(done - bar.n)
-
-            report = profile_cot(
-                store, experiences, CotWriter(self.llm), limit=limit, progress=step
-            )
-        self.workspace.indices.refresh()
-        return report
-
-    def mine(self, *, phase: str = "stream", after_question: int = 0) -> MiningRound | None:
-        """One mining round over what was observed since the last (None: mining is off)."""
-        if self.miner is None:
-            return None
-        return self.miner.mine(phase=phase, after_question=after_question)
-
-    def _gate_pipelines(self, database_name: str) -> PipelineFactory:
-        """The gate's pipelines on database ``database_name``, built as :meth:`pipeline`."""
-        database = self.workspace.databases[database_name]
-
-        def build(store: KnowledgeStore, retriever: Callable[[], Retriever]) -> Pipeline:
-            return Pipeline(
-                store=store,
-                retriever=retriever,
-                database=database,
-                database_name=database_name,
-                tiers=self.tiers(),
-                options=self.pipeline_options(),
-            )
-
-        return build
-
     def predict(self, example: Example, dialect: str) -> Prediction:
         answer = self.pipeline(example).ask(example.question, example.context, self.ask_options)
         sql = answer.sql
@@ -362,20 +247,6 @@ class _AlmanacSystem(_LLMSystem):
                 "experience_id": answer.experience_id,
             },
         )
-
-    def observe(self, example: Example, prediction: Prediction, gold_revealed: bool) -> None:
-        """Labeled: store the question with its gold SQL (a labeled experience). Unlabeled:
-        nothing to store, the pipeline logged the question with the system's own SQL (an
-        unlabeled experience, as the server logs it). Either is mined at the next mining
-        round when mining is on."""
-        experience: BaseUKF | None = None
-        if gold_revealed:
-            experience = self.workspace.learn(example, example.gold_sql[0])
-        elif prediction.metadata.get("experience_id"):
-            logged = self.workspace.store.get_many([prediction.metadata["experience_id"]])
-            experience = next(iter(logged.values()), None)
-        if self.miner is not None and isinstance(experience, ExperienceUKF):
-            self.miner.observe(experience)
 
 
 def greedy_alternatives(candidates: list[CandidateSummary]) -> dict[str, str]:

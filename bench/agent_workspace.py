@@ -115,8 +115,9 @@ class AgentWorkspace:
         embedder: Embedder | None = None,
         *,
         data_dictionary: bool = False,
+        knowledge_pack: bool = True,
     ) -> None:
-        self.data_dictionary = data_dictionary
+        self.data_dictionary, self.knowledge_pack = data_dictionary, knowledge_pack
         self._dictionaries: dict[Path, DataDictionary] = {}
         if store_url is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="almanac-bench-")
@@ -141,7 +142,8 @@ class AgentWorkspace:
                 profile_database(
                     database, self.store, database_name=name, options=ProfileOptions(progress=False)
                 )
-                self._import_pack(url)
+                if self.knowledge_pack:
+                    self._import_pack(url)
                 if self.data_dictionary:
                     self._apply_dictionary(name, url)
                 self.databases[name] = database
@@ -169,6 +171,23 @@ class AgentWorkspace:
             database=example.database,
             context=example.context,
             labeled=True,
+            creator="benchmark",
+            content_resources={"example": example.id},
+        )
+        self.store.upsert(experience)
+        return experience
+
+    def log_question(self, example: Example) -> ExperienceUKF:
+        """Store ``example``'s question alone (no SQL, gold or other) as an unlabeled
+        experience, as the server logs a question; return it. Its SQL is what an unlabeled
+        miner's vote gives it later (``--learn-unlabeled``)."""
+        database = self.database(example)
+        experience = ExperienceUKF.create(
+            example.question,
+            None,
+            database=example.database,
+            context=example.context,
+            dialect=database.dialect,
             creator="benchmark",
             content_resources={"example": example.id},
         )

@@ -22,7 +22,19 @@ mining in the stream (almanac systems; issue 22). The two GeoQuery measurements:
     python -m bench run --dataset geoquery --system almanac --drop-failing-gold
       --learn-split train --split test --stratify 150 --mine-every 25 --out bench/out/geo-mine
     (--learn-split reveals the train questions, then mines them once; the test questions
-     are then answered in order, mining every 25 only with --stream labeled)"""
+     are then answered in order, mining every 25 only with --stream labeled)
+The AutoFin measurements (A = --dataset bench/out/autofin-data/questions.jsonl --system
+almanac --split test --stratify 60; --learn-limit K reveals only the first K train questions):
+  no stream:                     python -m bench run A --out bench/out/autofin-none
+  unlabeled train + mining (the vote decides; no gold SQL revealed):
+    python -m bench run A --learn-split train --learn-unlabeled --mine-every 25
+      --mine-vote-samples 5 --out bench/out/autofin-unlabeled-mine
+  labeled train, with the knowledge pack:  python -m bench run A --learn-split train
+      --out bench/out/autofin-pack
+  labeled train, without the pack:  python -m bench run A --learn-split train
+      --no-knowledge-pack --out bench/out/autofin-nopack
+    and with mining:  python -m bench run A --learn-split train --no-knowledge-pack
+      --mine-every 25 --out bench/out/autofin-nopack-mine"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +76,27 @@ def build_parser() -> argparse.ArgumentParser:
         f" e.g. train; combine with --split test; {REST_SPLIT!r}: every question of the"
         " databases asked about that is not asked itself (Spider dev: --stratify 120"
         f" --learn-split {REST_SPLIT})",
+    )
+    run.add_argument(
+        "--learn-unlabeled",
+        action="store_true",
+        help="with --learn-split: reveal the questions without their gold SQL, learned as an"
+        " unlabeled stream's are: with --mine-every (required) mined once by the vote of"
+        " --mine-vote-samples candidates, only the questions it agrees on, as trust"
+        " 'unlabeled'",
+    )
+    run.add_argument(
+        "--learn-limit",
+        type=int,
+        metavar="K",
+        help="with --learn-split: reveal only its first K questions (source order; AutoFin's"
+        " is seeded), to size a run",
+    )
+    run.add_argument(
+        "--no-knowledge-pack",
+        action="store_true",
+        help="LLM systems: do not import the knowledge pack (knowledge.jsonl) lying beside a"
+        " database (AutoFin's), e.g. to measure what mining recovers of its gain",
     )
     run.add_argument(
         "--stratify",
@@ -141,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--mine-vote-samples",
         type=int,
         default=5,
-        help="--stream unlabeled: samples of each question's vote (kept when 80%% agree)",
+        help="--stream unlabeled and --learn-unlabeled: samples of each question's vote"
+        " (kept when 80%% agree)",
     )
     synthesis = run.add_argument_group("synthesis", "query synthesis (bench/synthesis.py)")
     synthesis.add_argument(

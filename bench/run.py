@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 StreamMode = Literal["labeled", "unlabeled"]
 METRICS = ("ex", "spider_ex", "soft_f1", "bf_beta")
 MINING_LOG = "mining.jsonl"
+LEARNED = "learned"  # run.json: what the learn split taught (note_learned)
 
 
 class MiningRecord(Protocol):
@@ -62,12 +63,15 @@ class MiningSystem(Protocol):
     def mine(self, *, phase: str = "stream", after_question: int = 0) -> MiningRecord | None: ...
 
 
-def record_mining(out_dir: Path, record: MiningRecord | None) -> None:
-    """Append a mining round to ``mining.jsonl`` in ``out_dir`` (None: nothing was mined)."""
+def record_mining(
+    out_dir: Path, record: MiningRecord | None, extra: dict[str, Any] | None = None
+) -> None:
+    """Append a mining round to ``mining.jsonl`` in ``out_dir`` (None: nothing was mined),
+    with ``extra`` keys beside the round's own (e.g. what ``--learn-split`` revealed)."""
     if record is None:
         return
     with (out_dir / MINING_LOG).open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")
+        handle.write(json.dumps({**record.to_dict(), **(extra or {})}, sort_keys=True) + "\n")
 
 
 def load_mining(out_dir: Path) -> list[dict[str, Any]]:
@@ -302,7 +306,8 @@ def load_results(path: Path) -> list[QuestionResult]:
 
 
 def write_run_manifest(out_dir: Path, manifest: dict[str, Any], *, fresh: bool) -> None:
-    """Record what a run is; refuse to resume a different run in the same folder."""
+    """Record what a run is; refuse to resume a different run in the same folder (what
+    :func:`note_learned` added after the run started is not part of what it is)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "run.json"
     if fresh:
@@ -310,8 +315,19 @@ def write_run_manifest(out_dir: Path, manifest: dict[str, Any], *, fresh: bool) 
             (out_dir / name).unlink(missing_ok=True)
     elif path.exists():
         previous = json.loads(path.read_text())
+        previous.pop(LEARNED, None)
         if previous != manifest:
             raise ValueError(
                 f"{out_dir} holds another run ({previous}); use --fresh or another --out"
             )
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def note_learned(out_dir: Path, learned: dict[str, Any]) -> None:
+    """Add what the system learned before the questions (``--learn-split``: what was
+    revealed, how many the vote kept) to the run's manifest, under ``learned``; a resumed run
+    learns again and writes it anew."""
+    path = out_dir / "run.json"
+    manifest = json.loads(path.read_text())
+    manifest[LEARNED] = learned
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

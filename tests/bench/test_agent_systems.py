@@ -109,7 +109,7 @@ def test_learn_split_rest_reveals_the_questions_not_asked(tmp_path, monkeypatch)
     def record(system, revealed, args, out_dir):
         seen["revealed"] = revealed
 
-    monkeypatch.setattr(bench_cli, "_learn_split", record)
+    monkeypatch.setattr(bench_cli, "learn_split", record)
     code = bench_main(
         [
             "run",
