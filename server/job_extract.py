@@ -119,7 +119,13 @@ def extract_job(
             detail,
             context.job_id,
         )
-    for name in ("candidate_ids", "activated_ids", "retracted_ids", "failed_parts"):
+    for name in (
+        "candidate_ids",
+        "activated_ids",
+        "retracted_ids",
+        "deactivated_ids",
+        "failed_parts",
+    ):
         if len(result[name]) > LIST_LIMIT:
             result.setdefault("truncated", {})[name] = len(result[name]) - LIST_LIMIT
             result[name] = result[name][:LIST_LIMIT]

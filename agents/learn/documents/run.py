@@ -10,9 +10,11 @@ review queue lists them; ``activate=True`` activates the inserted ones at once, 
 - **Idempotent**: a document whose content hash is the one its last complete extraction had
   is skipped: no model call, no write (:mod:`agents.learn.documents.checkpoint`).
 - **Replace on change**: a new version's entries replace what the old version gave: old
-  entries the new version does not give again (same id and content) are purged first (an
-  entry other documents gave too only loses this document as a parent), so they never
-  conflict with the new ones in the merge.
+  entries the new version does not give again (same id and content) are taken off first
+  (:mod:`.retract`): a candidate never activated is purged, an activated one deactivated
+  (kept with its history, back in the review queue), and one other documents gave too only
+  loses this document as a parent; those kept inactive are not seen by the merge, so they
+  never conflict with the new ones.
 - **Resumable**: after each section part the checkpoint is written (not in a dry run); a run
   stopped half-way and started again does not ask the model about the parts already read.
 - **Failures**: a part the model answers with garbage is counted as failed (with the error)
@@ -32,10 +34,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agents.learn.documents.build import DOCUMENT, Built, Origin, build_entries
+from agents.learn.documents.build import Built, Origin, build_entries
 from agents.learn.documents.checkpoint import document_entry, document_id, stored_state
 from agents.learn.documents.extractor import SectionExtractor, SectionFailed
 from agents.learn.documents.parts import schema_text, section_parts
+from agents.learn.documents.retract import merge_view, retract
 from agents.learn.documents.tables import TablePass, TableStats, table_pass
 from agents.learn.mine.candidates import activate as activate_ids
 from agents.learn.mine.labeled import kind_of
@@ -77,6 +80,8 @@ class ExtractionReport:
     candidate_ids: list[str] = field(default_factory=list)
     activated_ids: list[str] = field(default_factory=list)
     retracted_ids: list[str] = field(default_factory=list)
+    deactivated_ids: list[str] = field(default_factory=list)
+    """Of the retracted, those kept inactive (they had been activated)."""
     store_version: int | None = None
     seconds: float = 0.0
 
@@ -98,6 +103,7 @@ class ExtractionReport:
             "database": self.database,
             "inserted": len(self.candidate_ids),
             "retracted": len(self.retracted_ids),
+            "deactivated": len(self.deactivated_ids),
         }
 
     def summary(self) -> str:
@@ -311,9 +317,16 @@ def _finish(
     report.extracted.update(kind_of(e) for e in entries)
     report.dropped.update(built.dropped)
     report.unchecked_values += built.unchecked_values
-    retracted = _retract(store, plan, entries, dry_run=dry_run)
-    report.retracted_ids += retracted
-    merged = merge_mined(store, entries, apply=not dry_run, include_inactive=True)
+    sha = plan.document.sha256
+    retraction = retract(
+        store, plan.entry_id, plan.previous, entries, sha256=sha, by=by, dry_run=dry_run
+    )
+    report.retracted_ids += retraction.ids
+    report.deactivated_ids += retraction.deactivated
+    entries = retraction.entries
+    merged = merge_mined(
+        merge_view(store, retraction), entries, apply=not dry_run, include_inactive=True
+    )
     for action, count in merged.counts().items():
         report.merge[action] = report.merge.get(action, 0) + count
     inserted = [d.ukf_id for d in merged.of("inserted")]
@@ -330,7 +343,7 @@ def _finish(
             "extracted",
             entries=len(entries),
             inserted=len(inserted),
-            retracted=len(retracted),
+            retracted=len(retraction.ids),
             failed=sum(1 for f in report.failed_parts if f["document"] == plan.document.name),
         )
     )
@@ -342,36 +355,3 @@ def _unique(entries: list[BaseUKF]) -> list[BaseUKF]:
     for entry in entries:
         seen.setdefault((entry.id, entry.content_hash), entry)
     return list(seen.values())
-
-
-def _retract(
-    store: KnowledgeStore, plan: _Plan, entries: list[BaseUKF], *, dry_run: bool
-) -> list[str]:
-    """Take off what the previous version gave and the new one does not give again; what it
-    gives again keeps its status and takes the new version's provenance."""
-    again = {(e.id, e.content_hash): e for e in entries}
-    purge: list[str] = []
-    unlinked: list[str] = []  # given by other documents too: only this one's link goes
-    keep: list[BaseUKF] = []
-    for old in store.get_many(plan.previous).values():
-        if plan.entry_id not in old.parents:
-            continue
-        new = again.get((old.id, old.content_hash))
-        if new is not None:
-            note = new.metadata.get(DOCUMENT)
-            if old.metadata.get(DOCUMENT) != note:
-                keep.append(old.clone(metadata={**old.metadata, DOCUMENT: note}))
-            continue
-        others = [p for p in old.parents if p != plan.entry_id]
-        if others and old.source == "auto":
-            keep.append(old.clone(parents=others))
-            unlinked.append(old.id)
-        else:
-            purge.append(old.id)
-    if not dry_run:
-        if keep:
-            store.upsert_many(keep)
-        if purge:
-            store.remove(purge)
-            store.purge(purge)
-    return [*purge, *unlinked]

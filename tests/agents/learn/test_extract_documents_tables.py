@@ -186,8 +186,10 @@ def test_unchanged_does_nothing_and_a_change_replaces(small, tmp_path):
     assert again.tables.rows_read == 0 and not again.candidate_ids
     _write(tmp_path, HANDBOOK.replace("| EUR | Europe | continental Europe; EU region |\n", ""))
     changed = _extract(store, database, path, activate=True)
-    gone = {store.get_many(first.candidate_ids).get(i) for i in changed.retracted_ids}
-    assert gone == {None}  # purged
+    # activated, so deactivated and kept (a candidate never activated would be purged)
+    gone = store.get_many(changed.retracted_ids).values()
+    assert len(gone) == 3 and all(e.inactive_mark for e in gone)
+    assert set(changed.deactivated_ids) == set(changed.retracted_ids) <= set(first.candidate_ids)
     assert _found(store, "sales in the EU region", "EU region") is None
     gc = _found(store, "revenue of the GC region", "GC region")
     assert gc is not None and gc.metadata["document"]["sha256"] == read_document(path).sha256
