@@ -8,12 +8,15 @@ its SQL and the profiled schema of its database; the outcome is stored on the ex
 Running it again skips an experience that has a passing CoT for its current SQL, and one whose
 SQL the same model already failed on (``retry_failed`` asks again). The records are written
 every ``checkpoint`` experiences and when the run stops (cancelled, or any error), so a run
-that resumes starts where the last write left off. The :class:`CotReport` counts what was
-written, passed, failed (by reason) and skipped (by reason).
+that resumes starts where the last write left off. A write never overwrites what another
+writer changed on the same experience since it was read (feedback, a corrected SQL): it is a
+compare-and-set (:mod:`agents.learn.cot.cas`), read again and retried on a change. The
+:class:`CotReport` counts what was written, passed, failed (by reason) and skipped (by reason).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections import Counter
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agents.learn.cot.cas import compare_and_set
 from agents.learn.cot.check import CotVerdict
 from agents.learn.cot.record import COT, cot_record, sql_hash, with_cot
 from agents.learn.cot.sql_parts import CotCheckError
@@ -29,8 +33,12 @@ from agents.learn.cot.writer import CotAttempt, CotWriter
 from agents.learn.mine.schema_view import SchemaView
 from agents.llm.base import Cancellation, LLMCancelledError, current_cancellation
 from kb.store import KnowledgeStore
-from ukf import ExperienceUKF
+from ukf import BaseUKF, ExperienceUKF
 
+log = logging.getLogger(__name__)
+CAS_ATTEMPTS = 5
+"""Reads and compare-and-set writes of one batch of records before giving up on those whose
+experience changes every time (they are asked about again on the next run)."""
 Progress = Callable[[int, int], None]
 """Called with (experiences done, experiences to do) after each one."""
 FAILURES_KEPT = 20
@@ -254,28 +262,42 @@ def _record(experience: ExperienceUKF, attempt: CotAttempt, job_id: str) -> dict
 
 
 def _store(store: KnowledgeStore, pending: dict[str, dict[str, Any]]) -> list[str]:
-    """Write ``pending`` records onto their experiences (read afresh; one whose SQL changed
-    meanwhile is left alone); return the ids given a passing CoT; forget them."""
-    if not pending:
-        return []
-    current = store.get_many(list(pending))
-    updated = []
-    for uid, entry in current.items():
-        record = pending[uid]
-        if not isinstance(entry, ExperienceUKF) or not entry.sql:
-            continue
-        if sql_hash(entry.sql) != record["sql_hash"]:
-            continue
-        kept = entry.profile.get(COT)
-        if (
-            isinstance(kept, dict)
-            and kept.get("passed")
-            and not record["passed"]
-            and kept.get("sql_hash") == record["sql_hash"]
-        ):
-            continue  # never replace a passing CoT with a failure
-        updated.append(with_cot(entry, record))
-    if updated:
-        store.upsert_many(updated)
+    """Write ``pending`` records onto their experiences; return the ids given a passing CoT;
+    forget them. Each experience is read afresh and written only if it is still what was
+    read (:func:`agents.learn.cot.cas.compare_and_set`): one another writer changed
+    meanwhile (feedback on it, say) is read again and the record put on what it is now, so
+    neither write is lost; one whose SQL changed meanwhile is left alone."""
+    passed: list[str] = []
+    ids = list(pending)
+    for _attempt in range(CAS_ATTEMPTS):
+        if not ids:
+            break
+        pairs = {}
+        for uid, entry in store.get_many(ids).items():
+            updated = _with_record(entry, pending[uid])
+            if updated is not None:
+                pairs[uid] = (entry, updated)
+        written, ids = compare_and_set(store, pairs)
+        passed += [uid for uid in written if pending[uid]["passed"]]
+    if ids:
+        log.warning("CoT of %d experience(s) not written: changed on every try: %s", len(ids), ids)
     pending.clear()
-    return [e.id for e in updated if e.profile[COT]["passed"]]
+    return passed
+
+
+def _with_record(entry: BaseUKF, record: dict[str, Any]) -> ExperienceUKF | None:
+    """``entry`` with its CoT ``record``, or None where it gets none: not an experience with
+    SQL, its SQL changed since it was explained, or it has a passing CoT the record fails."""
+    if not isinstance(entry, ExperienceUKF) or not entry.sql:
+        return None
+    if sql_hash(entry.sql) != record["sql_hash"]:
+        return None
+    kept = entry.profile.get(COT)
+    if (
+        isinstance(kept, dict)
+        and kept.get("passed")
+        and not record["passed"]
+        and kept.get("sql_hash") == record["sql_hash"]
+    ):
+        return None  # never replace a passing CoT with a failure
+    return with_cot(entry, record)

@@ -1,0 +1,93 @@
+"""CoT profiling writing its records while another writer changes the same experiences: the
+other writer's change (feedback counters, a new SQL) is never overwritten (store on SQLite
+and PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from agents.learn.cot import CotWriter, checked_cot, cot_record, profile_cot
+from agents.learn.cot.cas import compare_and_set
+from kb.store import KnowledgeStore
+from tests.agents.learn.test_cot_profile import PAIRS, _experiences, teacher
+from ukf import BaseUKF
+
+FEEDBACK = {"credit": 3, "blame": 1}
+
+
+class RacingStore:
+    """``store``, where ``change`` runs (another writer) right after the first read of the
+    experiences ``ids``: between the profiler's read and its write."""
+
+    def __init__(self, store: KnowledgeStore, ids: set[str], change: Callable[[], None]):
+        self._store, self._ids, self._change = store, ids, change
+        self.reads = 0
+
+    def get_many(self, ids: Iterable[str], **kwargs: Any) -> dict[str, BaseUKF]:
+        wanted = list(ids)
+        found = self._store.get_many(wanted, **kwargs)
+        if self._ids & set(wanted):
+            self.reads += 1
+            if self.reads == 1:
+                self._change()
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _profile(store: Any, experiences: list) -> Any:
+    writer = CotWriter(teacher())
+    return profile_cot(store, experiences, writer, checkpoint=len(experiences))
+
+
+def test_feedback_written_between_the_read_and_the_write_survives(store):
+    experiences = _experiences()
+    store.upsert_many(experiences)
+    target = experiences[0]
+
+    def feedback() -> None:  # another writer: counts a verdict on the same experience
+        current = store.get(target.id)
+        store.upsert(current.clone(metadata={**current.metadata, "feedback": FEEDBACK}))
+
+    racing = RacingStore(store, {target.id}, feedback)
+    report = _profile(racing, experiences)
+    now = store.get(target.id)
+    assert now.metadata.get("feedback") == FEEDBACK  # the other writer's change
+    assert checked_cot(now)  # and the CoT
+    assert racing.reads == 2  # read, found changed, read again
+    assert report.written == len(PAIRS)
+    assert all(checked_cot(e) for e in store.get_many(e.id for e in experiences).values())
+
+
+def test_a_sql_changed_between_the_read_and_the_write_gets_no_cot(store):
+    experiences = _experiences()
+    store.upsert_many(experiences)
+    target = experiences[1]
+    fixed = "SELECT name FROM singer WHERE country = 'France' ORDER BY name"
+
+    def correct() -> None:  # another writer: a reviewer corrects the SQL
+        current = store.get(target.id)
+        resources = {**current.content_resources, "sql": fixed}
+        store.upsert(current.clone(content_resources=resources))
+
+    report = _profile(RacingStore(store, {target.id}, correct), experiences)
+    now = store.get(target.id)
+    assert now.content_resources["sql"] == fixed and cot_record(now) is None
+    assert report.written == len(PAIRS) - 1
+
+
+def test_compare_and_set_writes_only_what_is_unchanged(store):
+    first, second = _experiences()[:2]
+    store.upsert_many([first, second])
+    changed = second.clone(metadata={"feedback": FEEDBACK})
+    store.upsert(changed)
+    version = store.version
+    mine = {e.id: (e, e.clone(profile={"mark": 1})) for e in (first, second)}
+    written, conflicts = compare_and_set(store, mine)
+    assert (written, conflicts) == ([first.id], [second.id])
+    assert store.get(first.id).profile == {"mark": 1}
+    assert store.get(second.id).metadata["feedback"] == FEEDBACK  # not overwritten
+    assert store.version > version
+    assert compare_and_set(store, {}) == ([], [])
