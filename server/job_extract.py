@@ -7,7 +7,8 @@ instead of leaving them to the review queue). Every document is read first: one 
 refused (:class:`kb.documents.DocumentError`: unreadable or encrypted PDF, empty, over 20 MB,
 binary, unsupported) fails the job with the reason naming the file, and nothing is written.
 The model is the describe tier's (else the default tier's), its calls giving way to questions
-(a background turn, as the mine job's pairer).
+(a background turn, as the mine job's pairer). Without ``no_llm`` on a server with no model
+the job is refused when submitted (:func:`extract_refusal`).
 
 Extraction writes global knowledge, so a key scoped to a workspace may not submit it (like
 ``dictionary``). Progress is reported per section part and cancellation checked there (and
@@ -58,11 +59,24 @@ def authorize_extract(identity: Identity) -> None:
     check_global_writer(identity, "extract jobs write")
 
 
+def extract_refusal(state: AppState, params: ExtractParams) -> str | None:
+    """Why this server cannot run an extract job with ``params`` (None: it can): the model
+    reads the sections unless ``no_llm``, so without ``no_llm`` a model must be configured
+    (the describe tier, else the default one). The kind's submit-time check (the submit
+    route answers 409 with it, naming the way out); the runner fails with it too."""
+    if params.no_llm or state.llms is not None:
+        return None
+    return (
+        "no LLM is configured on this server, and the model reads the documents' sections; "
+        "configure an LLM tier, or pass no_llm: true for the table pass alone"
+    )
+
+
 def run_extract(state: AppState, context: JobContext, params: ExtractParams) -> dict[str, Any]:
     if params.no_llm:
         return extract_job(state, context, params, None)
     if state.llms is None:
-        raise RuntimeError("extract: no LLM is configured on this server")
+        raise RuntimeError(f"extract: {extract_refusal(state, params)}")
     from server.llm_factory import BackgroundLLM
 
     model = state.llms.get(state.settings.describe_tier)

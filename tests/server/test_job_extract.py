@@ -219,3 +219,28 @@ def test_the_job_runs_the_table_pass_alone_on_a_server_without_a_model(shop):
     assert result["merge"]["inserted"] >= 2 and not result.get("failed_parts"), result
     with pytest.raises(RuntimeError, match="no LLM"):
         run_extract(shop.state, _Context(_ops()), ExtractParams(paths=["shop.md"]))  # type: ignore[arg-type]
+
+
+def test_extract_refusal_names_the_missing_model_and_the_way_out(shop):
+    from server.job_extract import extract_refusal
+
+    assert shop.state.llms is None
+    refused = extract_refusal(shop.state, ExtractParams(paths=["shop.md"]))
+    assert refused is not None and "no LLM is configured" in refused and "no_llm" in refused
+    assert extract_refusal(shop.state, ExtractParams(paths=["shop.md"], no_llm=True)) is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs the kind's submit-time check registered (JobKind.refuse in server/job_kinds.py "
+    "and its call in server/routes_jobs.py: /tmp/h/reports/s34-fixes.md)",
+)
+def test_submitting_without_no_llm_to_a_server_without_a_model_is_refused_at_once(shop):
+    params = {"paths": ["shop.md"]}
+    reply = shop.request("POST", "/v1/jobs", "ops", json={"kind": "extract", "params": params})
+    assert reply.status_code == 409, reply.text
+    assert "no LLM is configured" in reply.text and "no_llm: true" in reply.text
+    assert shop.state.jobs.list(kind="extract") == []  # nothing queued
+    params = {"paths": ["shop.md"], "no_llm": True}
+    reply = shop.request("POST", "/v1/jobs", "ops", json={"kind": "extract", "params": params})
+    assert reply.status_code == 202, reply.text
