@@ -6,7 +6,10 @@ The LLM writes it from the evidence tables and the computed facts (a JSON reply,
 states a number found neither in the rows of the evidence it cites nor in the tool facts
 (nor in the question), is dropped and recorded with the offending number. A short answer
 that fails the check, or that the model wrote without any usable evidence, is replaced by
-the first finding kept. When the reply is unusable or no
+the first finding kept. A finding whose numbers its cited evidence does not hold, but another
+query's rows do, cites that query instead (the model often cites the wrong id). A reply cut
+off by its token budget keeps the findings the model completed
+(:mod:`agents.analysis.partial_json`). When the reply is unusable or no
 finding survives, the findings are the tools' own one-sentence summaries (made only of their
 numbers), and a caveat says so. Each finding kept gets a chart of its first evidence.
 """
@@ -23,12 +26,15 @@ from agents.analysis.charts import chart_spec
 from agents.analysis.facts import ToolFacts
 from agents.analysis.models import DroppedFinding, Evidence, Finding
 from agents.analysis.numbers import known_numbers, numbers_in_text, unsupported_number
-from agents.llm.base import LLM, LLMError
+from agents.analysis.partial_json import parse_cut_json
+from agents.llm.base import LLM, LLMError, LLMOutputError
 from agents.templates import render
 
 log = logging.getLogger(__name__)
-PROMPT_ROWS = 15
+PROMPT_ROWS = 12
+PROMPT_CELL_CHARS = 60
 MAX_FINDINGS = 8
+ASKED_FINDINGS = 4  # the prompt asks for at most this many: each costs decode time
 
 
 @dataclass
@@ -59,7 +65,7 @@ def narrative_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "short_answer": {"type": "string"},
-            "findings": {"type": "array", "items": finding, "maxItems": MAX_FINDINGS},
+            "findings": {"type": "array", "items": finding, "maxItems": ASKED_FINDINGS},
             "caveats": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["short_answer", "findings"],
@@ -83,6 +89,7 @@ def write_narrative(
         type=question_type,
         evidence=[_shown(e) for e in evidence],
         facts=[{"evidence": f.evidence, "summary": f.summary(), **_plain(f)} for f in facts],
+        max_findings=ASKED_FINDINGS,
     )
     narrative = Narrative(short_answer="")
     try:
@@ -97,7 +104,7 @@ def write_narrative(
             reply.prompt_tokens,
             reply.completion_tokens,
         )
-        parsed = reply.completions[0].json()
+        parsed = _reply_json(reply.completions[0].text, narrative)
         if not isinstance(parsed, dict):
             raise LLMError(f"not a narrative: {str(parsed)[:200]!r}")
     except LLMError as exc:  # garbage, timeout, cancelled
@@ -125,6 +132,12 @@ def checked(
         text = " ".join(str(item["text"]).split())
         cited = [str(i) for i in _list(item.get("evidence")) if str(i) in by_id]
         stated = [n for n in _list(item.get("numbers")) if isinstance(n, int | float)]
+        base = fact_numbers + asked
+        offending = unsupported_number(text, _held(cited, by_id) + base) if cited else None
+        if not cited or offending is not None:
+            recited = _supporting(text, by_id, base, facts)
+            if recited:
+                cited, offending = recited, None
         if not cited:
             narrative.dropped.append(
                 DroppedFinding(
@@ -132,8 +145,7 @@ def checked(
                 )
             )
             continue
-        known = [n for i in cited for n in _row_numbers(by_id[i])] + fact_numbers + asked
-        offending = unsupported_number(text, known)
+        known = _held(cited, by_id) + base
         if offending is not None:
             narrative.dropped.append(
                 DroppedFinding(
@@ -165,7 +177,7 @@ def checked(
         ]
     elif not narrative.findings:
         narrative.by = "none"
-    all_known = [n for e in by_id.values() for n in _row_numbers(e)] + fact_numbers + asked
+    all_known = _held(list(by_id), by_id) + fact_numbers + asked
     short = " ".join(str(parsed.get("short_answer", "")).split())
     offending = unsupported_number(short, all_known) if short else None
     if offending is not None:
@@ -184,13 +196,66 @@ def checked(
     return narrative
 
 
+def _reply_json(text: str, narrative: Narrative) -> Any:
+    """The reply's JSON; a reply cut off by the token budget gives what it completed (and a
+    caveat says so); :class:`LLMOutputError` when nothing of it parses."""
+    try:
+        parsed = parse_cut_json(text)
+    except ValueError as exc:
+        raise LLMOutputError(f"model output is not JSON: {exc}", text) from None
+    if isinstance(parsed, dict) and text.strip() and not _whole_json(text):
+        narrative.caveats.append(
+            "the model's narrative was cut off by its token budget; what it completed is kept"
+        )
+    return parsed
+
+
+def _whole_json(text: str) -> bool:
+    try:
+        json.loads(text.strip().removeprefix("```json").removeprefix("```").removesuffix("```"))
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
 def _row_numbers(item: Evidence) -> list[float]:
     return known_numbers(cell for row in item.rows for cell in row)
 
 
+def _held(ids: Sequence[str], by_id: dict[str, Evidence]) -> list[float]:
+    """The numbers the evidence ``ids`` hold: their rows' and their sub-questions' ("the
+    last 3 months")."""
+    return [n for i in ids for n in _row_numbers(by_id[i]) + known_numbers([by_id[i].question])]
+
+
+def _supporting(
+    text: str, by_id: dict[str, Evidence], base: list[float], facts: Sequence[ToolFacts]
+) -> list[str]:
+    """The evidence ids that hold ``text``'s numbers when the ids it cited do not (empty:
+    some number is in no evidence, or ``text`` states none)."""
+    stated = numbers_in_text(text)
+    if not stated or unsupported_number(text, _held(list(by_id), by_id) + base) is not None:
+        return []
+    holding = [
+        i
+        for i in by_id
+        if any(unsupported_number(written, _held([i], by_id)) is None for written, _, _ in stated)
+    ]
+    if holding:
+        return holding
+    # every number is the tools' or the question's: cite what the tools computed on
+    return [f.evidence for f in facts if f.evidence in by_id][:1] or list(by_id)[:1]
+
+
 def _shown(item: Evidence) -> dict[str, Any]:
-    rows = [" | ".join(str(c) for c in row) for row in item.rows[:PROMPT_ROWS]]
+    rows = [" | ".join(_cell(c) for c in row) for row in item.rows[:PROMPT_ROWS]]
     more = max(0, len(item.rows) - PROMPT_ROWS)
+    note = ""
+    if item.error is None and not item.rows:
+        note = "no rows"
+    elif item.rows and all(c is None for row in item.rows for c in row):
+        note = "no value (every cell is NULL): say the data has no answer, do not guess one"
+        rows, more = [], 0
     return {
         "id": item.id,
         "question": item.question,
@@ -199,7 +264,13 @@ def _shown(item: Evidence) -> dict[str, Any]:
         "rows": rows,
         "more": more,
         "error": item.error,
+        "note": note,
     }
+
+
+def _cell(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= PROMPT_CELL_CHARS else text[: PROMPT_CELL_CHARS - 3] + "..."
 
 
 def _plain(facts: ToolFacts) -> dict[str, Any]:

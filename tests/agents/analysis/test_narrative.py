@@ -10,6 +10,7 @@ from agents.analysis.charts import chart_spec, render_png
 from agents.analysis.models import Evidence
 from agents.analysis.narrative import write_narrative
 from agents.analysis.numbers import numbers_in_text, unsupported_number
+from agents.analysis.partial_json import parse_cut_json
 from agents.analysis.tools import frame, period_change
 from tests.agents.scripted import ScriptedLLM
 
@@ -132,3 +133,69 @@ def test_charts_and_png(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     line = frame(["month", "revenue"], [["2024-01", 1.0], ["2024-02", 2.0]])
     assert render_png(line, tmp_path / "line.png").stat().st_size > 1000
+
+
+def test_a_reply_cut_off_by_its_token_budget_keeps_what_the_model_completed():
+    whole = reply(
+        [
+            {"text": "East fell from 120 to 60.", "evidence": ["q1"], "numbers": [120, 60]},
+            {"text": "West grew from 80 to 82, a small gain.", "evidence": ["q1"]},
+        ]
+    )
+    cut = whole[: whole.index("a small gain")]  # the second finding's text is unfinished
+    narrative = write_narrative("Why?", "diagnostic", EVIDENCE, facts(), ScriptedLLM([cut]))
+    assert narrative.by == "llm"
+    assert [f.text for f in narrative.findings] == ["East fell from 120 to 60."]
+    assert any("cut off by its token budget" in c for c in narrative.caveats)
+    # a reply with nothing complete in it is still unusable
+    narrative = write_narrative("Why?", "diagnostic", EVIDENCE, facts(), ScriptedLLM(['{"sho']))
+    assert narrative.by == "facts"
+    assert any("not JSON" in c for c in narrative.caveats)
+
+
+def test_cut_json_is_closed_after_the_last_complete_value():
+    assert parse_cut_json('```json\n{"a": [1, {"b": "x"}, {"c": "y') == {"a": [1, {"b": "x"}]}
+    assert parse_cut_json('{"a": "x", "b"') == {"a": "x"}  # a dangling key is dropped
+    assert parse_cut_json('{"a": "say \\"hi\\"", "b": [') == {"a": 'say "hi"'}
+    with pytest.raises(ValueError, match="no complete JSON value"):
+        parse_cut_json('{"a": "unfinish')
+
+
+def test_a_finding_citing_the_wrong_query_cites_the_one_that_holds_its_numbers():
+    evidence = [
+        *EVIDENCE,
+        Evidence(id="q3", question="revenue in the last 3 months", columns=["n"], rows=[[None]]),
+    ]
+    findings = [
+        # its numbers are q1's, it cites q3 (whose only cell is NULL)
+        {"text": "East fell from 120 to 60.", "evidence": ["q3"]},
+        # cites nothing, its numbers are q1's
+        {"text": "West reached 82.", "evidence": []},
+        # the 3 is the sub-question's own ("the last 3 months"), 80 a q1 cell
+        {"text": "Over the last 3 months West made 80.", "evidence": ["q3", "q1"]},
+        # 999 is nowhere: still dropped
+        {"text": "West made 999.", "evidence": ["q3"]},
+    ]
+    # no computed facts: a number must be in a query's rows or its sub-question
+    llm = ScriptedLLM([reply(findings, short="East fell.")])
+    narrative = write_narrative("Why?", "diagnostic", evidence, [], llm)
+    kept = {f.text: f.evidence for f in narrative.findings}
+    assert kept == {
+        "East fell from 120 to 60.": ["q1"],
+        "West reached 82.": ["q1"],
+        "Over the last 3 months West made 80.": ["q3", "q1"],
+    }
+    assert [d.text for d in narrative.dropped] == ["West made 999."]
+
+
+def test_the_prompt_says_when_a_query_gave_no_value_and_shortens_long_cells():
+    evidence = [
+        Evidence(id="q1", question="average warranty", columns=["avg"], rows=[[None]]),
+        Evidence(id="q2", question="tickets", columns=["note"], rows=[["x" * 500]]),
+    ]
+    llm = ScriptedLLM([reply([])])
+    write_narrative("How long are warranties?", "descriptive", evidence, [], llm)
+    prompt = llm.calls[0][0][0]["content"]
+    assert "no value (every cell is NULL)" in prompt and "None" not in prompt
+    assert "x" * 57 + "..." in prompt and "x" * 61 not in prompt
+    assert "at most 4 findings" in prompt
