@@ -4,6 +4,7 @@ and PostgreSQL)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -91,3 +92,33 @@ def test_compare_and_set_writes_only_what_is_unchanged(store):
     assert store.get(second.id).metadata["feedback"] == FEEDBACK  # not overwritten
     assert store.version > version
     assert compare_and_set(store, {}) == ([], [])
+
+
+def test_compare_and_set_loses_no_update_between_threads(store):
+    """Two writers in threads, each counting up its own field of the same entry by
+    compare-and-set (read, retry on a conflict): neither loses a count."""
+    entry = _experiences()[0]
+    store.upsert(entry)
+    rounds, errors = 15, []
+
+    def count(field: str) -> None:
+        try:
+            for _ in range(rounds):
+                while True:
+                    read = store.get(entry.id)
+                    profile = {**read.profile, field: read.profile.get(field, 0) + 1}
+                    written, _conflicts = compare_and_set(
+                        store, {entry.id: (read, read.clone(profile=profile))}
+                    )
+                    if written:
+                        break
+        except Exception as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=count, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert store.get(entry.id).profile == {"a": rounds, "b": rounds}
