@@ -54,7 +54,7 @@ from server.job_distill import (
     run_distill_train,
 )
 from server.job_distill import needs_target as distill_needs_target
-from server.job_extract import ExtractParams, authorize_extract, run_extract
+from server.job_extract import ExtractParams, authorize_extract, extract_refusal, run_extract
 from server.job_mine import MineParams, run_mine
 from server.job_synthesize import SynthesizeParams, authorize_synthesize, run_synthesize
 from server.job_synthesize import unavailable as synthesize_unavailable
@@ -111,6 +111,9 @@ class JobKind:
     authorize: Callable[[Identity], None] = lambda _identity: None
     """Raises :class:`server.access.AccessDeniedError` (403) when this submitter may not run
     the kind although their role holds ``permission``."""
+    refuse: Callable[[AppState, Any], str | None] = lambda _state, _params: None
+    """Why this server cannot run a job of the kind with these (validated) parameters (None:
+    it can), as ``unavailable`` for the kind as a whole: ``POST /v1/jobs`` answers 409."""
 
 
 # ---------------------------------------------------------------------- profile / describe
@@ -338,6 +341,7 @@ JOB_KINDS: dict[str, JobKind] = {
             Permission.JOBS_WRITE,
             run_extract,
             authorize=authorize_extract,
+            refuse=extract_refusal,
         ),
         JobKind(
             "cot",

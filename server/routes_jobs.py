@@ -53,7 +53,7 @@ def submit_job(request: Request, identity: Caller, body: JobRequest) -> Response
         raise HTTPException(
             422, [{"loc": ["body", "params", *e["loc"]], "msg": e["msg"]} for e in exc.errors()]
         ) from None
-    reason = kind.unavailable(state)
+    reason = kind.unavailable(state) or kind.refuse(state, params)
     if reason:
         raise HTTPException(409, f"cannot run {kind.name!r} jobs here: {reason}")
     job = state.jobs.submit(kind.name, params.model_dump(exclude_none=True), identity.to_dict())

@@ -230,11 +230,6 @@ def test_extract_refusal_names_the_missing_model_and_the_way_out(shop):
     assert extract_refusal(shop.state, ExtractParams(paths=["shop.md"], no_llm=True)) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the kind's submit-time check registered (JobKind.refuse in server/job_kinds.py "
-    "and its call in server/routes_jobs.py: /tmp/h/reports/s34-fixes.md)",
-)
 def test_submitting_without_no_llm_to_a_server_without_a_model_is_refused_at_once(shop):
     params = {"paths": ["shop.md"]}
     reply = shop.request("POST", "/v1/jobs", "ops", json={"kind": "extract", "params": params})
