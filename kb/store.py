@@ -8,7 +8,7 @@ so indices can reload only what changed (:meth:`KnowledgeStore.changes_since`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, update
@@ -230,6 +230,42 @@ class KnowledgeStore:
         log.debug("upserted %d entries at version %d", len(unique), seq)
         self.planner.note_writes(len(unique))
         return seq
+
+    def compare_and_set(
+        self, pairs: Mapping[str, tuple[BaseUKF, BaseUKF]]
+    ) -> tuple[list[str], list[str]]:
+        """Write ``new`` for each ``id: (read, new)`` whose stored entry still equals ``read``,
+        all in one transaction; return (ids written, ids whose entry changed or went since it
+        was read: nothing written for them, for the caller to read afresh and decide again).
+
+        The version is bumped before the entries are read again, as every write does first: on
+        PostgreSQL that takes the version row's lock, so no other store write commits between
+        the comparison and the write; on SQLite the write transaction holds the database's
+        write lock throughout. A read-change-write of one field (a profile, a counter) thus
+        loses nothing another writer changed in between.
+        """
+        if not pairs:
+            return [], []
+        for uid, (read, new) in pairs.items():
+            if read.id != uid or new.id != uid:
+                raise ValueError(f"compare_and_set: {uid!r} is paired with {read.id!r}, {new.id!r}")
+        written: list[BaseUKF] = []
+        conflicts: list[str] = []
+        with write_transaction(self._engine) as conn:
+            seq = self._bump_version(conn)
+            query = select(_E.c.id, _E.c.data).where(_E.c.id.in_(list(pairs)))
+            stored = {row.id: row.data for row in conn.execute(query)}
+            for uid, (read, new) in pairs.items():
+                data = stored.get(uid)
+                if data is None or entry_from_data(data).to_dict() != read.to_dict():
+                    conflicts.append(uid)
+                else:
+                    written.append(new)
+            if written:
+                self._write_batch(conn, written, seq)
+        if written:
+            self.planner.note_writes(len(written))
+        return [e.id for e in written], conflicts
 
     def _write_batch(self, conn: Connection, chunk: Sequence[BaseUKF], seq: int) -> None:
         batch = RowBatch()

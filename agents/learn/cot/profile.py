@@ -10,8 +10,9 @@ SQL the same model already failed on (``retry_failed`` asks again). The records 
 every ``checkpoint`` experiences and when the run stops (cancelled, or any error), so a run
 that resumes starts where the last write left off. A write never overwrites what another
 writer changed on the same experience since it was read (feedback, a corrected SQL): it is a
-compare-and-set (:mod:`agents.learn.cot.cas`), read again and retried on a change. The
-:class:`CotReport` counts what was written, passed, failed (by reason) and skipped (by reason).
+compare-and-set (:meth:`kb.store.KnowledgeStore.compare_and_set`), read again and retried
+on a change. The :class:`CotReport` counts what was written, passed, failed (by reason) and
+skipped (by reason).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agents.learn.cot.cas import compare_and_set
 from agents.learn.cot.check import CotVerdict
 from agents.learn.cot.record import COT, cot_record, sql_hash, with_cot
 from agents.learn.cot.sql_parts import CotCheckError
@@ -264,7 +264,7 @@ def _record(experience: ExperienceUKF, attempt: CotAttempt, job_id: str) -> dict
 def _store(store: KnowledgeStore, pending: dict[str, dict[str, Any]]) -> list[str]:
     """Write ``pending`` records onto their experiences; return the ids given a passing CoT;
     forget them. Each experience is read afresh and written only if it is still what was
-    read (:func:`agents.learn.cot.cas.compare_and_set`): one another writer changed
+    read (:meth:`kb.store.KnowledgeStore.compare_and_set`): one another writer changed
     meanwhile (feedback on it, say) is read again and the record put on what it is now, so
     neither write is lost; one whose SQL changed meanwhile is left alone."""
     passed: list[str] = []
@@ -277,7 +277,7 @@ def _store(store: KnowledgeStore, pending: dict[str, dict[str, Any]]) -> list[st
             updated = _with_record(entry, pending[uid])
             if updated is not None:
                 pairs[uid] = (entry, updated)
-        written, ids = compare_and_set(store, pairs)
+        written, ids = store.compare_and_set(pairs)
         passed += [uid for uid in written if pending[uid]["passed"]]
     if ids:
         log.warning("CoT of %d experience(s) not written: changed on every try: %s", len(ids), ids)

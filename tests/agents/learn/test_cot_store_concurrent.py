@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.learn.cot import CotWriter, checked_cot, cot_record, profile_cot
-from agents.learn.cot.cas import compare_and_set
 from kb.store import KnowledgeStore
 from tests.agents.learn.test_cot_profile import PAIRS, _experiences, teacher
 from ukf import BaseUKF
@@ -86,12 +85,12 @@ def test_compare_and_set_writes_only_what_is_unchanged(store):
     store.upsert(changed)
     version = store.version
     mine = {e.id: (e, e.clone(profile={"mark": 1})) for e in (first, second)}
-    written, conflicts = compare_and_set(store, mine)
+    written, conflicts = store.compare_and_set(mine)
     assert (written, conflicts) == ([first.id], [second.id])
     assert store.get(first.id).profile == {"mark": 1}
     assert store.get(second.id).metadata["feedback"] == FEEDBACK  # not overwritten
     assert store.version > version
-    assert compare_and_set(store, {}) == ([], [])
+    assert store.compare_and_set({}) == ([], [])
 
 
 def test_compare_and_set_loses_no_update_between_threads(store):
@@ -107,8 +106,8 @@ def test_compare_and_set_loses_no_update_between_threads(store):
                 while True:
                     read = store.get(entry.id)
                     profile = {**read.profile, field: read.profile.get(field, 0) + 1}
-                    written, _conflicts = compare_and_set(
-                        store, {entry.id: (read, read.clone(profile=profile))}
+                    written, _conflicts = store.compare_and_set(
+                        {entry.id: (read, read.clone(profile=profile))}
                     )
                     if written:
                         break
