@@ -23,18 +23,24 @@ mining in the stream (almanac systems; issue 22). The two GeoQuery measurements:
       --learn-split train --split test --stratify 150 --mine-every 25 --out bench/out/geo-mine
     (--learn-split reveals the train questions, then mines them once; the test questions
      are then answered in order, mining every 25 only with --stream labeled)
-The AutoFin measurements (A = --dataset bench/out/autofin-data/questions.jsonl --system
-almanac --split test --stratify 60; --learn-limit K reveals only the first K train questions):
-  no stream:                     python -m bench run A --out bench/out/autofin-none
-  unlabeled train + mining (the vote decides; no gold SQL revealed):
-    python -m bench run A --learn-split train --learn-unlabeled --mine-every 25
+The AutoFin measurements (the test questions after nothing, after the train questions
+without their SQL, after them with their SQL and without the knowledge pack; add
+--learn-limit K to reveal only the first K train questions, a 5-vote each costs minutes):
+  no stream:
+    python -m bench run --dataset bench/out/autofin-data/questions.jsonl --system almanac
+      --split test --stratify 60 --out bench/out/autofin-none
+  unlabeled train questions, mined by the vote:
+    python -m bench run --dataset bench/out/autofin-data/questions.jsonl --system almanac
+      --split test --stratify 60 --learn-split train --learn-unlabeled --mine-every 25
       --mine-vote-samples 5 --out bench/out/autofin-unlabeled-mine
-  labeled train, with the knowledge pack:  python -m bench run A --learn-split train
-      --out bench/out/autofin-pack
-  labeled train, without the pack:  python -m bench run A --learn-split train
-      --no-knowledge-pack --out bench/out/autofin-nopack
-    and with mining:  python -m bench run A --learn-split train --no-knowledge-pack
-      --mine-every 25 --out bench/out/autofin-nopack-mine"""
+  labeled train questions without the knowledge pack, without and with mining (and with the
+  pack: leave --no-knowledge-pack out):
+    python -m bench run --dataset bench/out/autofin-data/questions.jsonl --system almanac
+      --split test --stratify 60 --learn-split train --no-knowledge-pack
+      --out bench/out/autofin-nopack
+    python -m bench run --dataset bench/out/autofin-data/questions.jsonl --system almanac
+      --split test --stratify 60 --learn-split train --no-knowledge-pack --mine-every 25
+      --out bench/out/autofin-nopack-mine"""
 
 
 def build_parser() -> argparse.ArgumentParser:

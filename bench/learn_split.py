@@ -44,6 +44,11 @@ def check_learn_options(args: argparse.Namespace) -> None:
         raise ValueError(
             "--learn-unlabeled questions teach only through the vote's mining: add --mine-every"
         )
+    if args.learn_unlabeled and args.mine_gate and args.stream != "labeled":
+        raise ValueError(
+            "--mine-gate replays labeled questions; --learn-unlabeled reveals none (add"
+            " --stream labeled, or leave the gate out)"
+        )
     if args.learn_unlabeled and (args.synthesize or args.cot):
         raise ValueError(
             "--synthesize and --cot start from labeled examples; --learn-unlabeled reveals none"

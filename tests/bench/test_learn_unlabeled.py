@@ -152,6 +152,10 @@ def test_learn_limit_reveals_the_first_k_labeled_or_unlabeled(geo, tmp_path):
         (["--learn-split", "train", "--learn-unlabeled"], "add --mine-every"),
         (["--learn-split", "train", "--learn-limit", "-1"], "at least 0"),
         (
+            ["--learn-split", "train", "--learn-unlabeled", "--mine-every", "5", "--mine-gate"],
+            "reveals none",
+        ),
+        (
             ["--learn-split", "train", "--learn-unlabeled", "--mine-every", "5", "--cot"],
             "reveals none",
         ),
