@@ -79,7 +79,8 @@ def test_a_registered_student_is_the_first_tier_of_a_cascade(
     assert settings.cascade_tiers == ["student", "default"]
     manifest = get_student(settings.data_dir, "tiny-student").manifest
     assert manifest["run"]["dir"] == str(run.resolve()) and len(manifest["sha256"]) == 64
-    tiers = LLMTiers(settings.llm_tiers, settings.data_dir, Metrics())
+    metrics = Metrics()
+    tiers = LLMTiers(settings.llm_tiers, settings.data_dir, metrics)
     pipeline = Pipeline(
         store=concert.store,
         retriever=concert.retriever,
@@ -94,4 +95,9 @@ def test_a_registered_student_is_the_first_tier_of_a_cascade(
     assert answer.tier.startswith("default") and answer.error is None, answer
     assert answer.rows == [[6]], answer.sql
     assert tiers.loaded() == ["default", "student"]
+    # the student's model really decoded (llama.cpp over the registered GGUF), without errors
+    counted = metrics.render()
+    assert 'almanac_llm_calls_total{tier="student",outcome="ok"}' in counted
+    assert 'tier="student",outcome="error"' not in counted
+    assert 'almanac_llm_tokens_total{tier="student",kind="completion"}' in counted
     assert any(t["backend"] == "student" for t in tiers.describe())
