@@ -35,8 +35,6 @@ from bench.stream_mining import StreamMiningOptions
 from bench.synthesis import write_synthesis
 from bench.systems import System, make_system
 
-_revealed = revealed_examples  # its earlier name (tests/agents/learn/test_synth_bench.py)
-
 
 def run_command(args: argparse.Namespace) -> int:
     options = {"drop_failing_gold": True} if args.drop_failing_gold else {}

@@ -11,9 +11,9 @@ import pytest
 
 from agents.learn.synth import synthetic_experiences
 from agents.learn.synth.results import run, same_result
-from bench.__main__ import _revealed
 from bench.__main__ import main as bench_main
 from bench.datasets import load_dataset
+from bench.learn_split import revealed_examples
 from bench.synthesis import SYNTHESIS_LOG, first_per_database, write_synthesis
 from bench.systems import Prediction, make_system
 from indices.embeddings import HashingEmbedder
@@ -37,10 +37,10 @@ def test_examples_per_db_reveals_the_first_k_of_each_database(spider):
         own = [e.id for e in spider.examples if e.database == name]
         assert [e.id for e in kept if e.database == name] == own[:3]
     args = argparse.Namespace(learn_split="dev", examples_per_db=2)
-    assert [e.id for e in _revealed(spider, args)] == [
+    assert [e.id for e in revealed_examples(spider, args)] == [
         e.id for e in first_per_database(spider.examples, 2)
     ]
-    assert _revealed(spider, argparse.Namespace(learn_split=None, examples_per_db=2)) == []
+    assert revealed_examples(spider, argparse.Namespace(learn_split=None, examples_per_db=2)) == []
     with pytest.raises(ValueError):
         first_per_database(spider.examples, -1)
 
