@@ -17,7 +17,6 @@ command that registers it again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agents.llm.models import file_sha256
 from distill.eval_inputs import BASE_SOURCE, EXPORT_RECORD, read_run_config, student_gguf
 
 STUDENTS_DIR = Path("models") / "students"
@@ -34,7 +34,6 @@ GGUF_FILE = "student.gguf"
 MANIFEST_FILE = "manifest.json"
 DATASET_MANIFEST = "manifest.json"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-CHUNK = 1 << 20
 
 
 class StudentError(ValueError):
@@ -79,14 +78,6 @@ def check_name(name: str) -> str:
 
 def students_dir(data_dir: Path) -> Path:
     return data_dir / STUDENTS_DIR
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def register(

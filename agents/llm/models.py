@@ -128,7 +128,7 @@ def pull(name: str, data_dir: Path, *, verify: bool = False, progress: bool = Tr
     """The path of model ``name``'s GGUF file, assembling and verifying it when needed."""
     model = get_model(name)
     path = model_path(model, data_dir)
-    if is_cached(model, data_dir) and not (verify and _digest(path) != model.sha256):
+    if is_cached(model, data_dir) and not (verify and file_sha256(path) != model.sha256):
         return path
     missing = missing_parts(model)
     if missing:
@@ -167,7 +167,8 @@ def pull(name: str, data_dir: Path, *, verify: bool = False, progress: bool = Tr
     return path
 
 
-def _digest(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of the file at ``path`` (hex), read in chunks."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while chunk := handle.read(CHUNK):
