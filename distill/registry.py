@@ -8,11 +8,13 @@ from), the ``run`` (its directory and id), the ``dataset`` (its ``manifest.json`
 the knowledge store hash it records), the adapter and dtype of the export, and ``created_at``.
 
 A tier with ``backend = "student"`` and ``model = "NAME"`` serves it
-(:mod:`server.llm_factory`): :func:`verified_student` checks the file against the manifest
+(:mod:`server.llm_factory`): :func:`verify_student` checks the file against the manifest
 before llama.cpp loads it, its size and then its SHA-256 (hashed in full at each load, a
 second or two per GB, as the packaged models are hashed when assembled); a missing, changed
 or truncated file is a :class:`StudentError` that names the student, the file and the
-command that registers it again.
+command that registers it again. The file's identity (device, inode, size, modification
+time) is taken before the hash and compared after it and after llama.cpp loaded the path,
+so a file replaced or rewritten in between is refused rather than served unverified.
 """
 
 from __future__ import annotations
@@ -176,24 +178,62 @@ def list_students(data_dir: Path) -> list[Student]:
 
 def verified_student(data_dir: Path, name: str) -> Path:
     """The GGUF of student ``name``, checked against its manifest: size, then SHA-256."""
+    return verify_student(data_dir, name).path
+
+
+@dataclass(frozen=True)
+class VerifiedGGUF:
+    """A student's GGUF as :func:`verify_student` hashed it: its path and the file's identity
+    then (device, inode, size, modification time), to tell whether the file llama.cpp then
+    opens is still the one hashed (:meth:`check_unchanged`)."""
+
+    name: str
+    path: Path
+    identity: tuple[int, int, int, int]
+
+    def check_unchanged(self) -> None:
+        """:class:`StudentError` when the file was replaced or written since it was hashed."""
+        now = _identity(self.path)
+        if now != self.identity:
+            raise StudentError(
+                f"student {self.name!r}: {self.path} changed after its sha256 was checked "
+                f"(was {self.identity}, now {now}: device, inode, size, mtime_ns); "
+                "nothing unverified is served, load the tier again"
+            )
+
+
+def verify_student(data_dir: Path, name: str) -> VerifiedGGUF:
+    """Student ``name``'s GGUF checked against its manifest (size, then SHA-256), with the
+    file's identity taken before hashing and checked unchanged after it (a file replaced or
+    written while it was hashed is refused)."""
     student = get_student(data_dir, name)
     path, expected = student.gguf, str(student.manifest.get("sha256", ""))
     again = f"register it again with `almanac distill register RUN --name {name} --replace`"
     if not path.is_file():
         raise StudentError(f"student {name!r}: its GGUF {path} is missing; {again}")
-    stat = path.stat()
-    if stat.st_size != student.manifest.get("size"):
+    verified = VerifiedGGUF(name, path, _identity(path))
+    size = verified.identity[2]
+    if size != student.manifest.get("size"):
         raise StudentError(
-            f"student {name!r}: {path} has {stat.st_size} bytes, its manifest says "
+            f"student {name!r}: {path} has {size} bytes, its manifest says "
             f"{student.manifest.get('size')} (corrupted or truncated); {again}"
         )
     actual = file_sha256(path)
+    verified.check_unchanged()
     if actual != expected:
         raise StudentError(
             f"student {name!r}: sha256 of {path} is {actual}, its manifest says {expected} "
             f"(corrupted); {again}"
         )
-    return path
+    return verified
+
+
+def _identity(path: Path) -> tuple[int, int, int, int]:
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise StudentError(f"{path}: {exc}") from None
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from agents.llm.llamacpp import LlamaCppLLM
 from agents.llm.openai_compat import OpenAICompatibleLLM
 from agents.llm.prompt_cache import PromptStateCache, cache_folder
 from agents.llm.variants import Variant, variants_of
-from distill.registry import StudentError, get_student, verified_student
+from distill.registry import StudentError, get_student, verify_student
 from server.limits import PREEMPTED, LLMGate
 from server.metrics import Metrics
 from server.settings import LLMTierSettings
@@ -158,14 +158,15 @@ def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
         if not path.is_file():
             raise FileNotFoundError(f"LLM tier {tier.name!r}: GGUF file {path} does not exist")
     elif tier.backend == "student":
-        try:
-            path = verified_student(data_dir, str(tier.model))
-        except StudentError as exc:
-            raise StudentError(f"LLM tier {tier.name!r}: {exc}") from None
+        return _student_backend(tier, data_dir)
     else:
         from agents.llm.models import DEFAULT_MODEL, pull
 
         path = pull(tier.model or DEFAULT_MODEL, data_dir, progress=False)
+    return _llamacpp(tier, path, data_dir)
+
+
+def _llamacpp(tier: LLMTierSettings, path: Path, data_dir: Path) -> LlamaCppLLM:
     return LlamaCppLLM(
         str(path),
         n_ctx=tier.n_ctx,
@@ -173,6 +174,18 @@ def build_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
         prompt_cache=prompt_cache(tier, path, data_dir),
         parallel_sequences=tier.parallel_sequences,
     )
+
+
+def _student_backend(tier: LLMTierSettings, data_dir: Path) -> LLM:
+    """A registered student, its GGUF hashed and then loaded; refused when the file changed
+    between the hash and the load (the model llama.cpp read is the one verified)."""
+    try:
+        verified = verify_student(data_dir, str(tier.model))
+        llm = _llamacpp(tier, verified.path, data_dir)
+        verified.check_unchanged()
+    except StudentError as exc:
+        raise StudentError(f"LLM tier {tier.name!r}: {exc}") from None
+    return llm
 
 
 def prompt_cache(tier: LLMTierSettings, model: Path, data_dir: Path) -> PromptStateCache | None:

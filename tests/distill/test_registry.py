@@ -147,3 +147,53 @@ def test_register_refuses_a_run_without_an_export(tmp_path):
     (run / "export" / "student.gguf").unlink()
     with pytest.raises(ValueError, match="has no exported GGUF"):
         register(run, tmp_path / "data", name="s1")
+
+
+class StandInLLM:
+    """In place of llama.cpp: records the path it was asked to load; ``before_load`` runs
+    first (what another process does to the file between the hash and the load)."""
+
+    before_load = staticmethod(lambda path: None)
+
+    def __init__(self, model_path: str, **_options) -> None:
+        StandInLLM.before_load(Path(model_path))
+        self.model_path = model_path
+
+
+def swap(path: Path, payload: bytes) -> None:
+    """Replace ``path`` by another file (a new inode), as an atomic re-registration would."""
+    other = path.with_name("other.gguf")
+    other.write_bytes(payload)
+    other.replace(path)
+
+
+def test_the_loaded_gguf_is_the_one_verified(tmp_path, monkeypatch):
+    import server.llm_factory as factory
+    from server.llm_factory import build_backend
+
+    data = tmp_path / "data"
+    student = register(fake_run(tmp_path), data, name="s1")
+    tier = student_tier().model_copy(update={"prompt_cache_mb": 0})
+    monkeypatch.setattr(factory, "LlamaCppLLM", StandInLLM)
+    assert build_backend(tier, data).model_path == str(student.gguf)  # unchanged: loaded
+
+    # swapped after the hash, before llama.cpp opens it: refused, not served unverified
+    monkeypatch.setattr(StandInLLM, "before_load", staticmethod(lambda p: swap(p, b"evil")))
+    with pytest.raises(StudentError, match=r"tier 'student'.*changed after its sha256"):
+        build_backend(tier, data)
+
+    # swapped while it is hashed (the hash read the old file): refused too
+    swap(student.gguf, PAYLOAD)
+    monkeypatch.setattr(StandInLLM, "before_load", staticmethod(lambda p: None))
+    import distill.registry as registry
+
+    real = registry.file_sha256
+
+    def hash_then_swap(path: Path) -> str:
+        digest = real(path)
+        swap(path, b"evil" + PAYLOAD[4:])  # same size
+        return digest
+
+    monkeypatch.setattr(registry, "file_sha256", hash_then_swap)
+    with pytest.raises(StudentError, match="changed after its sha256"):
+        build_backend(tier, data)
