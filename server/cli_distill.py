@@ -10,10 +10,11 @@ almanac distill train CONFIG [--no-resume] [--max-steps N] [--device auto|cpu|cu
     Fine-tunes as the YAML/TOML config says (:mod:`distill.config`), resuming from the run's
     last checkpoint; prints one line per step (loss, ETA) and the result as JSON.
 almanac distill export ADAPTER --base MODEL_DIR --out DIR [--dtype f16|f32] [--register NAME]
+                       [--replace]
     Merges the run's adapter (``RUN/final`` or a checkpoint) into the base and writes
     ``DIR/hf`` and ``DIR/student.gguf`` (:mod:`distill.export`); an adapter of a training run
     records the GGUF in ``RUN/export.json`` for ``eval`` (and, with ``--register``, registers
-    it as ``register`` does).
+    it as ``register`` does: a student of that name is replaced only with ``--replace``).
 almanac distill register RUN [--name NAME] [--gguf FILE] [--replace] [--link]
     Copies the run's exported GGUF into ``<data_dir>/models/students/NAME`` with a manifest
     (sha256, base model, run, dataset manifest hash, created) (:mod:`distill.registry`): a
@@ -69,6 +70,7 @@ def add_distill_commands(commands: Any) -> None:
     export.add_argument("--out", type=Path, required=True)
     export.add_argument("--dtype", choices=["f16", "f32"], default="f16")
     export.add_argument("--register", metavar="NAME", help="register the student as NAME")
+    export.add_argument("--replace", action="store_true", help="--register: overwrite NAME")
     register = actions.add_parser("register", help="register a run's student for a tier")
     register.add_argument("run", type=Path, help="training run directory (exported)")
     register.add_argument("--name", help="student name (default: the run directory's name)")
@@ -198,7 +200,7 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
             settings.data_dir,
             name=args.register,
             gguf=path,
-            replace=True,
+            replace=args.replace,
         )
         print(f"registered student {student.name!r}: {student.gguf}")
     return 0

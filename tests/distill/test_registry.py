@@ -197,3 +197,31 @@ def test_the_loaded_gguf_is_the_one_verified(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "file_sha256", hash_then_swap)
     with pytest.raises(StudentError, match="changed after its sha256"):
         build_backend(tier, data)
+
+
+def test_export_register_replaces_a_student_only_when_asked(tmp_path, capsys, monkeypatch):
+    """``distill export --register NAME`` registers as ``register`` does: an existing student
+    of that name (perhaps the one a tier serves) is not overwritten without ``--replace``."""
+    import distill.export
+    from server.cli_distill import run_distill_command
+
+    monkeypatch.setenv("ALMANAC_CONFIG", str(tmp_path / "absent.toml"))
+    settings = Settings(data_dir=tmp_path / "data")
+    run = fake_run(tmp_path)
+    served = register(run, settings.data_dir, name="prod")
+    fresh = tmp_path / "fresh" / "student.gguf"
+
+    def stand_in_export(adapter, base, out, *, dtype):  # the merge and GGUF writing
+        fresh.parent.mkdir(exist_ok=True)
+        fresh.write_bytes(b"GGUF new weights")
+        return fresh
+
+    monkeypatch.setattr(distill.export, "export", stand_in_export)
+    argv = ["distill", "export", str(run / "final"), "--base", str(tmp_path / "base")]
+    argv += ["--out", str(fresh.parent), "--register", "prod"]
+    assert run_distill_command(parse(argv), settings) == 2
+    assert "already registered" in capsys.readouterr().out
+    assert served.gguf.read_bytes() == PAYLOAD  # the served student is untouched
+    assert verified_student(settings.data_dir, "prod") == served.gguf
+    assert run_distill_command(parse([*argv, "--replace"]), settings) == 0
+    assert served.gguf.read_bytes() == b"GGUF new weights"
