@@ -12,11 +12,14 @@ its gold SQL stored as a labeled (human) experience, and every experience turned
 prompt the chain sends plus the target reply. The tuples (prompt + target under the chat
 template) are counted with the Qwen2.5 tokenizer read from the packaged 0.5B GGUF (the 1.5B
 and 7B Qwen2.5-Coder models share it). Prints the count, mean, p50, p90, p95 and max tokens
-per tuple (prompt, target, both), the tokens of one epoch (also padded to the longest tuple of
-each batch, as trl pads without packing), and for a 1.5B and a 7B student, LoRA and full
-fine-tuning, the FLOPs and H100 time of one epoch at each ``--mfu`` (:func:`plan`, whose
-docstring states the formula). Writes the store, the dataset and ``tokens.json`` to
-``--out``; ``--reuse`` counts the dataset already there instead of building it again.
+per tuple (prompt, target, both; train and validation tuples), the tokens of one epoch (the
+train tuples, what the trainer reads; also padded to the longest tuple of each batch, as trl
+pads without packing), and for a 1.5B and a 7B student, LoRA and full fine-tuning, the FLOPs
+and H100 time of one epoch at each ``--mfu`` (:func:`plan`, whose docstring states the
+formula). Writes the store, the dataset, what it was built from (``build.json``) and
+``tokens.json`` to ``--out``; ``--reuse`` counts the dataset already there instead of
+building it again, when it was built from the same dataset, split, limit, embedder and
+validation share (refused otherwise: ``tokens.json`` names what was counted).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+BUILD_RECORD = "build.json"  # what the dataset in --out was built from (--reuse checks it)
 H100_BF16_DENSE_FLOPS = 989e12  # NVIDIA H100 SXM datasheet: 989 TFLOPS bf16, dense
 STUDENTS = {
     # Qwen2.5-Coder model cards / config.json: parameters, layers, hidden size
@@ -137,16 +141,47 @@ def tuple_lengths(rows: Sequence[dict[str, Any]], tokenizer: Any) -> Lengths:
     return Lengths(prompts, totals)
 
 
-def build(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The dataset of ``args.dataset``'s questions (module docstring); its rows, all splits."""
-    if not (args.reuse and (args.out / "dataset" / "train.jsonl").is_file()):
+def build(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    """The dataset of ``args.dataset``'s questions (module docstring): its rows by file
+    (``train``, ``validation``). ``--reuse`` reads the one in ``--out`` if it was built from
+    the same inputs (``build.json``), a ``ValueError`` naming both otherwise."""
+    dataset = args.out / "dataset"
+    if args.reuse and (dataset / "train.jsonl").is_file():
+        _check_reused(args)
+    else:
         _build_dataset(args)
-    rows = []
-    for name in ("train.jsonl", "validation.jsonl"):
-        path = args.out / "dataset" / name
-        if path.is_file():
-            rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        record = json.dumps(build_inputs(args), indent=2) + "\n"
+        (args.out / BUILD_RECORD).write_text(record, encoding="utf-8")
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for name in ("train", "validation"):
+        path = dataset / f"{name}.jsonl"
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        rows[name] = [json.loads(line) for line in text.splitlines()]
     return rows
+
+
+def build_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """What the dataset in ``--out`` is built from (``build.json``)."""
+    return {
+        "dataset": str(args.dataset),
+        "split": args.split,
+        "limit": args.limit,
+        "embedder": args.embedder,
+        "validation_share": args.validation_share,
+    }
+
+
+def _check_reused(args: argparse.Namespace) -> None:
+    path, wanted = args.out / BUILD_RECORD, build_inputs(args)
+    try:
+        built = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        built = None
+    if built != wanted:
+        raise ValueError(
+            f"--reuse: the dataset in {args.out} was built from {built or 'unknown inputs'}"
+            f" ({path}), not {wanted}; leave --reuse out to build it again"
+        )
 
 
 def _build_dataset(args: argparse.Namespace) -> None:
@@ -198,15 +233,18 @@ def load_tokenizer(gguf: Path | None) -> Any:
     return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
 
 
-def report(rows: list[dict[str, Any]], lengths: Lengths, args: argparse.Namespace) -> dict:
-    """Everything ``tokens.json`` holds (module docstring)."""
+def report(
+    rows: list[dict[str, Any]], lengths: Lengths, args: argparse.Namespace, *, trained: int
+) -> dict:
+    """Everything ``tokens.json`` holds (module docstring); the first ``trained`` rows are
+    ``train.jsonl``'s (an epoch), the rest ``validation.jsonl``'s (evaluated, not trained)."""
     total = stats(lengths.total)
-    kept = [n for n in lengths.total if n <= args.max_seq_len]
+    kept = [n for n in lengths.total[:trained] if n <= args.max_seq_len]
     padded = padded_tokens(kept, args.batch_size)
     return {
-        "dataset": str(args.dataset),
-        "split": args.split,
+        **build_inputs(args),
         "tuples": len(rows),
+        "train_tuples": trained,
         "sources": _count(r["source"] for r in rows),
         "with_cot": sum(1 for r in rows if r.get("cot")),
         "tokens": {
@@ -214,12 +252,12 @@ def report(rows: list[dict[str, Any]], lengths: Lengths, args: argparse.Namespac
             "target": stats(lengths.target),
             "total": total,
         },
-        "over_max_seq_len": len(rows) - len(kept),
+        "over_max_seq_len": trained - len(kept),
         "max_seq_len": args.max_seq_len,
         "epoch_tokens": sum(kept),
         "batch_size": args.batch_size,
         "epoch_tokens_padded": padded,
-        "plan": plan(padded, len(kept), total.get("mean", 0.0), args.mfu),
+        "plan": plan(padded, len(kept), stats(kept).get("mean", 0.0), args.mfu),
     }
 
 
@@ -237,7 +275,8 @@ def render(result: dict[str, Any]) -> str:
         shown = ", ".join(f"{k} {v}" for k, v in row.items() if k != "count")
         lines.append(f"  {part:<7} tokens: {shown}")
     lines.append(
-        f"one epoch: {result['epoch_tokens']:,} tokens ({result['over_max_seq_len']} tuples over "
+        f"one epoch ({result['train_tuples']} train tuples): {result['epoch_tokens']:,} tokens"
+        f" ({result['over_max_seq_len']} tuples over "
         f"{result['max_seq_len']} dropped), {result['epoch_tokens_padded']:,} computed at "
         f"batch size {result['batch_size']} (padded to each batch's longest)"
     )
@@ -265,9 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mfu", type=float, nargs="+", default=[0.4, 0.2])
     parser.add_argument("--reuse", action="store_true", help="count the dataset in --out")
     args = parser.parse_args(argv)
-    rows = build(args)
+    built = build(args)
+    rows = built["train"] + built["validation"]
     lengths = tuple_lengths(rows, load_tokenizer(args.tokenizer_gguf))
-    result = report(rows, lengths, args)
+    result = report(rows, lengths, args, trained=len(built["train"]))
     (args.out / "tokens.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(render(result))
     print(f"wrote {args.out / 'tokens.json'}")

@@ -3,9 +3,22 @@ FLOPs and H100 time of an epoch (the formula of :func:`bench.distill_tokens.plan
 
 from __future__ import annotations
 
+import argparse
+import json
+
 import pytest
 
-from bench.distill_tokens import H100_BF16_DENSE_FLOPS, padded_tokens, plan, stats, tuple_lengths
+from bench.distill_tokens import (
+    H100_BF16_DENSE_FLOPS,
+    Lengths,
+    build,
+    build_inputs,
+    padded_tokens,
+    plan,
+    report,
+    stats,
+    tuple_lengths,
+)
 
 
 def test_stats_use_nearest_rank_percentiles():
@@ -47,3 +60,38 @@ def test_tuple_lengths_split_prompt_and_target():
     lengths = tuple_lengths(rows, CharTokenizer())
     assert lengths.prompt == [8] and lengths.total == [6 + 12 + 2]
     assert lengths.target == [12]
+
+
+def options(out, **given) -> argparse.Namespace:
+    values = {"dataset": "spider_dev", "out": out, "split": None, "limit": None}
+    values |= {"embedder": "minilm", "validation_share": 0.1, "reuse": True}
+    values |= {"max_seq_len": 4096, "batch_size": 1, "mfu": [0.4]}
+    return argparse.Namespace(**(values | given))
+
+
+def test_an_epoch_is_the_train_tuples_alone(tmp_path):
+    rows = [{"source": "human"}] * 3
+    lengths = Lengths(prompt=[90, 180, 900], total=[100, 200, 1000])
+    result = report(rows, lengths, options(tmp_path), trained=2)
+    assert result["tuples"] == 3 and result["train_tuples"] == 2
+    assert result["tokens"]["total"]["sum"] == 1300  # the lengths of every tuple
+    assert result["epoch_tokens"] == 300 == result["epoch_tokens_padded"]  # validation's not
+    lora = next(r for r in result["plan"] if r["method"] == "lora")
+    assert lora["flops_per_token"] == pytest.approx(6 * 1.54e9 + 16 * 28 * 1536 * 150)
+    assert result["split"] is None and result["dataset"] == "spider_dev"
+
+
+def test_reuse_counts_only_a_dataset_built_from_the_same_inputs(tmp_path):
+    (tmp_path / "dataset").mkdir()
+    row = {"messages": [], "target": "x", "source": "human"}
+    (tmp_path / "dataset" / "train.jsonl").write_text(json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match="built from unknown inputs"):
+        build(options(tmp_path))  # no build.json: what it was built from is unknown
+    built_from = build_inputs(options(tmp_path, split="train", limit=20))
+    (tmp_path / "build.json").write_text(json.dumps(built_from))
+    with pytest.raises(ValueError, match=r"'split': 'train', 'limit': 20"):
+        build(options(tmp_path))  # another split and limit: tokens.json would misname it
+    assert build(options(tmp_path, split="train", limit=20)) == {
+        "train": [row],
+        "validation": [],
+    }
