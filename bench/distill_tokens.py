@@ -202,24 +202,24 @@ def _build_dataset(args: argparse.Namespace) -> None:
     store = args.out / "knowledge.db"
     store.unlink(missing_ok=True)
     workspace = AgentWorkspace(f"sqlite:///{store}", embedder)
-    for example in examples:
-        workspace.database(example)
-        workspace.learn(example, example.gold_sql[0])
-    options = DatasetOptions(
-        databases=sorted(workspace.databases),
-        split=SplitRule(validation_share=args.validation_share),
-    )
-    build_dataset(
-        workspace.store,
-        workspace.databases,
-        workspace.retriever,
-        args.out / "dataset",
-        options,
-        show_progress=True,
-    )
-    for database in workspace.databases.values():
-        database.close()
-    workspace.store.close()
+    try:
+        for example in examples:
+            workspace.database(example)
+            workspace.learn(example, example.gold_sql[0])
+        options = DatasetOptions(
+            databases=sorted(workspace.databases),
+            split=SplitRule(validation_share=args.validation_share),
+        )
+        build_dataset(
+            workspace.store,
+            workspace.databases,
+            workspace.retriever,
+            args.out / "dataset",
+            options,
+            show_progress=True,
+        )
+    finally:
+        workspace.close()  # the indices' refresher too, on an error as well
 
 
 def load_tokenizer(gguf: Path | None) -> Any:
