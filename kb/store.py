@@ -304,11 +304,13 @@ class KnowledgeStore:
     def _set_inactive(self, ids: str | Iterable[str], inactive: bool) -> int:
         wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
         with write_transaction(self._engine) as conn:
+            # the version first, as compare_and_set: on PostgreSQL its row lock keeps any other
+            # write from committing between this read and the write (it would be overwritten)
+            seq = self._bump_version(conn)
             rows = conn.execute(select(_E.c.id, _E.c.data).where(_E.c.id.in_(wanted))).all()
             missing = sorted(set(wanted) - {row.id for row in rows})
             if missing:
                 raise KnowledgeNotFoundError(missing)
-            seq = self._bump_version(conn)
             changed = []
             for row in rows:
                 entry = entry_from_data(row.data)

@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import pytest
+
 from agents.learn.cot import CotWriter, checked_cot, cot_record, profile_cot
 from kb.store import KnowledgeStore
 from tests.agents.learn.test_cot_profile import PAIRS, _experiences, teacher
@@ -121,3 +123,38 @@ def test_compare_and_set_loses_no_update_between_threads(store):
         thread.join(60)
     assert not errors and not any(t.is_alive() for t in threads)
     assert store.get(entry.id).profile == {"a": rounds, "b": rounds}
+
+
+def test_a_cot_written_while_an_entry_is_removed_survives(store, monkeypatch):
+    """``remove`` (a read-change-write of the inactive mark) while the CoT is written on the
+    same experience: the removal keeps the CoT. PostgreSQL only: on SQLite the remover holds
+    the write lock from the start, so the other writer cannot come in between."""
+    if store.url.startswith("sqlite"):
+        pytest.skip("SQLite's BEGIN IMMEDIATE serialises the two writers from the start")
+    entry = _experiences()[0]
+    store.upsert(entry)
+    remover, waiting, written = [], threading.Event(), threading.Event()
+    bump = KnowledgeStore._bump_version
+
+    def bump_after_the_cot(conn: Any) -> int:  # the remover waits here for the CoT writer
+        if threading.get_ident() in remover:
+            waiting.set()
+            assert written.wait(30), "the CoT was never written"
+        return bump(conn)
+
+    monkeypatch.setattr(KnowledgeStore, "_bump_version", staticmethod(bump_after_the_cot))
+
+    def remove() -> None:
+        remover.append(threading.get_ident())
+        store.remove(entry.id)
+
+    thread = threading.Thread(target=remove)
+    thread.start()
+    assert waiting.wait(30), "the remover never wrote"  # in its transaction, waiting
+    read = store.get(entry.id)
+    assert store.compare_and_set({entry.id: (read, read.clone(profile={"cot": "kept"}))})[0]
+    written.set()
+    thread.join(30)
+    assert not thread.is_alive()
+    now = store.get(entry.id)
+    assert now.inactive_mark and now.profile == {"cot": "kept"}
