@@ -184,9 +184,12 @@ def _train(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
-    from distill.eval_inputs import record_export, run_of_adapter
+    from distill.eval_inputs import STUDENT_FILE, record_export, run_of_adapter
     from distill.export import export
 
+    # the GGUF writer writes in place: a new file, not the old one's bytes, which a student
+    # registered with --link shares (and a server may have mapped)
+    (args.out / STUDENT_FILE).unlink(missing_ok=True)
     path = export(args.adapter, args.base, args.out, dtype=args.dtype)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) and {args.out / 'hf'}")
     run = run_of_adapter(args.adapter)

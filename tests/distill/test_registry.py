@@ -225,3 +225,29 @@ def test_export_register_replaces_a_student_only_when_asked(tmp_path, capsys, mo
     assert verified_student(settings.data_dir, "prod") == served.gguf
     assert run_distill_command(parse([*argv, "--replace"]), settings) == 0
     assert served.gguf.read_bytes() == b"GGUF new weights"
+
+
+def test_exporting_again_leaves_a_linked_student_whole(tmp_path, capsys, monkeypatch):
+    """A student registered with ``--link`` shares the run's exported file; exporting the run
+    again into the same folder (the GGUF writer truncates and rewrites its file) writes a new
+    file and leaves the registered one as it was verified."""
+    import distill.export
+    from server.cli_distill import run_distill_command
+
+    monkeypatch.setenv("ALMANAC_CONFIG", str(tmp_path / "absent.toml"))
+    settings = Settings(data_dir=tmp_path / "data")
+    run = fake_run(tmp_path)
+    assert run_distill_command(parse(["distill", "register", str(run), "--link"]), settings) == 0
+    student = get_student(settings.data_dir, "run-7")
+    assert student.gguf.samefile(run / "export" / "student.gguf")  # linked, not copied
+
+    def in_place_export(adapter, base, out, *, dtype):  # as gguf.GGUFWriter writes
+        with open(out / "student.gguf", "wb") as handle:
+            handle.write(b"GGUF retrained weights")
+        return out / "student.gguf"
+
+    monkeypatch.setattr(distill.export, "export", in_place_export)
+    argv = ["distill", "export", str(run / "final"), "--base", str(tmp_path / "base")]
+    assert run_distill_command(parse([*argv, "--out", str(run / "export")]), settings) == 0
+    assert (run / "export" / "student.gguf").read_bytes() == b"GGUF retrained weights"
+    assert verified_student(settings.data_dir, "run-7").read_bytes() == PAYLOAD
