@@ -211,8 +211,10 @@ def _reply_json(text: str, narrative: Narrative) -> Any:
 
 
 def _whole_json(text: str) -> bool:
+    """Whether ``text`` starts with a complete JSON value (text after it is not a cut)."""
+    body = text.strip().removeprefix("```json").removeprefix("```").strip()
     try:
-        json.loads(text.strip().removeprefix("```json").removeprefix("```").removesuffix("```"))
+        json.JSONDecoder().raw_decode(body)
     except json.JSONDecodeError:
         return False
     return True

@@ -147,6 +147,11 @@ def test_a_reply_cut_off_by_its_token_budget_keeps_what_the_model_completed():
     assert narrative.by == "llm"
     assert [f.text for f in narrative.findings] == ["East fell from 120 to 60."]
     assert any("cut off by its token budget" in c for c in narrative.caveats)
+    # a whole reply with words after it was not cut off: no caveat says it was
+    after = "```json\n" + whole + "\n```\nI hope this helps."
+    narrative = write_narrative("Why?", "diagnostic", EVIDENCE, facts(), ScriptedLLM([after]))
+    assert len(narrative.findings) == 2
+    assert not any("cut off" in c for c in narrative.caveats), narrative.caveats
     # a reply with nothing complete in it is still unusable
     narrative = write_narrative("Why?", "diagnostic", EVIDENCE, facts(), ScriptedLLM(['{"sho']))
     assert narrative.by == "facts"
