@@ -138,7 +138,9 @@ def _manifest(run_dir: Path, source: Path, name: str) -> dict[str, Any]:
         dataset["store_hash"] = (_read_json(dataset_manifest).get("store") or {}).get("hash")
     export: dict[str, Any] = {"gguf": str(source.resolve())}
     if (run_dir / EXPORT_RECORD).is_file():
-        export.update(_read_json(run_dir / EXPORT_RECORD))
+        record = _read_json(run_dir / EXPORT_RECORD)
+        if Path(str(record.get("gguf", ""))).resolve() == source.resolve():
+            export.update(record)  # its adapter and dtype: of this very file
     return {
         "name": name,
         "base_model": base,

@@ -251,3 +251,16 @@ def test_exporting_again_leaves_a_linked_student_whole(tmp_path, capsys, monkeyp
     assert run_distill_command(parse([*argv, "--out", str(run / "export")]), settings) == 0
     assert (run / "export" / "student.gguf").read_bytes() == b"GGUF retrained weights"
     assert verified_student(settings.data_dir, "run-7").read_bytes() == PAYLOAD
+
+
+def test_a_gguf_given_apart_from_the_run_is_not_described_by_the_runs_export(tmp_path):
+    """``register RUN --gguf FILE``: the manifest names FILE, and does not claim the adapter
+    and dtype the run recorded for its own export (another file)."""
+    run = fake_run(tmp_path)
+    other = tmp_path / "elsewhere.gguf"
+    other.write_bytes(b"GGUF another export")
+    manifest = register(run, tmp_path / "data", name="s2", gguf=other).manifest
+    assert manifest["export"] == {"gguf": str(other.resolve())}
+    assert manifest["sha256"] == hashlib.sha256(b"GGUF another export").hexdigest()
+    own = register(run, tmp_path / "data", name="s3").manifest["export"]
+    assert own["dtype"] == "f16" and own["gguf"] == str(run / "export" / "student.gguf")
