@@ -27,7 +27,13 @@ from bench.compare import (
     write_comparison,
 )
 from bench.datasets import load_dataset
-from bench.learn_split import check_learn_options, learn_split, rest_of, revealed_examples
+from bench.learn_split import (
+    check_learn_options,
+    check_unasked,
+    learn_split,
+    rest_of,
+    revealed_examples,
+)
 from bench.report import alternative_lines, mean_scores, timeout_line, write_report
 from bench.run import MiningSystem, RunConfig, Runner, write_run_manifest
 from bench.sampling import stratified_sample
@@ -50,6 +56,7 @@ def run_command(args: argparse.Namespace) -> int:
         dataset = stratified_sample(dataset, args.stratify)
     if args.learn_split == REST_SPLIT:
         revealed = rest_of(full, dataset, args.learn_limit)
+    check_unasked(revealed, dataset, args)
     if args.mine_every and not (args.stream or args.learn_split):
         raise ValueError("--mine-every mines what a stream observes: add --stream or --learn-split")
     if (args.synthesize or args.examples_per_db is not None) and not args.learn_split:
@@ -100,6 +107,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["learn_limit"] = args.learn_limit
     if args.no_knowledge_pack:
         manifest["knowledge_pack"] = False
+    if args.knowledge:  # only then, as above
+        manifest["knowledge"] = [str(p) for p in args.knowledge]
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
     if args.learn_split:
         learn_split(system, revealed, args, out_dir)
@@ -206,6 +215,8 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         options["data_dictionary"] = True
     if args.no_knowledge_pack:
         options["knowledge_pack"] = False
+    if args.knowledge:
+        options["knowledge"] = [str(p) for p in args.knowledge]
     if args.cot:
         options["cot"] = True
     return options

@@ -82,6 +82,7 @@ class _LLMSystem:
             options.get("embedder"),
             data_dictionary=bool(options.get("data_dictionary")),
             knowledge_pack=options.get("knowledge_pack", True),
+            knowledge_files=tuple(Path(p) for p in options.get("knowledge") or ()),
         )
         # a given ``llm`` (tests: a scripted model) replaces the default model
         self.llm: LLM = options.get("llm") or load_llm(self.choice.model, self.choice)

@@ -116,8 +116,10 @@ class AgentWorkspace:
         *,
         data_dictionary: bool = False,
         knowledge_pack: bool = True,
+        knowledge_files: tuple[Path, ...] = (),
     ) -> None:
         self.data_dictionary, self.knowledge_pack = data_dictionary, knowledge_pack
+        self.knowledge_files = knowledge_files
         self._dictionaries: dict[Path, DataDictionary] = {}
         if store_url is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="almanac-bench-")
@@ -135,7 +137,9 @@ class AgentWorkspace:
         return self.prepare(example.database, example.database_url)
 
     def prepare(self, name: str, url: str) -> Database:
-        """Database ``name`` at ``url``, profiled and with its knowledge pack, once."""
+        """Database ``name`` at ``url``, profiled and with its knowledge pack, once; the
+        ``knowledge_files`` (UKF JSONL, e.g. knowledge extracted from documents) are imported
+        after the first database is profiled."""
         with self._lock:
             if name not in self.databases:
                 database = Database(url)
@@ -144,6 +148,10 @@ class AgentWorkspace:
                 )
                 if self.knowledge_pack:
                     self._import_pack(url)
+                if not self.databases:
+                    for path in self.knowledge_files:
+                        count = self.store.import_jsonl(path)
+                        log.info("imported %d knowledge entries from %s", count, path)
                 if self.data_dictionary:
                     self._apply_dictionary(name, url)
                 self.databases[name] = database

@@ -105,6 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
         " database (AutoFin's), e.g. to measure what mining recovers of its gain",
     )
     run.add_argument(
+        "--knowledge",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="LLM systems: import this UKF JSONL into the knowledge base after the first database"
+        " is profiled (repeatable), e.g. knowledge extracted from documents"
+        " (python -m bench.extract_documents --export FILE) with --no-knowledge-pack",
+    )
+    run.add_argument(
         "--stratify",
         type=int,
         metavar="N",

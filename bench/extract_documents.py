@@ -21,7 +21,9 @@ and meaning:
   taxonomy sharing two levels.
 
 Prints the JSON report (precision per kind, the coverage of the pack, each entry's verdict)
-and a Markdown table; ``--out FILE`` also writes the JSON.
+and a Markdown table; ``--out FILE`` also writes the JSON; ``--export FILE`` writes the
+extracted entries as UKF JSONL, which ``python -m bench run ... --no-knowledge-pack
+--knowledge FILE`` answers with instead of the hand-written pack (the EX comparison).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from agents.learn.documents.run import MAX_PART_CHARS
 from agents.learn.mine.labeled import kind_of
 from agents.llm.models import DEFAULT_MODEL, default_data_dir, pull
 from kb.documents import read_document
+from kb.jsonl import write_jsonl
 from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
 from kb.target.database import Database
@@ -193,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-tokens", type=int, default=900, help="longest answer per part")
     parser.add_argument("--out", type=Path, help="also write the JSON report here")
+    parser.add_argument(
+        "--export",
+        type=Path,
+        help="also write the extracted entries as UKF JSONL (bench run --knowledge FILE)",
+    )
     parser.add_argument("--no-llm", action="store_true", help="the model-free table pass only")
     parser.add_argument(
         "--skip-covered-tables",
@@ -235,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 )
                 extracted = list(store.get_many(report.candidate_ids).values())
+                if args.export:
+                    write_jsonl(extracted, args.export)
             finally:
                 target.close()
     result = {

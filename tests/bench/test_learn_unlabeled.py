@@ -159,6 +159,7 @@ def test_learn_limit_reveals_the_first_k_labeled_or_unlabeled(geo, tmp_path):
             ["--learn-split", "train", "--learn-unlabeled", "--mine-every", "5", "--cot"],
             "reveals none",
         ),
+        (["--learn-split", "test"], "reveals the gold SQL of 1 asked question(s)"),
     ],
 )
 def test_learn_options_that_cannot_work_are_refused(extra, message, tmp_path, capsys):
@@ -196,6 +197,39 @@ def test_no_knowledge_pack_leaves_the_pack_beside_the_database_out(tmp_path, cap
     }
     assert "knowledge_pack" not in manifests["with"]
     assert manifests["without"]["knowledge_pack"] is False
+
+
+def test_knowledge_files_are_imported_once_beside_or_instead_of_the_pack(tmp_path):
+    """``--knowledge FILE``: extracted knowledge answers instead of the hand-written pack."""
+    folder = tmp_path / "db"
+    folder.mkdir()
+    for name in ("one", "two"):
+        with closing(sqlite3.connect(folder / f"{name}.sqlite")) as connection:
+            connection.execute("CREATE TABLE sales (region TEXT, amount REAL)")
+            connection.commit()
+    (folder / KNOWLEDGE_PACK).write_text(
+        KnowledgeUKF.create("pack-only fact", "from the pack").to_json() + "\n"
+    )
+    extracted = tmp_path / "extracted.jsonl"
+    extracted.write_text(KnowledgeUKF.create("extracted fact", "from a document").to_json() + "\n")
+    workspace = AgentWorkspace(
+        embedder=HashingEmbedder(), knowledge_pack=False, knowledge_files=(extracted,)
+    )
+    imports = []
+    store_import = workspace.store.import_jsonl
+    workspace.store.import_jsonl = lambda path: imports.append(path) or store_import(path)
+    for name in ("one", "two", "one"):  # imported after the first database only
+        workspace.prepare(name, f"sqlite:///{folder / name}.sqlite")
+    assert imports == [extracted]
+    names = [e.name for e in workspace.store.iterate()]
+    assert "extracted fact" in names and "pack-only fact" not in names
+    workspace.close()
+    if not GEOQUERY.is_file():
+        pytest.skip("GeoQuery not found")
+    argv = ["run", "--dataset", "geoquery", "--system", "gold", "--split", "test", "--limit", "1"]
+    out = tmp_path / "out"
+    assert bench_main([*argv, "--knowledge", str(extracted), "--out", str(out)]) == 0
+    assert json.loads((out / "run.json").read_text())["knowledge"] == [str(extracted)]
 
 
 @pytest.mark.slow
