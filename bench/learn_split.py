@@ -84,6 +84,22 @@ def rest_of(full: Dataset, asked: Dataset, limit: int | None = None) -> list[Exa
     return _first(rest, limit)
 
 
+def check_unasked(revealed: list[Example], asked: Dataset, args: argparse.Namespace) -> None:
+    """Refuse to reveal the gold SQL of a question that is then asked (its answer would be
+    in the store): a named split that overlaps the asked sample (``--split`` left out, or the
+    same split). Unlabeled questions reveal no SQL and may overlap."""
+    if args.learn_unlabeled:
+        return
+    both = sorted({e.id for e in revealed} & {e.id for e in asked.examples})
+    if both:
+        raise ValueError(
+            f"--learn-split {args.learn_split} reveals the gold SQL of {len(both)} asked"
+            f" question(s) ({', '.join(both[:5])}{', ...' if len(both) > 5 else ''}): ask"
+            f" another split (--split), or reveal the questions not asked (--learn-split"
+            f" {REST_SPLIT})"
+        )
+
+
 def learn_split(
     system: System, revealed: list[Example], args: argparse.Namespace, out_dir: Path
 ) -> dict[str, Any]:
