@@ -157,13 +157,21 @@ def get_student(data_dir: Path, name: str) -> Student:
     folder = students_dir(data_dir) / check_name(name)
     path = folder / MANIFEST_FILE
     if not path.is_file():
-        known = [s.name for s in list_students(data_dir)]
+        known = _registered_names(data_dir)
         raise StudentError(
             f"no student {name!r} is registered in {students_dir(data_dir)} "
             f"(registered: {known or 'none'}); register one with "
             f"`almanac distill register RUN --name {name}`"
         )
     return Student(name, folder, _read_json(path))
+
+
+def _registered_names(data_dir: Path) -> list[str]:
+    """The names with a manifest, none read (another student's bad manifest is not this)."""
+    root = students_dir(data_dir)
+    if not root.is_dir():
+        return []
+    return sorted(f.name for f in root.iterdir() if (f / MANIFEST_FILE).is_file())
 
 
 def list_students(data_dir: Path) -> list[Student]:

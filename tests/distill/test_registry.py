@@ -264,3 +264,13 @@ def test_a_gguf_given_apart_from_the_run_is_not_described_by_the_runs_export(tmp
     assert manifest["sha256"] == hashlib.sha256(b"GGUF another export").hexdigest()
     own = register(run, tmp_path / "data", name="s3").manifest["export"]
     assert own["dtype"] == "f16" and own["gguf"] == str(run / "export" / "student.gguf")
+
+
+def test_an_unknown_student_is_named_even_beside_a_broken_manifest(tmp_path):
+    data = tmp_path / "data"
+    broken = register(fake_run(tmp_path), data, name="s1")
+    (broken.folder / "manifest.json").write_text("{not json")
+    with pytest.raises(StudentError, match=r"no student 'nope' is registered.*\['s1'\]"):
+        get_student(data, "nope")
+    with pytest.raises(StudentError, match="not readable JSON"):
+        get_student(data, "s1")  # its own broken manifest is reported as such
