@@ -105,6 +105,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["learn_unlabeled"] = True
     if args.learn_limit is not None:
         manifest["learn_limit"] = args.learn_limit
+    if args.learn_split == REST_SPLIT:  # since same-SQL paraphrases are held back
+        manifest["rest"] = "the questions not asked, without same-SQL paraphrases of the asked"
     if args.no_knowledge_pack:
         manifest["knowledge_pack"] = False
     if args.knowledge:  # only then, as above

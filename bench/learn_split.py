@@ -77,11 +77,25 @@ def revealed_examples(full: Dataset, args: argparse.Namespace) -> list[Example]:
 def rest_of(full: Dataset, asked: Dataset, limit: int | None = None) -> list[Example]:
     """``--learn-split rest``: every question of the databases asked about that is not
     asked itself (per-database streams of the other questions, e.g. Spider dev), the first
-    ``limit`` of them when given."""
+    ``limit`` of them when given. A paraphrase of an asked question, one whose gold SQL is
+    the asked one's (Spider dev pairs most questions so), is not revealed: it would hand the
+    asked question its answer."""
     asked_ids = {e.id for e in asked.examples}
     databases = {e.database for e in asked.examples}
-    rest = [e for e in full.examples if e.database in databases and e.id not in asked_ids]
+    answers = {(e.database, _plain_sql(sql)) for e in asked.examples for sql in e.gold_sql}
+    rest = [
+        e
+        for e in full.examples
+        if e.database in databases
+        and e.id not in asked_ids
+        and not any((e.database, _plain_sql(sql)) in answers for sql in e.gold_sql)
+    ]
     return _first(rest, limit)
+
+
+def _plain_sql(sql: str) -> str:
+    """``sql`` compared as text: lower case, one space between words, no final ``;``."""
+    return " ".join(sql.lower().split()).rstrip("; ")
 
 
 def check_unasked(revealed: list[Example], asked: Dataset, args: argparse.Namespace) -> None:

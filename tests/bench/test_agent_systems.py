@@ -132,3 +132,23 @@ def test_learn_split_rest_reveals_the_questions_not_asked(tmp_path, monkeypatch)
     assert len(asked_ids) == 6 and revealed
     assert not asked_ids & {e.id for e in revealed}
     assert {e.database for e in revealed} == {r["database"] for r in asked}
+
+
+def test_learn_split_rest_holds_back_same_sql_paraphrases_of_the_asked(tmp_path):
+    """Spider dev pairs paraphrases under one gold SQL: revealing one would answer the other."""
+    from bench.learn_split import rest_of
+
+    spider = load_dataset("spider_dev")
+    asked = stratified_sample(spider, 30)
+    revealed = rest_of(spider, asked)
+
+    def plain(sql):
+        return " ".join(sql.lower().split()).rstrip("; ")
+
+    answers = {(e.database, plain(e.canonical_sql)) for e in asked.examples}
+    assert revealed and not any((e.database, plain(e.canonical_sql)) in answers for e in revealed)
+    # a paraphrase exists for most asked questions: they were held back, not absent
+    others = [e for e in spider.examples if e.id not in {a.id for a in asked.examples}]
+    paraphrases = [e for e in others if (e.database, plain(e.canonical_sql)) in answers]
+    assert len(paraphrases) >= 10
+    assert {e.id for e in revealed}.isdisjoint({e.id for e in paraphrases})
