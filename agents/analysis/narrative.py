@@ -245,8 +245,18 @@ def _supporting(
     ]
     if holding:
         return holding
-    # every number is the tools' or the question's: cite what the tools computed on
-    return [f.evidence for f in facts if f.evidence in by_id][:1] or list(by_id)[:1]
+    # no query's rows hold them: the computed facts whose numbers do, cited by the query
+    # they were computed on (numbers only the question holds support no citation)
+    computed = [
+        f.evidence
+        for f in facts
+        if f.evidence in by_id
+        and any(
+            unsupported_number(written, known_numbers(f.numbers())) is None
+            for written, _, _ in stated
+        )
+    ]
+    return list(dict.fromkeys(computed))
 
 
 def _shown(item: Evidence) -> dict[str, Any]:

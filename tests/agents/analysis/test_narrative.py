@@ -204,3 +204,14 @@ def test_the_prompt_says_when_a_query_gave_no_value_and_shortens_long_cells():
     assert "no value (every cell is NULL)" in prompt and "None" not in prompt
     assert "x" * 57 + "..." in prompt and "x" * 61 not in prompt
     assert "at most 4 findings" in prompt
+
+
+def test_a_finding_whose_numbers_only_the_question_holds_cites_nothing_and_is_dropped():
+    findings = [
+        {"text": "The 3 regions were compared.", "evidence": []},  # 3: the question's only
+        {"text": "East fell by 58.", "evidence": []},  # 58: a computed fact on q1
+    ]
+    llm = ScriptedLLM([reply(findings, short="East fell.")])
+    narrative = write_narrative("Compare the 3 regions", "diagnostic", EVIDENCE, facts(), llm)
+    assert [(f.text, f.evidence) for f in narrative.findings] == [("East fell by 58.", ["q1"])]
+    assert [d.reason for d in narrative.dropped] == ["cites no evidence"]
