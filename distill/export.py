@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -70,24 +71,32 @@ def write_gguf(model_dir: Path, out_file: Path, *, dtype: str = "f16") -> Path:
     layers = int(config["num_hidden_layers"])
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, layers)
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    writer = gguf.GGUFWriter(str(out_file), ARCH)
-    _add_hparams(writer, config, model_dir.name, dtype)
-    _add_tokenizer(writer, model_dir, int(config["vocab_size"]))
-    tied = bool(config.get("tie_word_embeddings"))
-    for name, tensor in model.state_dict().items():
-        if name == "lm_head.weight" and tied:
-            continue
-        target = names.get_name(name, try_suffixes=(".weight", ".bias"))
-        if target is None:
-            raise ExportError(f"{model_dir}: no GGUF name for tensor {name}")
-        data = tensor.detach().to(torch.float32).numpy()
-        if dtype == "f16" and data.ndim == 2:
-            data = data.astype(np.float16)
-        writer.add_tensor(target, data)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    # written beside and renamed over: a crash leaves no half-written GGUF at ``out_file``, and
+    # a student registered with --link (the same inode) keeps its bytes
+    partial = out_file.with_name(out_file.name + ".partial")
+    try:
+        writer = gguf.GGUFWriter(str(partial), ARCH)
+        _add_hparams(writer, config, model_dir.name, dtype)
+        _add_tokenizer(writer, model_dir, int(config["vocab_size"]))
+        tied = bool(config.get("tie_word_embeddings"))
+        for name, tensor in model.state_dict().items():
+            if name == "lm_head.weight" and tied:
+                continue
+            target = names.get_name(name, try_suffixes=(".weight", ".bias"))
+            if target is None:
+                raise ExportError(f"{model_dir}: no GGUF name for tensor {name}")
+            data = tensor.detach().to(torch.float32).numpy()
+            if dtype == "f16" and data.ndim == 2:
+                data = data.astype(np.float16)
+            writer.add_tensor(target, data)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, out_file)
     log.info("wrote %s", out_file)
     return out_file
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +108,22 @@ def test_the_exported_gguf_loads_in_llama_cpp_and_answers(trained, tmp_path: Pat
         messages, max_tokens=8, temperature=0.0, reply_prefix=SQL_FENCE, stop=[FENCE_END]
     )
     assert reply.text.startswith(SQL_FENCE) and reply.completion_tokens >= 1
+
+
+def test_an_export_over_an_earlier_one_replaces_the_file_and_spares_its_links(
+    trained, tmp_path: Path
+):
+    """The GGUF is written beside and renamed over: a hard link to the earlier export (a
+    student registered with --link) keeps its bytes; nothing partial is left."""
+    config, _ = trained
+    first = export(config.output_dir / "final", config.base_model, tmp_path, dtype="f32")
+    linked = tmp_path / "registered.gguf"
+    os.link(first, linked)
+    before = linked.read_bytes()
+    second = export(config.output_dir / "final", config.base_model, tmp_path, dtype="f16")
+    assert second == first and second.stat().st_ino != linked.stat().st_ino
+    assert linked.read_bytes() == before and second.read_bytes() != before
+    assert not list(tmp_path.glob("*.partial"))
 
 
 def test_the_cli_trains_from_a_yaml_config_and_exports(trained, tmp_path: Path, capsys):
