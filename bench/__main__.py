@@ -36,7 +36,7 @@ from bench.learn_split import (
 )
 from bench.report import alternative_lines, mean_scores, timeout_line, write_report
 from bench.run import MiningSystem, RunConfig, Runner, write_run_manifest
-from bench.sampling import stratified_sample
+from bench.sampling import shuffled, stratified_sample
 from bench.stream_mining import StreamMiningOptions
 from bench.synthesis import write_synthesis
 from bench.systems import System, make_system
@@ -54,6 +54,8 @@ def run_command(args: argparse.Namespace) -> int:
         dataset = dataset.filter(split=args.split, limit=args.limit, exclude_ids=hidden)
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
+    if args.shuffle is not None:
+        dataset = shuffled(dataset, args.shuffle)
     if args.learn_split == REST_SPLIT:
         revealed = rest_of(full, dataset, args.learn_limit)
     check_unasked(revealed, dataset, args)
@@ -105,6 +107,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["learn_unlabeled"] = True
     if args.learn_limit is not None:
         manifest["learn_limit"] = args.learn_limit
+    if args.shuffle is not None:  # only then, as below
+        manifest["shuffle"] = args.shuffle
     if args.learn_split == REST_SPLIT:  # since same-SQL paraphrases are held back
         manifest["rest"] = "the questions not asked, without same-SQL paraphrases of the asked"
     if args.no_knowledge_pack:

@@ -114,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
         " (python -m bench.extract_documents --export FILE) with --no-knowledge-pack",
     )
     run.add_argument(
+        "--shuffle",
+        type=int,
+        metavar="SEED",
+        help="ask the questions in a seeded random order (a stream that does not follow the"
+        " file's grouping of question templates: GeoQuery lists its rare compound questions last)",
+    )
+    run.add_argument(
         "--stratify",
         type=int,
         metavar="N",

@@ -41,3 +41,12 @@ def stratified_sample(dataset: Dataset, size: int, *, seed: int = 0) -> Dataset:
                     taken += 1
     examples = [e for e in dataset.examples if e.id in chosen]
     return Dataset(f"{dataset.name}", examples, dict(dataset.databases))
+
+
+def shuffled(dataset: Dataset, seed: int) -> Dataset:
+    """``dataset``'s examples in a seeded random order: a stream that does not follow the
+    file's grouping of question templates (GeoQuery lists its questions by template, the rare
+    compound ones last, so the file's order makes the end of a stream harder than its start)."""
+    examples = list(dataset.examples)
+    random.Random(seed).shuffle(examples)
+    return Dataset(dataset.name, examples, dict(dataset.databases))

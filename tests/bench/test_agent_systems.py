@@ -152,3 +152,18 @@ def test_learn_split_rest_holds_back_same_sql_paraphrases_of_the_asked(tmp_path)
     paraphrases = [e for e in others if (e.database, plain(e.canonical_sql)) in answers]
     assert len(paraphrases) >= 10
     assert {e.id for e in revealed}.isdisjoint({e.id for e in paraphrases})
+
+
+def test_shuffle_asks_in_a_seeded_order_and_records_it(tmp_path):
+    """``--shuffle SEED``: a stream in a seeded random order, the same for the same seed."""
+    orders = []
+    for out in ("a", "b"):
+        argv = ["run", "--dataset", "geoquery", "--system", "gold", "--split", "train"]
+        argv += ["--limit", "12", "--shuffle", "3", "--out", str(tmp_path / out)]
+        assert bench_main(argv) == 0
+        rows = [json.loads(line) for line in (tmp_path / out / "results.jsonl").open()]
+        orders.append([r["id"] for r in sorted(rows, key=lambda r: r["position"])])
+        assert json.loads((tmp_path / out / "run.json").read_text())["shuffle"] == 3
+    file_order = [e.id for e in load_dataset("geoquery").filter(split="train", limit=12).examples]
+    assert orders[0] == orders[1] and sorted(orders[0]) == sorted(file_order)
+    assert orders[0] != file_order
