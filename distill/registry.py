@@ -44,11 +44,13 @@ class StudentError(ValueError):
 
 @dataclass(frozen=True)
 class Student:
-    """A registered student: its name, GGUF file and manifest."""
+    """A registered student: its name, GGUF file and manifest (``error``: why the manifest
+    could not be read; the manifest is then empty)."""
 
     name: str
     folder: Path
     manifest: dict[str, Any]
+    error: str | None = None
 
     @property
     def gguf(self) -> Path:
@@ -175,15 +177,20 @@ def _registered_names(data_dir: Path) -> list[str]:
 
 
 def list_students(data_dir: Path) -> list[Student]:
-    """Every registered student, by name."""
+    """Every registered student, by name (one whose manifest is unreadable carries the
+    error)."""
     root = students_dir(data_dir)
     if not root.is_dir():
         return []
-    return [
-        Student(folder.name, folder, _read_json(folder / MANIFEST_FILE))
-        for folder in sorted(root.iterdir())
-        if (folder / MANIFEST_FILE).is_file()
-    ]
+    students = []
+    for folder in sorted(root.iterdir()):
+        if not (folder / MANIFEST_FILE).is_file():
+            continue
+        try:  # one unreadable manifest is listed as such, not the end of the list
+            students.append(Student(folder.name, folder, _read_json(folder / MANIFEST_FILE)))
+        except StudentError as exc:
+            students.append(Student(folder.name, folder, {}, error=str(exc)))
+    return students
 
 
 def verified_student(data_dir: Path, name: str) -> Path:

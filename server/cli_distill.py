@@ -235,6 +235,10 @@ def _list(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     failed = 0
     for student in students:
+        if student.error is not None:
+            print(f"{student.name:<24} UNREADABLE: {student.error}")
+            failed += 1
+            continue
         row = student.row()
         state = ""
         if args.verify:

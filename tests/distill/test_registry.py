@@ -139,6 +139,14 @@ def test_the_cli_registers_lists_and_verifies(tmp_path, capsys, monkeypatch):
     get_student(settings.data_dir, "s1").gguf.write_bytes(b"x" * len(PAYLOAD))
     assert run_distill_command(parse(["distill", "list", "--verify"]), settings) == 1
     assert "CORRUPT" in capsys.readouterr().out
+    # an unreadable manifest is one line of the list, not the end of it
+    register(fake_run(tmp_path / "other"), settings.data_dir, name="a0")
+    (get_student(settings.data_dir, "a0").folder / "manifest.json").write_text("{not json")
+    assert run_distill_command(parse(["distill", "list"]), settings) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("a0 ") and "UNREADABLE" in lines[0] and "manifest.json" in lines[0]
+    assert lines[1].startswith("s1 ")
+    assert [s.name for s in list_students(settings.data_dir)] == ["a0", "s1"]
 
 
 def test_register_refuses_a_run_without_an_export(tmp_path):
