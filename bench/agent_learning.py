@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from agents.answer import Answer
 from agents.learn.cot import CotReport, CotWriter, cot_experiences, profile_cot
-from agents.learn.gate import PipelineFactory
+from agents.learn.gate import PipelineFactory, pipeline_factory
 from agents.learn.synth import (
     QuestionWriter,
     SynthesisReport,
@@ -34,8 +34,6 @@ from bench.agent_workspace import AgentWorkspace
 from bench.datasets import Example
 from bench.stream_mining import MiningRound, StreamMiner, StreamMiningOptions
 from bench.systems import Prediction
-from indices.retriever import Retriever
-from kb.store import KnowledgeStore
 from ukf import BaseUKF, ExperienceUKF
 
 
@@ -142,18 +140,7 @@ class AlmanacLearning:
     def _gate_pipelines(self, database_name: str) -> PipelineFactory:
         """The gate's pipelines on database ``database_name``, built as :meth:`pipeline`."""
         database = self.workspace.databases[database_name]
-
-        def build(store: KnowledgeStore, retriever: Callable[[], Retriever]) -> Pipeline:
-            return Pipeline(
-                store=store,
-                retriever=retriever,
-                database=database,
-                database_name=database_name,
-                tiers=self.tiers(),
-                options=self.pipeline_options(),
-            )
-
-        return build
+        return pipeline_factory(self.tiers(), database, database_name, self.pipeline_options())
 
     def observe(self, example: Example, prediction: Prediction, gold_revealed: bool) -> None:
         """Labeled: store the question with its gold SQL (a labeled experience). Unlabeled:

@@ -17,17 +17,15 @@ run it (:class:`agents.learn.gate.RegressionGate` does the measuring).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from agents.learn.gate import GateOptions, GateReport, Progress, RegressionGate
+from agents.learn.gate import GateOptions, GateReport, Progress, RegressionGate, pipeline_factory
 from agents.learn.mine.labeled import labeled_experiences
 from agents.llm.base import Cancellation
-from agents.pipeline import ModelTier, Pipeline
+from agents.pipeline import ModelTier
 from agents.pipeline_options import PipelineOptions
 from bench.metrics.exact import execution_accuracy
 from indices.embeddings import Embedder
-from indices.retriever import Retriever
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from ukf import BaseUKF, ExperienceUKF
@@ -51,27 +49,6 @@ def held_sample(
     ]
     found.sort(key=lambda e: hashlib.sha256(e.id.encode()).hexdigest())
     return found[:size]
-
-
-def pipeline_factory(
-    tiers: list[ModelTier],
-    database: Database,
-    database_name: str,
-    options: PipelineOptions | None = None,
-) -> Callable[[KnowledgeStore, Any], Pipeline]:
-    """``(scratch store, its retriever) -> Pipeline`` as the ask path builds it."""
-
-    def build(store: KnowledgeStore, retriever: Callable[[], Retriever]) -> Pipeline:
-        return Pipeline(
-            store=store,
-            retriever=retriever,
-            database=database,
-            database_name=database_name,
-            tiers=tiers,
-            options=options,
-        )
-
-    return build
 
 
 def run_gate(
