@@ -11,12 +11,10 @@ import numpy as np
 import pytest
 
 from distill.config import LoraSettings, TrainConfig
-from distill.dataset import DatasetOptions, build_dataset
 from distill.export import export
-from distill.split import SplitRule
 from distill.train import TrainResult, train
 from tests.distill.conftest import DB, experiences, spider_store
-from tests.distill.tiny import tiny_student
+from tests.distill.tiny import tiny_run_config
 
 pytestmark = pytest.mark.slow
 
@@ -25,16 +23,11 @@ pytestmark = pytest.mark.slow
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainConfig, TrainResult]:
     root = tmp_path_factory.mktemp("loop")
     built = spider_store(root / "store", experiences())
-    options = DatasetOptions(split=SplitRule(validation_share=0.2))
-    build_dataset(built.store, {DB: built.database}, built.retriever, root / "data", options)
-    built.database.close()
-    rows = [json.loads(x) for x in (root / "data" / "train.jsonl").read_text().splitlines()]
-    texts = [m["content"] for r in rows for m in r["messages"]] + [r["target"] for r in rows]
-    base = tiny_student(root / "base", texts)
-    config = TrainConfig(
-        base_model=base,
-        data=root / "data",
-        output_dir=root / "run",
+    config = tiny_run_config(
+        root,
+        built.store,
+        {DB: built.database},
+        built.retriever,
         lora=LoraSettings(rank=8, alpha=16, dropout=0.0),
         learning_rate=1e-2,
         max_steps=8,
@@ -42,6 +35,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainConfig, Trai
         save_steps=4,
         max_seq_len=2048,
     )
+    built.database.close()
     return config, train(config)
 
 

@@ -7,16 +7,13 @@ which answers."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from agents.pipeline import AskOptions, ModelTier, Pipeline
-from distill.config import LoraSettings, TrainConfig
-from distill.dataset import DatasetOptions, build_dataset
+from distill.config import LoraSettings
 from distill.registry import get_student
-from distill.split import SplitRule
 from distill.train import train
 from server.cli_distill import run_distill_command
 from server.llm_factory import LLMTiers
@@ -24,22 +21,18 @@ from server.metrics import Metrics
 from server.settings import Settings
 from tests.distill.conftest import DB
 from tests.distill.test_cli_jobs import parse
-from tests.distill.tiny import tiny_student
+from tests.distill.tiny import tiny_run_config
 
 pytestmark = pytest.mark.slow  # the 0.5B answers the escalated question (~30 s on 2 cores)
 
 
 def trained_run(concert, root: Path) -> tuple[Path, Path]:
     """(run directory, base model folder) of a 4-step LoRA run on the tiny student."""
-    options = DatasetOptions(split=SplitRule(validation_share=0.2))
-    build_dataset(concert.store, {DB: concert.database}, concert.retriever, root / "data", options)
-    rows = [json.loads(x) for x in (root / "data" / "train.jsonl").read_text().splitlines()]
-    texts = [m["content"] for r in rows for m in r["messages"]] + [r["target"] for r in rows]
-    base = tiny_student(root / "base", texts)
-    config = TrainConfig(
-        base_model=base,
-        data=root / "data",
-        output_dir=root / "run",
+    config = tiny_run_config(
+        root,
+        concert.store,
+        {DB: concert.database},
+        concert.retriever,
         lora=LoraSettings(rank=4, alpha=8, dropout=0.0),
         learning_rate=1e-2,
         max_steps=4,
@@ -47,7 +40,7 @@ def trained_run(concert, root: Path) -> tuple[Path, Path]:
         max_seq_len=2048,
     )
     assert train(config).steps == 4
-    return config.output_dir, base
+    return config.output_dir, config.base_model
 
 
 def test_a_registered_student_is_the_first_tier_of_a_cascade(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 CHATML = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
@@ -64,3 +65,23 @@ def tiny_student(folder: Path, texts: Iterable[str], vocab_size: int = 1024) -> 
     Qwen2ForCausalLM(config).save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     return folder
+
+
+def tiny_run_config(
+    root: Path, store: Any, databases: dict[str, Any], retriever: Any, **train: Any
+):
+    """A dataset built from ``store`` into ``root/data`` (a fifth for validation), the tiny
+    student trained on its texts into ``root/base``, and the :class:`TrainConfig` of a run in
+    ``root/run`` with ``train``'s settings."""
+    import json
+
+    from distill.config import TrainConfig
+    from distill.dataset import DatasetOptions, build_dataset
+    from distill.split import SplitRule
+
+    options = DatasetOptions(split=SplitRule(validation_share=0.2))
+    build_dataset(store, databases, retriever, root / "data", options)
+    rows = [json.loads(x) for x in (root / "data" / "train.jsonl").read_text().splitlines()]
+    texts = [m["content"] for r in rows for m in r["messages"]] + [r["target"] for r in rows]
+    base = tiny_student(root / "base", texts)
+    return TrainConfig(base_model=base, data=root / "data", output_dir=root / "run", **train)
