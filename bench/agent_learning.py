@@ -19,8 +19,9 @@ from typing import Any
 from tqdm import tqdm
 
 from agents.answer import Answer
+from agents.gate_pipeline import pipeline_factory
 from agents.learn.cot import CotReport, CotWriter, cot_experiences, profile_cot
-from agents.learn.gate import PipelineFactory, pipeline_factory
+from agents.learn.gate import PipelineFactory
 from agents.learn.synth import (
     QuestionWriter,
     SynthesisReport,

@@ -19,7 +19,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from agents.learn.gate import GateOptions, GateReport, Progress, RegressionGate, pipeline_factory
+from agents.gate_pipeline import pipeline_factory
+from agents.learn.gate import GateOptions, GateReport, Progress, RegressionGate
 from agents.learn.mine.labeled import labeled_experiences
 from agents.llm.base import Cancellation
 from agents.pipeline import ModelTier

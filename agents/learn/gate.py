@@ -94,29 +94,6 @@ class AskingPipeline(Protocol):
 PipelineFactory = Callable[[KnowledgeStore, Callable[[], Retriever]], AskingPipeline]
 
 
-def pipeline_factory(
-    tiers: Sequence[Any],
-    database: Database,
-    database_name: str,
-    options: Any = None,
-) -> PipelineFactory:
-    """``(scratch store, its retriever) -> Pipeline`` on ``database`` as the ask path builds
-    it (``tiers``: :class:`agents.pipeline.ModelTier`; ``options``: its ``PipelineOptions``)."""
-    from agents.pipeline import Pipeline  # the pipeline imports agents.learn: not at import
-
-    def build(store: KnowledgeStore, retriever: Callable[[], Retriever]) -> AskingPipeline:
-        return Pipeline(
-            store=store,
-            retriever=retriever,
-            database=database,
-            database_name=database_name,
-            tiers=list(tiers),
-            options=options,
-        )
-
-    return build
-
-
 class GateCancelled(Exception):
     """The gate's cancellation was set; decisions made so far are written."""
 
