@@ -12,8 +12,9 @@ nor this machine). Tensor names come from ``gguf``'s own mapping
 unpermuted, as llama.cpp's converter does; norms stay F32 and the matrices are written as
 ``dtype`` (F16 by default; F32 for exactness). The tokenizer (byte-level BPE: tokens,
 merges, special ids, chat template) is read from the model folder's ``tokenizer.json``; the
-vocabulary is padded with unused tokens up to the model's ``vocab_size``. Quantising further
-(Q4_K_M) is llama.cpp's ``llama-quantize`` on the F16 file.
+vocabulary is padded with unused tokens up to the model's ``vocab_size``. ``export(...,
+quantize="q4_k_m")`` then quantises the F16 file with llama.cpp's own quantiser
+(:mod:`distill.quantize`), as the packaged models are.
 """
 
 from __future__ import annotations
@@ -175,10 +176,35 @@ def _tokenizer_settings(model_dir: Path) -> dict[str, Any]:
     return settings
 
 
-def export(run_adapter: Path, base_model: Path, out_dir: Path, *, dtype: str = "f16") -> Path:
-    """Merge (:func:`merge_adapter`) into ``out_dir/hf`` and write ``out_dir/student.gguf``."""
+def export(
+    run_adapter: Path,
+    base_model: Path,
+    out_dir: Path,
+    *,
+    dtype: str = "f16",
+    quantize: str | None = None,
+) -> Path:
+    """Merge (:func:`merge_adapter`) into ``out_dir/hf`` and write ``out_dir/student.gguf``:
+    ``dtype``, or quantised to ``quantize`` (:data:`distill.quantize.QUANT_TYPES`) from an
+    intermediate ``student.<dtype>.gguf`` that is removed afterwards."""
+    if quantize is not None:
+        from distill.quantize import QUANT_TYPES, QuantizeError
+
+        if quantize not in QUANT_TYPES:  # before the merge, not after minutes of it
+            raise QuantizeError(
+                f"quantisation must be one of {sorted(QUANT_TYPES)}, not {quantize!r}"
+            )
     merged = merge_adapter(run_adapter, base_model, out_dir / "hf")
-    gguf_path = write_gguf(merged, out_dir / "student.gguf", dtype=dtype)
+    if quantize is None:
+        gguf_path = write_gguf(merged, out_dir / "student.gguf", dtype=dtype)
+    else:
+        from distill.quantize import quantize_gguf
+
+        full = write_gguf(merged, out_dir / f"student.{dtype}.gguf", dtype=dtype)
+        try:
+            gguf_path = quantize_gguf(full, out_dir / "student.gguf", quantize)
+        finally:
+            full.unlink(missing_ok=True)
     if not gguf_path.is_file():  # pragma: no cover - GGUFWriter raises on failure
         raise ExportError(f"no GGUF written to {gguf_path}")
     shutil.copyfile(merged / "config.json", out_dir / "config.json")

@@ -217,6 +217,7 @@ def _trainer(
         bf16=config.bf16(device),
         use_cpu=device == "cpu",
         max_length=config.max_seq_len,
+        gradient_checkpointing=config.gradient_checkpointing,
         completion_only_loss=True,
         report_to=[],
         seed=config.seed,

@@ -9,10 +9,11 @@ almanac distill data --out DIR [--db URL] [--name NAME] [--validation-share F]
 almanac distill train CONFIG [--no-resume] [--max-steps N] [--device auto|cpu|cuda]
     Fine-tunes as the YAML/TOML config says (:mod:`distill.config`), resuming from the run's
     last checkpoint; prints one line per step (loss, ETA) and the result as JSON.
-almanac distill export ADAPTER --base MODEL_DIR --out DIR [--dtype f16|f32] [--register NAME]
-                       [--replace]
+almanac distill export ADAPTER --base MODEL_DIR --out DIR [--dtype f16|f32] [--quantize Q]
+                       [--register NAME] [--replace]
     Merges the run's adapter (``RUN/final`` or a checkpoint) into the base and writes
-    ``DIR/hf`` and ``DIR/student.gguf`` (:mod:`distill.export`); an adapter of a training run
+    ``DIR/hf`` and ``DIR/student.gguf`` (:mod:`distill.export`; ``--quantize q4_k_m`` as the
+    packaged models are, :mod:`distill.quantize`); an adapter of a training run
     records the GGUF in ``RUN/export.json`` for ``eval`` (and, with ``--register``, registers
     it as ``register`` does: a student of that name is replaced only with ``--replace``).
 almanac distill register RUN [--name NAME] [--gguf FILE] [--replace] [--link]
@@ -43,6 +44,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from distill.quantize import QUANT_TYPES
 from server.settings import Settings
 
 DISTILL_COMMANDS = frozenset({"distill"})
@@ -69,6 +71,11 @@ def add_distill_commands(commands: Any) -> None:
     export.add_argument("--base", type=Path, required=True, help="the base model folder")
     export.add_argument("--out", type=Path, required=True)
     export.add_argument("--dtype", choices=["f16", "f32"], default="f16")
+    export.add_argument(
+        "--quantize",
+        choices=sorted(QUANT_TYPES),
+        help="quantise the GGUF with llama.cpp (the packaged models are q4_k_m)",
+    )
     export.add_argument("--register", metavar="NAME", help="register the student as NAME")
     export.add_argument("--replace", action="store_true", help="--register: overwrite NAME")
     register = actions.add_parser("register", help="register a run's student for a tier")
@@ -190,11 +197,12 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     # the GGUF writer writes in place: a new file, not the old one's bytes, which a student
     # registered with --link shares (and a server may have mapped)
     (args.out / STUDENT_FILE).unlink(missing_ok=True)
-    path = export(args.adapter, args.base, args.out, dtype=args.dtype)
+    path = export(args.adapter, args.base, args.out, dtype=args.dtype, quantize=args.quantize)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) and {args.out / 'hf'}")
     run = run_of_adapter(args.adapter)
     if run is not None:
-        print(f"recorded in {record_export(run, path, adapter=args.adapter, dtype=args.dtype)}")
+        kind = args.quantize or args.dtype
+        print(f"recorded in {record_export(run, path, adapter=args.adapter, dtype=kind)}")
     if args.register:
         from distill.registry import register
 

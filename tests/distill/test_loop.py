@@ -141,3 +141,34 @@ def test_the_cli_trains_from_a_yaml_config_and_exports(trained, tmp_path: Path, 
     assert run_distill_command(parse(argv), None) == 0
     assert "student.gguf" in capsys.readouterr().out
     assert (tmp_path / "out" / "student.gguf").stat().st_size > 100_000
+
+
+def test_a_quantised_export_is_smaller_loads_and_leaves_no_intermediate(trained, tmp_path):
+    """``quantize="q8_0"``: llama.cpp's quantiser writes ``student.gguf`` from the F16 file,
+    which is removed; the file says Q8_0 and answers in llama.cpp."""
+    import gguf
+    import llama_cpp
+
+    from agents.llm.llamacpp import LlamaCppLLM
+
+    config, _ = trained
+    full = export(config.output_dir / "final", config.base_model, tmp_path / "f16")
+    small = export(config.output_dir / "final", config.base_model, tmp_path, quantize="q8_0")
+    assert small == tmp_path / "student.gguf" and small.stat().st_size < full.stat().st_size
+    assert sorted(p.name for p in tmp_path.glob("*.gguf*")) == ["student.gguf"]
+    field = gguf.GGUFReader(str(small)).fields["general.file_type"]
+    assert int(field.parts[field.data[0]][0]) == llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+    llm = LlamaCppLLM(str(small), n_ctx=512, n_threads=2, seed=1)
+    reply = llm.chat([{"role": "user", "content": "How many singers?"}], max_tokens=4)
+    assert reply.completion_tokens >= 1
+
+
+def test_an_unknown_quantisation_is_refused_before_the_merge(trained, tmp_path: Path):
+    from distill.quantize import QuantizeError, quantize_gguf
+
+    config, _ = trained
+    with pytest.raises(QuantizeError, match="'q3_x'"):
+        export(config.output_dir / "final", config.base_model, tmp_path, quantize="q3_x")
+    assert not (tmp_path / "hf").exists()
+    with pytest.raises(QuantizeError, match="no GGUF to quantise at .*missing.gguf"):
+        quantize_gguf(tmp_path / "missing.gguf", tmp_path / "out.gguf", "q8_0")

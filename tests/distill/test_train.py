@@ -45,3 +45,20 @@ def test_full_fine_tuning_saves_a_whole_model(tmp_path: Path):
     assert result.steps == 2 and result.eval_loss is None
     final = tmp_path / "run" / "final"
     assert (final / "model.safetensors").is_file() and not (final / "adapter_config.json").exists()
+
+
+def test_gradient_checkpointing_is_on_unless_the_config_turns_it_off(tmp_path: Path):
+    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    rows = pairs([{"messages": MESSAGES, "target": TARGET}])
+    for setting in (True, False):
+        config = TrainConfig(
+            base_model=base,
+            data=tmp_path,
+            output_dir=tmp_path / "run",
+            max_steps=1,
+            gradient_checkpointing=setting,
+        )
+        trainer = _trainer(config, "cpu", tokenizer, rows, [], ProgressCallback(tmp_path / "m"))
+        assert trainer.args.gradient_checkpointing is setting
+    assert TrainConfig(base_model=base, data=tmp_path, output_dir=tmp_path).gradient_checkpointing
