@@ -170,5 +170,5 @@ def test_an_unknown_quantisation_is_refused_before_the_merge(trained, tmp_path: 
     with pytest.raises(QuantizeError, match="'q3_x'"):
         export(config.output_dir / "final", config.base_model, tmp_path, quantize="q3_x")
     assert not (tmp_path / "hf").exists()
-    with pytest.raises(QuantizeError, match="no GGUF to quantise at .*missing.gguf"):
+    with pytest.raises(QuantizeError, match=r"no GGUF to quantise at .*missing\.gguf"):
         quantize_gguf(tmp_path / "missing.gguf", tmp_path / "out.gguf", "q8_0")
