@@ -13,12 +13,21 @@ results agree, with trust ``unlabeled``) and activates them:
 - **without the gate**: every new candidate is activated at once (nothing measured);
 - **with the gate** (:class:`agents.learn.gate.RegressionGate`): per mining round and
   database, the held set is the labeled experiences of that database already observed that
-  no candidate of the round was mined from (at most ``gate_held``, in the SHA-256 order of
-  their ids, as ``server.mine_gate`` picks them); a round with no such experience (a first
-  round where every question seen gave a candidate) keeps its candidates waiting and they are
-  gated at the next round, against the experiences observed since. After ``--learn-split``
-  the gate's held set is taken out of the revealed questions before mining (they are
-  revealed as worked examples, not mined).
+  no candidate of the round was mined from, at most ``gate_held``, *targeted* as
+  ``server.mine_gate`` picks them (:func:`agents.learn.gate_held.held_set`): first the
+  questions that say a candidate's phrase, round-robin over the candidates, then the others
+  in the SHA-256 order of their ids. Each gate run records how many held questions were
+  targeted (``targeted``: with none, the gate could not measure what the candidates change).
+  A round with no such experience (a first round where every question seen gave a
+  candidate) keeps its candidates waiting and they are gated at the next round, against the
+  experiences observed since. After ``--learn-split`` every revealed question is mined, as
+  without the gate: nothing is held out of mining beforehand, since the held set leaves out
+  every candidate's sources (the union of the experiences that gave it) and the gate hides
+  its held questions from retrieval, so a candidate is never judged on the question it came
+  from nor on its worked example; and the gated and ungated runs then mine the same
+  candidates, so they differ by the gate's decisions alone (a held-out pool chosen before
+  mining was random, hence rarely saying a candidate's phrase, and took its questions out of
+  mining).
   The gate asks the held questions with the system's own models: that is its cost, recorded
   per round (``gate_seconds``, questions asked, LLM calls where known).
 
@@ -29,7 +38,6 @@ without a background thread, so each retrieval first applies the store's writes.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections import defaultdict
@@ -38,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agents.learn.gate import GateOptions, PipelineFactory, RegressionGate
+from agents.learn.gate_held import HeldSet, held_set
 from agents.learn.mine import activate, candidates, mine_labeled
 from agents.learn.mine.labeled import MiningReport, labeled_experiences
 from agents.learn.mine.unlabeled import VoteAsker, VoteThresholds, mine_unlabeled
@@ -85,6 +94,7 @@ class GateRun:
     database: str
     candidates: int
     held: int
+    targeted: int  # held questions saying a candidate's phrase (0: nothing relevant measured)
     baseline_ex: float
     final_ex: float
     activated: int
@@ -104,7 +114,6 @@ class MiningRound:
     after_question: int  # questions of the run seen before the round
     job_id: str
     experiences: int = 0  # observed since the last round and mined
-    held_out: int = 0  # revealed but kept for the gate (after --learn-split)
     mined_experiences: int = 0
     skipped: int = 0
     mined: dict[str, int] = field(default_factory=dict)  # entries by kind
@@ -169,10 +178,7 @@ class StreamMiner:
         self.rounds += 1
         job_id = f"stream-{self.rounds}"
         todo, self._observed = self._observed, []
-        held_out: list[ExperienceUKF] = []
-        if self.options.gate and phase == "learn-split":
-            todo, held_out = self._hold_out(todo)
-        record = MiningRound(self.rounds, phase, after_question, job_id, held_out=len(held_out))
+        record = MiningRound(self.rounds, phase, after_question, job_id)
         labeled = [e for e in todo if e.labeled or e.verified]
         unlabeled = [e for e in todo if not (e.labeled or e.verified)]
         reports = []
@@ -233,21 +239,6 @@ class StreamMiner:
             if report.vote is not None:
                 record.vote = dict(report.vote)
 
-    def _hold_out(
-        self, revealed: list[ExperienceUKF]
-    ) -> tuple[list[ExperienceUKF], list[ExperienceUKF]]:
-        """(to mine, held for the gate): per database the first ``gate_held`` labeled
-        experiences in the SHA-256 order of their ids."""
-        by_database: dict[str, list[ExperienceUKF]] = defaultdict(list)
-        for experience in revealed:
-            if experience.labeled or experience.verified:
-                by_database[_database_of(experience)].append(experience)
-        held = set()
-        for group in by_database.values():
-            group.sort(key=lambda e: _order(e.id))
-            held |= {e.id for e in group[: self.options.gate_held]}
-        return [e for e in revealed if e.id not in held], [e for e in revealed if e.id in held]
-
     def _gate_waiting(self, record: MiningRound) -> None:
         """Gate every job's undecided candidates, oldest job first, per database."""
         still_waiting = []
@@ -269,11 +260,11 @@ class StreamMiner:
     def _gate(self, job_id: str, database: str, group: list[BaseUKF]) -> GateRun | None:
         target = self._targets().get(database)
         held = self._held(database, group)
-        if target is None or not held or self._factory is None:
+        if target is None or not held.experiences or self._factory is None:
             return None
         gate = RegressionGate(
             self._factory(database),
-            held,
+            held.experiences,
             target,
             embedder=self.embedder,
             options=GateOptions(batch_size=self.options.gate_batch),
@@ -285,6 +276,7 @@ class StreamMiner:
             database=database,
             candidates=len(group),
             held=report.held,
+            targeted=held.targeted,
             baseline_ex=round(report.baseline_ex, 4),
             final_ex=round(report.final_ex, 4),
             activated=len(report.activated),
@@ -295,22 +287,12 @@ class StreamMiner:
             seconds=round(report.seconds, 3),
         )
 
-    def _held(self, database: str, group: list[BaseUKF]) -> list[ExperienceUKF]:
+    def _held(self, database: str, group: list[BaseUKF]) -> HeldSet:
         """Labeled experiences of ``database`` observed so far that none of ``group`` was
-        mined from, in SHA-256 order of their ids, at most ``gate_held``."""
-        sources = {p for c in group for p in c.parents}
-        found = [
-            e
-            for e in labeled_experiences(self.store, database=database)
-            if e.id not in sources and e.sql
-        ]
-        found.sort(key=lambda e: _order(e.id))
-        return found[: self.options.gate_held]
+        mined from, at most ``gate_held``, those saying a candidate's phrase first."""
+        found = [e for e in labeled_experiences(self.store, database=database) if e.sql]
+        return held_set(found, group, self.options.gate_held)
 
 
 def _database_of(entry: BaseUKF) -> str:
     return next(iter(entry.tag_values("DATABASE")), "")
-
-
-def _order(uid: str) -> str:
-    return hashlib.sha256(uid.encode()).hexdigest()

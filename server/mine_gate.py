@@ -1,10 +1,14 @@
 """The regression gate after a mining run, as the ``mine`` job and ``almanac mine --gate``
 run it (:class:`agents.learn.gate.RegressionGate` does the measuring).
 
-- **Held set**: verified experiences of the mined database that no candidate was mined from
-  (not among the candidates' ``parents``), at most ``size`` of them: a deterministic sample,
-  the first ``size`` in the order of a SHA-256 of their ids (a fixed pseudo-random order:
-  the same store gives the same held set, whatever order the experiences were written in).
+- **Held set** (:func:`agents.learn.gate_held.held_set`): verified experiences of the mined
+  database that no candidate was mined from (not among the candidates' ``parents``), at most
+  ``size`` of them, *targeted*: first the questions that say a candidate's phrase (its name,
+  synonyms, value; a join's tables), round-robin over the candidates, then the others; each
+  list in the order of a SHA-256 of the ids (a fixed pseudo-random order: the same store
+  gives the same held set, whatever order the experiences were written in). How many held
+  questions are targeted is logged and given to ``progress`` before the gate starts: with
+  none, the gate can only re-ask questions the candidates barely touch.
 - **Pipeline**: built as the server's ask path builds it (the ask tiers, the target, the
   pipeline options), on the gate's scratch copy; each LLM call is a background turn at the
   server's LLM gate (:class:`server.llm_factory.BackgroundLLM`), so questions keep priority.
@@ -16,11 +20,12 @@ run it (:class:`agents.learn.gate.RegressionGate` does the measuring).
 
 from __future__ import annotations
 
-import hashlib
+import logging
 from collections.abc import Sequence
 
 from agents.gate_pipeline import pipeline_factory
 from agents.learn.gate import GateOptions, GateReport, Progress, RegressionGate
+from agents.learn.gate_held import HeldSet, held_set
 from agents.learn.mine.labeled import labeled_experiences
 from agents.llm.base import Cancellation
 from agents.pipeline import ModelTier
@@ -29,7 +34,9 @@ from bench.metrics.exact import execution_accuracy
 from indices.embeddings import Embedder
 from kb.store import KnowledgeStore
 from kb.target.database import Database
-from ukf import BaseUKF, ExperienceUKF
+from ukf import BaseUKF
+
+log = logging.getLogger(__name__)
 
 GATE_ACTION = "mine.gate"
 """The audit action of the gate's decisions (one row for the activated, one for the rejected)."""
@@ -39,17 +46,11 @@ DEFAULT_BATCH = 8
 
 def held_sample(
     store: KnowledgeStore, database: str | None, candidates: Sequence[BaseUKF], size: int
-) -> list[ExperienceUKF]:
+) -> HeldSet:
     """Up to ``size`` verified experiences of ``database`` the ``candidates`` were not mined
-    from, in the SHA-256 order of their ids (see the module docstring)."""
-    sources = {p for c in candidates for p in c.parents}
-    found = [
-        e
-        for e in labeled_experiences(store, database=database)
-        if e.verified and e.id not in sources
-    ]
-    found.sort(key=lambda e: hashlib.sha256(e.id.encode()).hexdigest())
-    return found[:size]
+    from, those saying a candidate's phrase first (see the module docstring)."""
+    verified = [e for e in labeled_experiences(store, database=database) if e.verified]
+    return held_set(verified, candidates, size)
 
 
 def run_gate(
@@ -70,9 +71,16 @@ def run_gate(
     and write the decisions; the report says what was measured and decided."""
     candidates = list(store.get_many(list(candidate_ids)).values())
     sample = held_sample(store, database_name, candidates, held)
+    note = (
+        f"{len(sample.experiences)} held question(s), {sample.targeted} saying a candidate's "
+        f"phrase, for {len(candidates)} candidate(s)"
+    )
+    log.info("mining gate on %s: %s", database_name, note)
+    if progress is not None:
+        progress(0.0, note)
     gate = RegressionGate(
         pipeline_factory(tiers, database, database_name, options),
-        sample,
+        sample.experiences,
         database,
         embedder=embedder,
         options=GateOptions(batch_size=batch),
