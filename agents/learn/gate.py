@@ -26,7 +26,9 @@ Decisions:
 
 The held set leaves out every experience a candidate was mined from (its ``parents``): a
 fact is never judged on the question it came from. In the copy the held experiences are
-hidden, so a question is not answered by its own worked example.
+hidden, so a question is not answered by its own worked example. The callers pick it with
+:func:`agents.learn.gate_held.held_set`: the questions saying a candidate's phrase first,
+since those are the ones a candidate's prompt changes (below).
 
 Only questions whose prompt changes are re-asked (the shortcut, and why it is exact): for
 each held question the gate runs retrieval only (the pipeline's RAG step, no LLM) and takes a
