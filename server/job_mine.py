@@ -344,6 +344,7 @@ def _gate(
                 "baseline_ex": round(report.baseline_ex, 4),
                 "final_ex": round(report.final_ex, 4),
                 "held": report.held,
+                "targeted": report.targeted,
                 "cancelled": report.cancelled,
             }
             version = state.store.version
@@ -352,7 +353,8 @@ def _gate(
             )
     context.log(
         f"gate: {len(report.activated)} activated, {len(report.rejected)} rejected; "
-        f"EX {report.baseline_ex:.3f} -> {report.final_ex:.3f} on {report.held} held"
+        f"EX {report.baseline_ex:.3f} -> {report.final_ex:.3f} on {report.held} held "
+        f"({report.targeted} saying a candidate's phrase)"
     )
     if report.cancelled:
         context.check()  # the job's token stopped the gate: the job ends cancelled

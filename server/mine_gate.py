@@ -88,7 +88,9 @@ def run_gate(
         progress=progress,
         cancellation=cancellation,
     )
-    return gate.run(store, candidates)
+    report = gate.run(store, candidates)
+    report.targeted = sample.targeted
+    return report
 
 
 def summary(report: GateReport) -> list[str]:

@@ -96,6 +96,7 @@ class GateReport:
     """The gate's run: baseline, decisions, costs."""
 
     held: int = 0
+    targeted: int = 0  # held questions saying a candidate's phrase (agents.learn.gate_held)
     excluded: list[str] = field(default_factory=list)  # held ids left out: candidates' sources
     baseline_ex: float = 0.0
     final_ex: float = 0.0
@@ -127,6 +128,7 @@ class GateReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "held": self.held,
+            "targeted": self.targeted,
             "excluded": self.excluded,
             "baseline_ex": round(self.baseline_ex, 4),
             "final_ex": round(self.final_ex, 4),
