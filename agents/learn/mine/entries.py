@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.learn.mine.candidates import CANDIDATE, MINING
 from ukf import (
@@ -39,6 +39,9 @@ from ukf import (
     SynonymUKF,
 )
 from ukf.relations import Related
+
+if TYPE_CHECKING:
+    from agents.learn.mine.templates import Slot
 
 MINER_VERSION = 1
 MINED_COLLECTION = "semantics"
@@ -223,5 +226,33 @@ def preference(
         triggers=dict(triggers or {}),
         description=description,
         content_resources={"preference": resources},
+        **fields,
+    )
+
+
+def template(
+    key: str, slots: Sequence[Slot], dialect: str, prov: Provenance, sketches: Sequence[str]
+) -> KnowledgeUKF:
+    """A query template: ``key`` (the slotted SQL) and its ``slots``; name, content and
+    resources depend on the key alone (mining more supporters merges into the same entry,
+    as new parents); ``metadata["template"]`` keeps the support and the questions' sketches
+    as mined."""
+    fields = prov.fields("template")
+    fields["metadata"]["template"] = {"support": len(fields["parents"]), "questions": [*sketches]}
+    described = "; ".join(
+        f":slot{i} is a value of {' or '.join(f'{t}.{c}' for t, c in slot.columns)}"
+        for i, slot in enumerate(slots)
+    )
+    return KnowledgeUKF.create(
+        f"template {key}",
+        f"Questions of one shape are answered by {key} ({described}).",
+        database=prov.database,
+        collection=MINED_COLLECTION,
+        content_resources={
+            "kind": "template",
+            "sql": key,
+            "dialect": dialect,
+            "slots": [slot.to_dict() for slot in slots],
+        },
         **fields,
     )

@@ -6,7 +6,9 @@ schema of its database (:class:`SchemaView`, one per database). Every entry mine
 through :func:`kb.merge.merge_mined` as a candidate (inactive, see
 :mod:`agents.learn.mine.candidates`): re-mining the same experiences merges into the
 candidates already there and inserts nothing; mined facts that disagree in one scope are
-dropped, and facts of different scopes (workspace, user) are kept apart. The
+dropped, and facts of different scopes (workspace, user) are kept apart. Query templates
+(:mod:`agents.learn.mine.templates`) are mined over every labeled experience of the
+databases mined, since a template needs several questions of one shape. The
 :class:`MiningReport` counts everything: entries by kind, drops by reason, skipped
 experiences with their reasons, merge decisions.
 """
@@ -25,6 +27,7 @@ from agents.learn.mine.extract import mine_experience
 from agents.learn.mine.pairer import Pairer
 from agents.learn.mine.preferences import mine_preferences
 from agents.learn.mine.schema_view import SchemaView
+from agents.learn.mine.templates import MIN_SUPPORT, mine_templates
 from agents.learn.mine.usage import kind_of
 from indices.normalize import Lemmatizer
 from indices.string import StringIndex
@@ -94,6 +97,7 @@ def mine_labeled(
     rerun: bool = False,
     progress: Progress | None = None,
     habits_over: Iterable[ExperienceUKF] | None = None,
+    template_support: int = MIN_SUPPORT,
 ) -> MiningReport:
     """Mine ``experiences`` into ``store`` as candidates; report what happened.
 
@@ -114,6 +118,9 @@ def mine_labeled(
             (:func:`agents.learn.mine.preferences.mine_preferences`: a habit is a share of
             a scope's questions, so an incremental run passes the whole history; default
             the experiences mined here).
+        template_support: the fewest labeled experiences sharing one slotted SQL that make
+            a query template (:func:`agents.learn.mine.templates.mine_templates`, over these
+            experiences and every labeled one of their databases).
     """
     report = MiningReport(job_id or uuid.uuid4().hex[:12])
     return mine_into(
@@ -129,6 +136,7 @@ def mine_labeled(
         progress=progress,
         habits=True,
         habits_over=habits_over,
+        template_support=template_support,
     )
 
 
@@ -146,10 +154,13 @@ def mine_into(
     progress: Progress | None = None,
     habits: bool = False,
     habits_over: Iterable[ExperienceUKF] | None = None,
+    template_support: int | None = None,
 ) -> MiningReport:
     """Mine each ``(experience, reason)`` of ``todo`` whose reason is None (the others are
     skipped with it) as ``report.miner``, merge the candidates, fill ``report``; with
-    ``habits``, also the preferences of ``habits_over`` (default: the experiences mined)."""
+    ``habits``, also the preferences of ``habits_over`` (default: the experiences mined);
+    with ``template_support``, also the query templates of the experiences mined and the
+    labeled history of their databases."""
     started = time.perf_counter()
     strings = strings if strings is not None else StringIndex.from_store(store, lemmatizer)
     views: dict[str, SchemaView] = {}
@@ -206,6 +217,13 @@ def mine_into(
         )
         mined += found.entries
         report.dropped.update(found.dropped)
+    if template_support is not None:
+        mined += mine_templates(
+            [*minable, *history],
+            job_id=report.job_id,
+            miner=report.miner,
+            min_support=template_support,
+        )
     report.mined.update(kind_of(e) for e in mined)
     merged = merge_mined(store, _with_all_parents(mined), apply=apply, include_inactive=True)
     report.merge = merged.counts()

@@ -121,7 +121,8 @@ def _resolve(view: SchemaView, facts: SqlFacts, ref: tuple[str | None, str]) -> 
 
 def kind_of(entry: BaseUKF) -> str:
     """``column_synonym``, ``table_synonym``, ``value_synonym``, ``predicate``, ``metric``,
-    ``join``, ``period`` / ``relative_period``, ``comparison`` or ``preference``."""
+    ``join``, ``period`` / ``relative_period``, ``comparison``, ``preference`` or
+    ``template``."""
     r = entry.content_resources
     if isinstance(r.get("period"), dict):
         return "relative_period" if r["period"].get("relative") else "period"
@@ -133,8 +134,8 @@ def kind_of(entry: BaseUKF) -> str:
         if r.get("value") is not None:
             return "value_synonym"
         return "column_synonym" if r.get("column") else "table_synonym"
-    if entry.type == "knowledge" and r.get("kind") == "join":
-        return "join"
+    if entry.type == "knowledge" and r.get("kind") in ("join", "template"):
+        return str(r["kind"])
     return entry.type
 
 
