@@ -37,6 +37,8 @@ class Candidate:
         logprob_min: the least likely generated token's log probability.
         sql_logprob_mean, sql_logprob_min: the same over the tokens of the SQL statement
             alone (the reply's last tokens; the reasoning header before it is left out).
+        template_id: the mined query template it was filled from, with no model call
+            (:mod:`agents.sql.template_fill`); None for a model's candidate.
     """
 
     sql: str
@@ -56,6 +58,7 @@ class Candidate:
     logprob_min: float | None = None
     sql_logprob_mean: float | None = None
     sql_logprob_min: float | None = None
+    template_id: str | None = None
 
     def scored_by(self, logprobs: Sequence[float] | None) -> None:
         """Set the log-probability summaries from the reply's token ``logprobs``."""
@@ -89,6 +92,7 @@ class Candidate:
             repairs=self.repairs,
             notes=list(self.notes),
             fingerprint=self.fingerprint,
+            template_id=self.template_id,
         )
 
 
@@ -103,6 +107,8 @@ class CandidateSummary(BaseModel):
     repairs: int = 0
     notes: list[str] = Field(default_factory=list)
     fingerprint: str | None = None
+    template_id: str | None = None
+    """The mined query template the candidate was filled from (no model call)."""
 
 
 class UsedKnowledge(BaseModel):
@@ -140,6 +146,8 @@ class Answer(BaseModel):
     ``confidence`` is the calibrated probability that the answer is right
     (:mod:`agents.confidence`), computed from ``signals`` by the ``calibrator`` named;
     ``vote_share`` is the winning result's share of the samples drawn (``samples``).
+    ``tier`` is ``template`` for an answer filled from a mined query template with no model
+    call (its candidate's ``template_id`` and ``knowledge`` name the template).
     An answer whose confidence is under the deployment's threshold ``abstained``: its
     ``abstention`` says why, offers nearby answerable questions or asks which meaning of a
     phrase was meant, and (by default) its rows are withheld (``withheld_rows`` of them).

@@ -5,7 +5,9 @@
 1. ``retrieve``: the RAG agent builds the schema slice, hints and examples;
 2. ``generate`` / ``refine``: each tier's model writes candidates, which are executed
    read-only and repaired (``agents.sql.cascade``, ``agents.sql.refine``);
-3. ``vote``: majority over execution results;
+3. ``vote``: majority over execution results (before 2, an active mined query template the
+   worked examples agree on, filled with the question's values, answers with no model call
+   when it returns rows: :mod:`agents.sql.template_fill`);
 4. ``assess``: the answer's confidence signals and their calibrated P(correct)
    (:mod:`agents.confidence`); under the threshold the answer abstains: it says why, offers
    nearby answerable questions or asks which meaning of a phrase was meant, and withholds its
@@ -48,6 +50,7 @@ from agents.sql.extract import statement_only
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
 from agents.sql.refine import DEADLINE_NOTE
+from agents.sql.template_fill import TemplateFiller
 from agents.sql.tiers import ModelTier, build_cascade
 from agents.sql.vote import VoteOutcome
 from indices.index_set import IndexNotReadyError
@@ -114,6 +117,9 @@ class Pipeline:
             blame=BlameThreshold(self.options.blame_threshold),
             strings=self._strings,
         )
+        self.templates = TemplateFiller(
+            store, database, database_name, self._strings, top_k=self.options.template_examples
+        )
 
     def _strings(self) -> StringIndex | None:
         """The current string index (None while the indices are not ready)."""
@@ -157,8 +163,11 @@ class Pipeline:
         )
         emit({"stage": "evidence", "knowledge": [k.model_dump() for k in rag.used]})
         if options.execute:
+            templated = self.options.templates and self.templates.outcome(
+                rag, context, answer.knowledge
+            )
             with cancellation_scope(_deadline_token(deadline)):  # stops a model call at it
-                outcome = self._candidates(rag, context, options, emit, deadline)
+                outcome = templated or self._candidates(rag, context, options, emit, deadline)
             self._fill_from(answer, outcome, options, deadline)
             self._assess(answer, rag, outcome, options)
         else:

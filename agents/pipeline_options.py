@@ -36,3 +36,7 @@ class PipelineOptions:
     # blame that sends a used entry to review when it also exceeds twice its credit
     # (agents.learn.credit.BlameThreshold)
     blame_threshold: int = 3
+    # answer from an active mined query template, with no model call, when the first
+    # ``template_examples`` worked examples share it (agents.sql.template_fill)
+    templates: bool = True
+    template_examples: int = 3

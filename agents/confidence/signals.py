@@ -28,7 +28,9 @@ Features (a feature that does not apply is left out, never set to a made-up valu
 - ``ambiguous_phrases``: phrases the knowledge base gives two or more meanings;
 - ``samples``, ``failed_share``; with more than one sample ``vote_share`` (the winning
   result's share of all samples) and ``distinct_results``;
-- ``plain_fallback``, ``escalated`` (tiers asked after the first).
+- ``plain_fallback``, ``escalated`` (tiers asked after the first);
+- ``template_filled``: 1 when the winner was filled from a mined query template with no
+  model call (left out otherwise).
 """
 
 from __future__ import annotations
@@ -135,6 +137,8 @@ def answer_signals(
     f.update(sql_shape(statement_only(winner.sql), dialect))
     f["repairs"] = float(winner.repairs)
     f["value_corrected"] = float(any("value" in note for note in winner.notes))
+    if winner.template_id is not None:
+        f["template_filled"] = 1.0
     _result_shape(question, winner, f)
     _examples(rag, winner, dialect, f)
     return signals
