@@ -117,9 +117,8 @@ class Pipeline:
             blame=BlameThreshold(self.options.blame_threshold),
             strings=self._strings,
         )
-        self.templates = TemplateFiller(
-            store, database, database_name, self._strings, top_k=self.options.template_examples
-        )
+        k = self.options.template_examples
+        self.templates = TemplateFiller(store, database, database_name, retriever, top_k=k)
 
     def _strings(self) -> StringIndex | None:
         """The current string index (None while the indices are not ready)."""

@@ -2,7 +2,9 @@
 
 When the worked examples the RAG step chose agree, the question very likely has their shape:
 :class:`TemplateFiller` checks that the top ``k`` examples all have the slotted SQL of one
-*active* template of the database (:mod:`agents.learn.mine.templates`), fills the template's
+*active* template of the database (when the RAG showed fewer than ``k``, because logged
+questions without a label took places in its retrieval, the next nearest labeled
+experiences complete them) (:mod:`agents.learn.mine.templates`), fills the template's
 slots with the question's values, and runs the filled SQL read-only on the target. A query
 that runs and returns rows is the answer (tier ``template``); anything else (no agreement, no
 active template, values that do not fill the slots, an error, no rows) returns None and the
@@ -37,6 +39,8 @@ from agents.rag.agent import RagContext
 from agents.rag.store_watch import StoreWatch
 from agents.sql.cascade import CascadeOutcome
 from agents.sql.vote import VoteOutcome
+from indices.index_set import IndexNotReadyError
+from indices.retriever import Retriever
 from indices.string import StringIndex
 from kb.store import KnowledgeStore
 from kb.target.database import Database
@@ -75,7 +79,9 @@ class TemplateFiller:
         store: the knowledge store (templates, enum values).
         database: the read-only target the filled SQL runs on.
         database_name: its ``[DATABASE:...]`` name.
-        strings: returns the current string index (None while it is not ready: no fill).
+        retriever: the fused retriever, or a function returning the current one (its string
+            index finds the question's values, its experience tier completes the examples);
+            indices not ready: no fill.
         top_k: how many of the first examples must share the template.
     """
 
@@ -84,13 +90,13 @@ class TemplateFiller:
         store: KnowledgeStore,
         database: Database,
         database_name: str,
-        strings: Callable[[], StringIndex | None],
+        retriever: Retriever | Callable[[], Retriever],
         *,
         top_k: int = 3,
     ) -> None:
         self.store, self.database, self.database_name = store, database, database_name
         self.dialect = database.dialect
-        self.strings, self.top_k = strings, top_k
+        self.retriever, self.top_k = retriever, top_k
         self._templates: dict[str, list[Template]] = {}
         self._watch = StoreWatch(store, ("knowledge",), database_name)
         self._lock = threading.Lock()
@@ -101,7 +107,9 @@ class TemplateFiller:
     ) -> CascadeOutcome | None:
         """The filled template's candidate as a one-candidate outcome (the template is added
         to ``used``, the answer's knowledge); None to ask a model."""
-        template = self.agreed(rag.examples, context)
+        if not self._active():
+            return None
+        template = self.agreed(self.examples(rag, context), context)
         if template is None:
             return None
         values = self.values(rag.question, template.slots)
@@ -127,6 +135,26 @@ class TemplateFiller:
         return CascadeOutcome(winner, 1.0, TIER, [winner], [TIER], vote=vote)
 
     # ------------------------------------------------------------------ steps
+    def examples(self, rag: RagContext, context: QueryContext) -> list[BaseUKF]:
+        """The first ``top_k`` labeled experiences near the question: the RAG's examples,
+        completed from the retriever's experience tier when it showed fewer."""
+        shown = list(rag.examples[: self.top_k])
+        retriever = self._retriever()
+        if len(shown) >= self.top_k or retriever is None:
+            return shown
+        hits = retriever.nearest_experiences(rag.question, self.database_name)
+        ids = [h.ukf_id for h in hits if h.ukf_id not in {e.id for e in shown}]
+        found = self.store.get_many(ids, reader=context.reader)
+        for uid in ids:
+            entry = found.get(uid)
+            if (
+                len(shown) < self.top_k
+                and entry is not None
+                and _example(entry, self.database_name)
+            ):
+                shown.append(entry)
+        return shown
+
     def agreed(self, examples: Sequence[BaseUKF], context: QueryContext) -> Template | None:
         """The active template the first ``top_k`` examples all have, if any."""
         shown, active = list(examples)[: self.top_k], self._active()
@@ -147,10 +175,10 @@ class TemplateFiller:
 
     def values(self, question: str, slots: Sequence[Slot]) -> list[str] | None:
         """One stored value per slot from the question's value spans (None: they do not fit)."""
-        strings = self.strings()
-        if strings is None:
+        retriever = self._retriever()
+        if retriever is None:
             return None
-        spans = self._indexed_spans(question, strings)
+        spans = self._indexed_spans(question, retriever.strings)
         profiled = {column for span in spans for column in span.values}
         for column in {c for slot in slots for c in slot.columns} - profiled:
             spans += self._stored_spans(question, column)
@@ -215,6 +243,13 @@ class TemplateFiller:
             for start, end in grams.get(row[0].lower(), [])
         ]
 
+    def _retriever(self) -> Retriever | None:
+        try:
+            source = self.retriever
+            return source if isinstance(source, Retriever) else source()
+        except IndexNotReadyError:
+            return None
+
     def _active(self) -> dict[str, list[Template]]:
         """Active templates of the database by key (reloaded when knowledge changes)."""
         with self._lock:
@@ -228,6 +263,17 @@ class TemplateFiller:
                         found.setdefault(r["sql"], []).append(Template(entry, r["sql"], slots))
                 self._templates = found
             return self._templates
+
+
+def _example(entry: BaseUKF, database: str) -> bool:
+    """An active labeled experience of ``database`` with SQL (what the RAG shows)."""
+    r = entry.content_resources
+    return (
+        entry.type == "experience"
+        and not entry.inactive_mark
+        and bool(r.get("labeled") and r.get("sql"))
+        and database in entry.tag_values("DATABASE")
+    )
 
 
 def _used(entry: BaseUKF) -> UsedKnowledge:

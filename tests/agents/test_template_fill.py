@@ -83,6 +83,10 @@ def test_an_active_template_answers_with_no_model_call(geo):
     assert template_id in [k.id for k in answer.knowledge]
     assert answer.signals["template_filled"] == 1.0
     assert answer.prompt_tokens == 0 and answer.experience_id
+    # the question is logged now and takes an example's place in the retrieval: the next
+    # nearest labeled experience completes the examples
+    again, llm = ask(geo, "what is the population of hawaii")
+    assert llm.calls == [] and again.tier == "template" and again.rows == [[964000]]
 
 
 def test_a_column_not_profiled_as_enums_is_filled_from_the_target(geo):
