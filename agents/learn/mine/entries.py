@@ -231,14 +231,19 @@ def preference(
 
 
 def template(
-    key: str, slots: Sequence[Slot], dialect: str, prov: Provenance, sketches: Sequence[str]
+    key: str,
+    slots: Sequence[Slot],
+    dialect: str,
+    prov: Provenance,
+    sketches: Sequence[str],
+    support: dict[str, Any],
 ) -> KnowledgeUKF:
     """A query template: ``key`` (the slotted SQL) and its ``slots``; name, content and
     resources depend on the key alone (mining more supporters merges into the same entry,
-    as new parents); ``metadata["template"]`` keeps the support and the questions' sketches
-    as mined."""
+    as new parents); ``metadata["template"]`` keeps ``support`` (the count and the
+    supporters' ids) and the questions' sketches as mined."""
     fields = prov.fields("template")
-    fields["metadata"]["template"] = {"support": len(fields["parents"]), "questions": [*sketches]}
+    fields["metadata"]["template"] = {**support, "questions": [*sketches]}
     described = "; ".join(
         f":slot{i} is a value of {' or '.join(f'{t}.{c}' for t, c in slot.columns)}"
         for i, slot in enumerate(slots)

@@ -219,10 +219,11 @@ def mine_into(
         report.dropped.update(found.dropped)
     if template_support is not None:
         mined += mine_templates(
-            [*minable, *history],
+            minable,
             job_id=report.job_id,
             miner=report.miner,
             min_support=template_support,
+            history=history,
         )
     report.mined.update(kind_of(e) for e in mined)
     merged = merge_mined(store, _with_all_parents(mined), apply=apply, include_inactive=True)

@@ -13,8 +13,14 @@ by sqlglot with identifiers normalised, is the template's *key*: experiences who
 equal form a group.
 
 :func:`mine_templates` turns every group of at least ``min_support`` experiences (one
-database, one scope) with at least one slot into a candidate ``KnowledgeUKF``
-(:func:`agents.learn.mine.entries.template`): its parents are the supporting experiences.
+database, one scope) with at least one slot, one of them mined in this run, into a candidate
+``KnowledgeUKF`` (:func:`agents.learn.mine.entries.template`). Its ``parents`` are the
+supporters mined in this run (a later run that mines another supporter adds it: the merge
+unions parents), like every mined entry's sources; ``metadata["template"]`` keeps the
+support and every supporter, earlier labeled experiences included. The regression gate never
+judges a candidate on its parents, and hides each held question's own experience: a template
+is thus judged leave-one-out on the earlier supporters (its examples must agree without the
+question's own), instead of never on a question of its shape.
 A template whose filled SQL is not one read-only query is never produced. At ask,
 :mod:`agents.sql.template_fill` fills an active template with the question's values.
 """
@@ -166,12 +172,18 @@ def mine_templates(
     job_id: str,
     miner: str,
     min_support: int = MIN_SUPPORT,
+    history: Iterable[ExperienceUKF] = (),
 ) -> list[KnowledgeUKF]:
     """One candidate template per group of ``min_support`` or more labeled experiences with
-    one slotted SQL (one database and scope), with at least one slot."""
+    one slotted SQL (one database and scope), with at least one slot, that holds one of
+    ``experiences``: ``history`` (labeled experiences mined before) adds support to their
+    groups, but a group of ``history`` alone is not mined again (nor one of another
+    workspace than the experiences mined)."""
     groups: dict[tuple[str, str | None, str | None, str], list[ExperienceUKF]] = defaultdict(list)
     shapes: dict[str, Slotted] = {}
-    for experience in experiences:
+    experiences = list(experiences)
+    mined = {e.id for e in experiences}
+    for experience in [*experiences, *history]:
         database = next(iter(experience.tag_values("DATABASE")), "")
         if experience.id in shapes or not experience.sql or not database:
             continue
@@ -183,12 +195,16 @@ def mine_templates(
     found = []
     for (database, _, _, key), members in groups.items():
         shape, dialect = shapes[members[0].id], dialect_of(members[0])
-        if len(members) < min_support or not read_only(shape.key, len(shape.slots), dialect):
+        if len(members) < min_support or not mined & {e.id for e in members}:
+            continue
+        if not read_only(key, len(shape.slots), dialect):
             continue
         members = sorted(members, key=lambda e: e.id)
-        prov = entries.Provenance(job_id, miner, members[0], database, others=members[1:])
+        own = [e for e in members if e.id in mined]
+        prov = entries.Provenance(job_id, miner, own[0], database, others=own[1:])
         sketches = [_sketch(e.question, shapes[e.id]) for e in members]
-        found.append(entries.template(key, shape.slots, dialect, prov, sketches))
+        support = {"support": len(members), "supporters": [e.id for e in members]}
+        found.append(entries.template(key, shape.slots, dialect, prov, sketches, support))
     return found
 
 

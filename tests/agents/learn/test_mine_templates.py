@@ -76,7 +76,7 @@ def test_two_experiences_make_one_candidate_template_and_one_makes_none(geo):
     assert len(templates_in(store)) == 1
 
 
-def test_a_third_supporter_merges_into_the_template_as_a_parent(geo):
+def test_earlier_labeled_experiences_support_a_template_mined_from_a_new_one(geo):
     store, database = geo
     stored = [labeled(*ALASKA), labeled(*TEXAS)]
     store.upsert_many(stored)  # the labeled history the next run mines templates over
@@ -84,7 +84,12 @@ def test_a_third_supporter_merges_into_the_template_as_a_parent(geo):
     report = mine_labeled(store, [ohio], job_id="more", targets={"geoquery": database})
     assert report.mined["template"] == 1
     (template,) = templates_in(store)
-    assert sorted(template.parents) == sorted(e.id for e in [*stored, ohio])
+    # the run's own supporter is its source; the earlier ones count as support
+    assert template.parents == [ohio.id]
+    assert template.metadata["template"]["support"] == 3
+    assert sorted(template.metadata["template"]["supporters"]) == sorted(
+        e.id for e in [*stored, ohio]
+    )
 
 
 def test_constants_only_and_writes_make_no_template():
