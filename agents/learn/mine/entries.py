@@ -233,24 +233,24 @@ def preference(
 def template(
     key: str,
     slots: Sequence[Slot],
+    shown: str,
     dialect: str,
     prov: Provenance,
     sketches: Sequence[str],
     support: dict[str, Any],
 ) -> KnowledgeUKF:
-    """A query template: ``key`` (the slotted SQL) and its ``slots``; name, content and
-    resources depend on the key alone (mining more supporters merges into the same entry,
-    as new parents); ``metadata["template"]`` keeps ``support`` (the count and the
-    supporters' ids) and the questions' sketches as mined."""
+    """A query template: ``key`` (the slotted SQL, what the answering step fills) and its
+    ``slots``; ``shown``, the key with ``'<table.column>'`` for each slot, is its name and
+    text (what a prompt shows when the retriever brings the entry in). Name, content and
+    resources depend on the key alone (mining more supporters merges into the same entry, as
+    new parents); ``metadata["template"]`` keeps ``support`` (the count and the supporters'
+    ids) and the questions' sketches as mined."""
     fields = prov.fields("template")
     fields["metadata"]["template"] = {**support, "questions": [*sketches]}
-    described = "; ".join(
-        f":slot{i} is a value of {' or '.join(f'{t}.{c}' for t, c in slot.columns)}"
-        for i, slot in enumerate(slots)
-    )
     return KnowledgeUKF.create(
-        f"template {key}",
-        f"Questions of one shape are answered by {key} ({described}).",
+        f"query template {shown}",
+        "Labeled questions of one shape are answered by this SQL, with the question's own "
+        f"value in place of each '<table.column>': {shown}",
         database=prov.database,
         collection=MINED_COLLECTION,
         content_resources={

@@ -204,7 +204,8 @@ def mine_templates(
         prov = entries.Provenance(job_id, miner, own[0], database, others=own[1:])
         sketches = [_sketch(e.question, shapes[e.id]) for e in members]
         support = {"support": len(members), "supporters": [e.id for e in members]}
-        found.append(entries.template(key, shape.slots, dialect, prov, sketches, support))
+        shown = fill(key, [f"<{_named(slot)}>" for slot in shape.slots], dialect)
+        found.append(entries.template(key, shape.slots, shown, dialect, prov, sketches, support))
     return found
 
 
@@ -212,6 +213,10 @@ def _sketch(question: str, shape: Slotted) -> str:
     """The question with each slot's value replaced by ``<table.column>``."""
     text = question
     for value, slot in zip(shape.values, shape.slots, strict=True):
-        name = "/".join(f"{t}.{c}" for t, c in slot.columns)
-        text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", f"<{name}>", text, flags=re.I)
+        pattern = rf"(?<!\w){re.escape(value)}(?!\w)"
+        text = re.sub(pattern, f"<{_named(slot)}>", text, flags=re.IGNORECASE)
     return text
+
+
+def _named(slot: Slot) -> str:
+    return "/".join(f"{t}.{c}" for t, c in slot.columns)

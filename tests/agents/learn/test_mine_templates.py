@@ -65,6 +65,9 @@ def test_two_experiences_make_one_candidate_template_and_one_makes_none(geo):
     (template,) = templates_in(store)
     assert is_candidate(template) and template.inactive_mark
     assert template.content_resources["sql"] == KEY
+    # what a prompt shows names the slot's column, never a placeholder
+    shown = "SELECT population FROM state WHERE state_name = '<state.state_name>'"
+    assert template.name == f"query template {shown}" and ":slot" not in template.text()
     assert template.content_resources["slots"] == [{"columns": [["state", "state_name"]]}]
     assert sorted(template.parents) == sorted([alaska.id, texas.id])
     assert template.metadata["template"]["support"] == 2
