@@ -16,10 +16,11 @@ when its id is among the template's supporters: an experience labeled after the 
 example whose SQL was corrected since no longer does.
 
 The question's values: the string index's maximal non-overlapping spans that name a stored
-value (an enum value, or a synonym of one), and, for a slot column not profiled as enums (too
-many distinct values), the question's word n-grams that the target holds in that column. The
-spans must be exactly as many as the slots; the ``i``-th span in question order fills slot
-``i`` with a stored value of one of the slot's columns.
+value (an enum value, or a synonym of one), and, for the slot columns of every active
+template of the database (enum values the question does not say, or a column not profiled as
+enums: too many distinct values), the question's word n-grams that the target holds in that
+column. The spans must be exactly as many as the slots; the ``i``-th span in question order
+fills slot ``i`` with a stored value of one of the slot's columns.
 """
 
 from __future__ import annotations
@@ -179,8 +180,11 @@ class TemplateFiller:
         if retriever is None:
             return None
         spans = self._indexed_spans(question, retriever.strings)
-        profiled = {column for span in spans for column in span.values}
-        for column in {c for slot in slots for c in slot.columns} - profiled:
+        found = {column for span in spans for column in span.values}
+        # every template's slot columns, not only this one's: "tempe arizona" says a city
+        # too, so it does not fill a template with one state slot
+        slotted = {c for t in self._all() for slot in t.slots for c in slot.columns}
+        for column in sorted(({c for slot in slots for c in slot.columns} | slotted) - found):
             spans += self._stored_spans(question, column)
         chosen = _maximal(spans)
         if len(chosen) != len(slots):
@@ -249,6 +253,9 @@ class TemplateFiller:
             return source if isinstance(source, Retriever) else source()
         except IndexNotReadyError:
             return None
+
+    def _all(self) -> list[Template]:
+        return [t for found in self._active().values() for t in found]
 
     def _active(self) -> dict[str, list[Template]]:
         """Active templates of the database by key (reloaded when knowledge changes)."""

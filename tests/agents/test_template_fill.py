@@ -135,3 +135,17 @@ def test_a_fill_with_no_rows_leaves_the_question_to_the_model(geo):
     assert pipeline_of(geo, ScriptedLLM([])).templates.values(question, agreed(geo, question).slots)
     answer, llm = ask(geo, "which cities of hawaii have over 9 million people")
     assert len(llm.calls) == 1 and answer.sql == WRONG
+
+
+def test_a_value_of_another_templates_slot_column_counts_as_a_value(geo):
+    """ "tempe arizona" says a city and a state: with a template slotting city names active,
+    the one-slot state template does not take "arizona" alone."""
+    template_id = learned(geo, STATE_POPULATION, STATES)
+    question = "what is the population of tempe arizona"
+    assert agreed(geo, question).entry.id == template_id
+    assert pipeline_of(geo, ScriptedLLM([])).templates.values(question, agreed(geo, question).slots)
+    cities = {f"how many people live in {c}": c for c in ("houston", "dallas", "boston")}
+    learned(geo, CITY_POPULATION, cities)
+    assert agreed(geo, question).entry.id == template_id
+    answer, llm = ask(geo, question)
+    assert len(llm.calls) == 1 and answer.sql == WRONG
