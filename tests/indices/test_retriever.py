@@ -196,3 +196,24 @@ def test_a_metric_named_by_the_question_is_not_crowded_out_by_the_columns_holdin
     metric = next(item for item in evidence.items if item.entry.id == revenue.id)
     assert "span" in metric.reasons and metric.spans == [(5, 12)]
     assert len([i for i in evidence.items if i.entry.type == "enum" and i.spans]) == 3
+
+
+def test_mined_knowledge_the_question_does_not_point_to_is_left_out(store, kb):
+    """With ``mined_by_facet=False`` a mined entry reached only by the database facet stays
+    out of the evidence; named by the question, it is in; authoritative knowledge reached by
+    the facet alone (BCR) is in either way. The default (True) shows it."""
+    mined = MetricUKF.create(
+        "churn quotient",
+        "lost / kept",
+        database="autofin",
+        metadata={"mining": {"job_id": "job-1", "miner": "labeled", "status": "activated"}},
+    )
+    store.upsert(mined)
+    retriever = _retriever(store, mined_by_facet=False)
+    unrelated = retriever.retrieve("revenue by region", AUTOFIN)
+    assert kb["bcr"].id in unrelated.ids() and mined.id not in unrelated.ids()
+    named = retriever.retrieve("the churn quotient by region", AUTOFIN)
+    (item,) = [i for i in named.items if i.entry.id == mined.id]
+    assert "span" in item.reasons
+    shown = _retriever(store).retrieve("revenue by region", AUTOFIN)
+    assert mined.id in shown.ids()
