@@ -219,7 +219,7 @@ def test_export_register_replaces_a_student_only_when_asked(tmp_path, capsys, mo
     served = register(run, settings.data_dir, name="prod")
     fresh = tmp_path / "fresh" / "student.gguf"
 
-    def stand_in_export(adapter, base, out, *, dtype):  # the merge and GGUF writing
+    def stand_in_export(adapter, base, out, *, dtype, quantize=None):  # merge, GGUF writing
         fresh.parent.mkdir(exist_ok=True)
         fresh.write_bytes(b"GGUF new weights")
         return fresh
@@ -249,7 +249,7 @@ def test_exporting_again_leaves_a_linked_student_whole(tmp_path, capsys, monkeyp
     student = get_student(settings.data_dir, "run-7")
     assert student.gguf.samefile(run / "export" / "student.gguf")  # linked, not copied
 
-    def in_place_export(adapter, base, out, *, dtype):  # as gguf.GGUFWriter writes
+    def in_place_export(adapter, base, out, *, dtype, quantize=None):  # as GGUFWriter writes
         with open(out / "student.gguf", "wb") as handle:
             handle.write(b"GGUF retrained weights")
         return out / "student.gguf"
