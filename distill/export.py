@@ -188,12 +188,9 @@ def export(
     ``dtype``, or quantised to ``quantize`` (:data:`distill.quantize.QUANT_TYPES`) from an
     intermediate ``student.<dtype>.gguf`` that is removed afterwards."""
     if quantize is not None:
-        from distill.quantize import QUANT_TYPES, QuantizeError
+        from distill.quantize import llama_file_type
 
-        if quantize not in QUANT_TYPES:  # before the merge, not after minutes of it
-            raise QuantizeError(
-                f"quantisation must be one of {sorted(QUANT_TYPES)}, not {quantize!r}"
-            )
+        llama_file_type(quantize)  # refused before the merge, not after minutes of it
     merged = merge_adapter(run_adapter, base_model, out_dir / "hf")
     if quantize is None:
         gguf_path = write_gguf(merged, out_dir / "student.gguf", dtype=dtype)

@@ -28,12 +28,18 @@ class QuantizeError(ValueError):
     """A GGUF that could not be quantised (names the file and the type)."""
 
 
+def llama_file_type(kind: str) -> str:
+    """The llama.cpp file type constant of ``kind`` (:class:`QuantizeError` if unknown)."""
+    if kind not in QUANT_TYPES:
+        raise QuantizeError(f"quantisation must be one of {sorted(QUANT_TYPES)}, not {kind!r}")
+    return QUANT_TYPES[kind]
+
+
 def quantize_gguf(source: Path, out_file: Path, kind: str, *, threads: int = 0) -> Path:
     """Quantise the GGUF ``source`` to ``kind`` (a key of :data:`QUANT_TYPES`) into
     ``out_file``; ``threads`` 0 lets llama.cpp choose. ``out_file`` is replaced only once
     the new file is complete."""
-    if kind not in QUANT_TYPES:
-        raise QuantizeError(f"quantisation must be one of {sorted(QUANT_TYPES)}, not {kind!r}")
+    file_type = llama_file_type(kind)
     if not source.is_file():
         raise QuantizeError(f"no GGUF to quantise at {source}")
     import ctypes
@@ -41,7 +47,7 @@ def quantize_gguf(source: Path, out_file: Path, kind: str, *, threads: int = 0) 
     import llama_cpp
 
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = getattr(llama_cpp, QUANT_TYPES[kind])
+    params.ftype = getattr(llama_cpp, file_type)
     params.nthread = threads
     partial = out_file.with_name(out_file.name + ".partial")
     try:

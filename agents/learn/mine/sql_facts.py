@@ -141,7 +141,7 @@ def _literal_value(node: exp.Expression | None) -> str | float | int | None:
         return float(text)
 
 
-class _Scopes:
+class Scopes:
     """Alias → table per SELECT, innermost first when resolving a column."""
 
     def __init__(self, tree: exp.Expression) -> None:
@@ -197,8 +197,8 @@ def sql_facts(sql: str, dialect: str = "sqlite") -> SqlFacts:
     if tree is None or not isinstance(tree, exp.Query):
         raise SqlFactsError(sql, "not a SELECT query")
     if dialect in QUOTED_STRING_DIALECTS:
-        _quoted_values_as_strings(tree)
-    scopes = _Scopes(tree)
+        quoted_values_as_strings(tree)
+    scopes = Scopes(tree)
     facts = SqlFacts(sql=sql, dialect=dialect)
     facts.tables = sorted({t for own in scopes.aliases.values() for t in own.values()})
 
@@ -223,7 +223,7 @@ def sql_facts(sql: str, dialect: str = "sqlite") -> SqlFacts:
     return facts
 
 
-def _quoted_values_as_strings(tree: exp.Expression) -> None:
+def quoted_values_as_strings(tree: exp.Expression) -> None:
     """``col = "text"``: SQLite and MySQL read an unknown double-quoted name as a string, and
     queries written so (Spider's) mean one; sqlglot parses it as a column."""
     for node in tree.find_all(*_COMPARISONS, exp.In):
@@ -308,7 +308,7 @@ def _predicate(node: exp.Expression, ref: _Ref) -> PredicateFact | None:
     return PredicateFact(table, name, op, kept, all(isinstance(v, str) for v in kept))
 
 
-def _formulas(tree: exp.Expression, ref: _Ref, scopes: _Scopes, dialect: str) -> list[FormulaFact]:
+def _formulas(tree: exp.Expression, ref: _Ref, scopes: Scopes, dialect: str) -> list[FormulaFact]:
     """Arithmetic over columns (alone or inside an aggregate), outermost first."""
     found: dict[str, FormulaFact] = {}
     for node in tree.find_all(*_ARITHMETIC):
@@ -330,7 +330,7 @@ def _formulas(tree: exp.Expression, ref: _Ref, scopes: _Scopes, dialect: str) ->
     return list(found.values())
 
 
-def _qualified(node: exp.Expression, scopes: _Scopes, dialect: str) -> str:
+def _qualified(node: exp.Expression, scopes: Scopes, dialect: str) -> str:
     """``node`` as SQL with each column qualified by its table name (not its alias)."""
     copy = node.copy()
     originals = list(node.find_all(exp.Column))

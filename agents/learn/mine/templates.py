@@ -39,8 +39,8 @@ from sqlglot.errors import SqlglotError
 from agents.learn.mine import entries
 from agents.learn.mine.sql_facts import (
     QUOTED_STRING_DIALECTS,
-    _quoted_values_as_strings,
-    _Scopes,
+    Scopes,
+    quoted_values_as_strings,
 )
 from kb.target.sql_guard import UnsafeSQLError, check_read_only, sqlglot_dialect
 from ukf import ExperienceUKF, KnowledgeUKF
@@ -75,9 +75,14 @@ class Slotted:
     values: tuple[str, ...]  # the literal of each slot, as the SQL wrote it
 
 
+def _whole_words(value: str) -> re.Pattern[str]:
+    """``value`` as whole words, case-insensitive."""
+    return re.compile(rf"(?<!\w){re.escape(value)}(?!\w)", re.IGNORECASE)
+
+
 def said(question: str, value: str) -> int | None:
     """Where ``question`` says ``value`` as whole words (case-insensitive); None if not."""
-    found = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", question, re.IGNORECASE)
+    found = _whole_words(value).search(question)
     return found.start() if found else None
 
 
@@ -92,8 +97,8 @@ def slotted(question: str, sql: str, dialect: str = "sqlite") -> Slotted | None:
     if tree is None or not isinstance(tree, exp.Query):
         return None
     if read in QUOTED_STRING_DIALECTS:
-        _quoted_values_as_strings(tree)
-    scopes = _Scopes(tree)
+        quoted_values_as_strings(tree)
+    scopes = Scopes(tree)
     found: dict[str, tuple[int, list[exp.Literal], set[Column]]] = {}
     for literal, column in _compared(tree):
         if scopes.is_derived(column):
@@ -213,8 +218,7 @@ def _sketch(question: str, shape: Slotted) -> str:
     """The question with each slot's value replaced by ``<table.column>``."""
     text = question
     for value, slot in zip(shape.values, shape.slots, strict=True):
-        pattern = rf"(?<!\w){re.escape(value)}(?!\w)"
-        text = re.sub(pattern, f"<{_named(slot)}>", text, flags=re.IGNORECASE)
+        text = _whole_words(value).sub(f"<{_named(slot)}>", text)
     return text
 
 

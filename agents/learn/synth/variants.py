@@ -19,7 +19,7 @@ from sqlglot import expressions as exp
 from sqlglot.errors import SqlglotError
 
 from agents.learn.mine.schema_view import SchemaView
-from agents.learn.mine.sql_facts import QUOTED_STRING_DIALECTS, _quoted_values_as_strings
+from agents.learn.mine.sql_facts import QUOTED_STRING_DIALECTS, quoted_values_as_strings
 from kb.target.sql_guard import sqlglot_dialect
 
 TRANSFORMS = ("filter", "group", "join", "window", "decompose", "vary")
@@ -73,7 +73,7 @@ def parse(sql: str, dialect: str) -> exp.Query | None:
     if not isinstance(tree, exp.Query):
         return None
     if dialect in QUOTED_STRING_DIALECTS:
-        _quoted_values_as_strings(tree)
+        quoted_values_as_strings(tree)
     return tree
 
 
