@@ -71,7 +71,7 @@ class AlmanacLearning:
             if name not in self._vote_pipelines:
                 self._vote_pipelines[name] = Pipeline(
                     store=self.workspace.store,
-                    retriever=self.workspace.indices.retriever,
+                    retriever=self.workspace.retriever,
                     database=self.workspace.databases[name],
                     database_name=name,
                     tiers=self.tiers()[-1:],

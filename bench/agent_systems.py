@@ -50,6 +50,7 @@ from bench.datasets import Example
 from bench.stream_mining import StreamMiner
 from bench.systems import Prediction, register_system
 from bench.vanna_style import VannaMemory
+from indices.retriever import RetrievalOptions
 
 
 def _choice(options: dict[str, Any]) -> ModelChoice:
@@ -83,6 +84,7 @@ class _LLMSystem:
             data_dictionary=bool(options.get("data_dictionary")),
             knowledge_pack=options.get("knowledge_pack", True),
             knowledge_files=tuple(Path(p) for p in options.get("knowledge") or ()),
+            retrieval=RetrievalOptions(mined_by_facet=options.get("mined_by_facet", True)),
         )
         # a given ``llm`` (tests: a scripted model) replaces the default model
         self.llm: LLM = options.get("llm") or load_llm(self.choice.model, self.choice)
@@ -205,7 +207,7 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
             if database_name not in self.pipelines:
                 self.pipelines[database_name] = Pipeline(
                     store=self.workspace.store,
-                    retriever=self.workspace.indices.retriever,
+                    retriever=self.workspace.retriever,
                     database=database,
                     database_name=database_name,
                     tiers=self.tiers(),

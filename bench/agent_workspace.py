@@ -27,7 +27,7 @@ from agents.llm.prompt_cache import PromptStateCache, cache_folder
 from bench.datasets import Example
 from indices.embeddings import Embedder, shared_minilm
 from indices.index_set import IndexSet
-from indices.retriever import Retriever
+from indices.retriever import RetrievalOptions, Retriever
 from kb.dictionary import DataDictionary, DictionaryError, apply_dictionary, read_dictionary
 from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
@@ -117,8 +117,10 @@ class AgentWorkspace:
         data_dictionary: bool = False,
         knowledge_pack: bool = True,
         knowledge_files: tuple[Path, ...] = (),
+        retrieval: RetrievalOptions | None = None,
     ) -> None:
         self.data_dictionary, self.knowledge_pack = data_dictionary, knowledge_pack
+        self.retrieval = retrieval
         self.knowledge_files = knowledge_files
         self._dictionaries: dict[Path, DataDictionary] = {}
         if store_url is None:
@@ -166,10 +168,10 @@ class AgentWorkspace:
                 self._indices = IndexSet.build(self.store, self.embedder)
             return self._indices
 
-    @property
     def retriever(self) -> Retriever:
-        """The fused retriever over :attr:`indices`."""
-        return self.indices.retriever()
+        """A fused retriever over :attr:`indices` with the workspace's retrieval options
+        (``None``: the retriever's defaults); pipelines take this method as their factory."""
+        return self.indices.retriever(self.retrieval)
 
     def learn(self, example: Example, sql: str) -> ExperienceUKF:
         """Store ``example`` with ``sql`` (its gold) as a labeled experience; return it."""

@@ -114,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
         " (python -m bench.extract_documents --export FILE) with --no-knowledge-pack",
     )
     run.add_argument(
+        "--no-mined-by-facet",
+        action="store_true",
+        help="LLM systems: leave out of prompts the mined business knowledge that only the"
+        " database facet reaches (nothing in the question points to it; RetrievalOptions"
+        ".mined_by_facet=False)",
+    )
+    run.add_argument(
         "--shuffle",
         type=int,
         metavar="SEED",

@@ -213,7 +213,7 @@ def _build_dataset(args: argparse.Namespace) -> None:
         build_dataset(
             workspace.store,
             workspace.databases,
-            workspace.retriever,
+            workspace.retriever(),
             args.out / "dataset",
             options,
             show_progress=True,

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         if example.database not in pipelines:
             pipelines[example.database] = Pipeline(
                 store=workspace.store,
-                retriever=workspace.indices.retriever,
+                retriever=workspace.retriever,
                 database=workspace.database(example),
                 database_name=example.database,
                 tiers=tiers,
