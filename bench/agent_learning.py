@@ -50,6 +50,7 @@ class AlmanacLearning:
     # provided by the system class (bench.agent_systems._AlmanacSystem)
     tiers: Callable[[], Any]
     pipeline_options: Callable[[], Any]
+    pipeline: Callable[[Example], Pipeline]
     _confidence: Callable[..., Any]
 
     def enable_mining(self, options: StreamMiningOptions) -> None:
@@ -156,6 +157,19 @@ class AlmanacLearning:
             experience = next(iter(logged.values()), None)
         if self.miner is not None and isinstance(experience, ExperienceUKF):
             self.miner.observe(experience)
+
+    def replay(self, example: Example, sql: str | None, gold_revealed: bool) -> None:
+        """What answering ``example`` with ``sql`` taught, stored again (a resumed stream run,
+        ``bench.run.Runner``): the question logged with that SQL as the pipeline logs it
+        (without the answer's confidence signals, which the results do not keep), then
+        :meth:`observe`."""
+        pipeline = self.pipeline(example)
+        metadata: dict[str, Any] = {}
+        if pipeline.options.log_questions:
+            _, metadata["experience_id"] = pipeline.experiences.record(
+                example.question, example.context, sql=sql
+            )
+        self.observe(example, Prediction(sql=sql, metadata=metadata), gold_revealed)
 
     def learn_unlabeled(self, example: Example) -> None:
         """Reveal ``example``'s question without its SQL (``--learn-unlabeled``): stored as an

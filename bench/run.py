@@ -19,6 +19,7 @@ one a learning system is told the outcome, with the gold SQL revealed (``labeled
 (``unlabeled``), and the report plots accuracy against questions seen. With ``mine_every``
 a :class:`MiningSystem` also mines every N questions seen (after the question's observe);
 each round is a line of ``mining.jsonl``, and its time is charged to no question's latency.
+A resumed stream first replays what its answered questions taught (``Runner._replay_stream``).
 """
 
 from __future__ import annotations
@@ -165,6 +166,8 @@ class Runner:
         todo = [(i, ex) for i, ex in enumerate(self.dataset) if ex.id not in done]
         if done:
             log.info("resuming: %d of %d questions already answered", len(done), len(self.dataset))
+            if self.config.stream is not None and isinstance(self.system, LearningSystem):
+                self._replay_stream(done)
         progress = tqdm(total=len(todo), desc=f"{self.system.name} on {self.dataset.name}")
         try:
             for result in self._evaluate_all(todo):
@@ -212,11 +215,33 @@ class Runner:
             self._mine_if_due(position + 1)
         return result
 
-    def _mine_if_due(self, seen: int) -> None:
+    def _replay_stream(self, done: dict[str, QuestionResult]) -> None:
+        """A resumed stream run's system starts with a new store: what the answered questions
+        taught it is stored again in stream order (each question logged with the SQL it was
+        answered with, then observed, gold revealed or not) and the mining rounds due among
+        them run again (not recorded twice), so the rest of the stream learns from all of it.
+        The answers are read from ``results.jsonl``; no question is asked again."""
+        examples = {example.id: example for example in self.dataset}
+        labeled = self.config.stream == "labeled"
+        replay = getattr(self.system, "replay", None)
+        answered = sorted(done.values(), key=lambda r: r.position)
+        for result in tqdm(answered, desc="replaying the answered stream", unit="question"):
+            example = examples.get(result.id)
+            if example is None or result.gold_error == f"no database URL for {example.database!r}":
+                continue  # never observed (see _evaluate)
+            if callable(replay):
+                replay(example, result.predicted_sql, labeled)
+            else:
+                self.system.observe(example, Prediction(sql=result.predicted_sql), labeled)
+            self._mine_if_due(result.position + 1, record=False)
+
+    def _mine_if_due(self, seen: int, *, record: bool = True) -> None:
         """A mining round after every ``mine_every`` questions seen (outside any latency)."""
         every = self.config.mine_every
         if every > 0 and seen % every == 0 and isinstance(self.system, MiningSystem):
-            record_mining(self.config.out_dir, self.system.mine(after_question=seen))
+            mined = self.system.mine(after_question=seen)
+            if record:
+                record_mining(self.config.out_dir, mined)
 
     def _predict(self, example: Example, dialect: str, result: QuestionResult) -> Prediction:
         timeout = self.config.timeout_s
