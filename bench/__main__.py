@@ -113,8 +113,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["rest"] = "the questions not asked, without same-SQL paraphrases of the asked"
     if args.no_knowledge_pack:
         manifest["knowledge_pack"] = False
-    if args.no_mined_by_facet:  # only then, as above
-        manifest["mined_by_facet"] = False
+    if args.mined_by_facet:  # only then, as above
+        manifest["mined_by_facet"] = True
     if args.knowledge:  # only then, as above
         manifest["knowledge"] = [str(p) for p in args.knowledge]
     write_run_manifest(out_dir, manifest, fresh=args.fresh)
@@ -223,8 +223,8 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         options["data_dictionary"] = True
     if args.no_knowledge_pack:
         options["knowledge_pack"] = False
-    if args.no_mined_by_facet:
-        options["mined_by_facet"] = False
+    if args.mined_by_facet:
+        options["mined_by_facet"] = True
     if args.knowledge:
         options["knowledge"] = [str(p) for p in args.knowledge]
     if args.cot:

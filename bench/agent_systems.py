@@ -84,7 +84,7 @@ class _LLMSystem:
             data_dictionary=bool(options.get("data_dictionary")),
             knowledge_pack=options.get("knowledge_pack", True),
             knowledge_files=tuple(Path(p) for p in options.get("knowledge") or ()),
-            retrieval=RetrievalOptions(mined_by_facet=options.get("mined_by_facet", True)),
+            retrieval=RetrievalOptions(mined_by_facet=bool(options.get("mined_by_facet"))),
         )
         # a given ``llm`` (tests: a scripted model) replaces the default model
         self.llm: LLM = options.get("llm") or load_llm(self.choice.model, self.choice)

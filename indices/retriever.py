@@ -80,11 +80,10 @@ class RetrievalOptions:
     per_span: int = 6
     rules: int = 200
     # mined business knowledge (metadata "mining") that only the database facet reaches, i.e.
-    # nothing in the question points to it: False leaves it out (Spider, 1.5B, replayed from
-    # the LLM cache: such entries changed 66 of 120 prompts and cost 3 of the 4 questions mining
-    # lost; docs/benchmarks.md, "Lifelong learning"). Not yet the default: it is unmeasured
-    # with a model, and the gate's tests break their candidates through such prompts
-    mined_by_facet: bool = True
+    # nothing in the question points to it: left out by default (1.5B, mining vs no mining:
+    # Spider 120 -2.5 EX with it, -0.8 without; GeoQuery test-150 +10.0 with it, +12.0
+    # without; docs/benchmarks.md, "Lifelong learning"). True shows it as before
+    mined_by_facet: bool = False
 
 
 class Retriever:

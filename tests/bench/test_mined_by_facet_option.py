@@ -1,5 +1,5 @@
-"""``--no-mined-by-facet``: the bench's LLM systems retrieve without mined business knowledge
-that only the database facet reaches, and the run manifest says so."""
+"""``--mined-by-facet``: the bench's LLM systems retrieve mined business knowledge that only the
+database facet reaches (left out by default), and the run manifest says so."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.bench.test_stream_mining import GEOQUERY
 GEOQUERY_ARGS = ["--dataset", "geoquery", "--system", "gold", "--split", "test", "--limit", "1"]
 
 
-@pytest.mark.parametrize(("flag", "expected"), [([], True), (["--no-mined-by-facet"], False)])
+@pytest.mark.parametrize(("flag", "expected"), [([], False), (["--mined-by-facet"], True)])
 def test_the_flag_reaches_the_workspace_retriever(flag, expected):
     args = build_parser().parse_args(["run", *GEOQUERY_ARGS, *flag])
     options = _system_options(args)
@@ -34,10 +34,10 @@ def test_the_flag_reaches_the_workspace_retriever(flag, expected):
 def test_the_manifest_records_the_flag_only_when_given(tmp_path):
     if not GEOQUERY.is_file():
         pytest.skip(f"GeoQuery not found at {GEOQUERY} (set ALMANAC_BENCH_DATA)")
-    for flag, out in (([], "with"), (["--no-mined-by-facet"], "without")):
+    for flag, out in (([], "default"), (["--mined-by-facet"], "shown")):
         assert bench_main(["run", *GEOQUERY_ARGS, *flag, "--out", str(tmp_path / out)]) == 0
     manifests = {
-        o: json.loads((tmp_path / o / "run.json").read_text()) for o in ("with", "without")
+        o: json.loads((tmp_path / o / "run.json").read_text()) for o in ("default", "shown")
     }
-    assert "mined_by_facet" not in manifests["with"]
-    assert manifests["without"]["mined_by_facet"] is False
+    assert "mined_by_facet" not in manifests["default"]
+    assert manifests["shown"]["mined_by_facet"] is True

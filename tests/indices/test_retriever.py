@@ -199,9 +199,9 @@ def test_a_metric_named_by_the_question_is_not_crowded_out_by_the_columns_holdin
 
 
 def test_mined_knowledge_the_question_does_not_point_to_is_left_out(store, kb):
-    """With ``mined_by_facet=False`` a mined entry reached only by the database facet stays
-    out of the evidence; named by the question, it is in; authoritative knowledge reached by
-    the facet alone (BCR) is in either way. The default (True) shows it."""
+    """By default (``mined_by_facet=False``) a mined entry reached only by the database facet
+    stays out of the evidence; named by the question, it is in; authoritative knowledge
+    reached by the facet alone (BCR) is in either way. ``mined_by_facet=True`` shows it."""
     mined = MetricUKF.create(
         "churn quotient",
         "lost / kept",
@@ -209,11 +209,11 @@ def test_mined_knowledge_the_question_does_not_point_to_is_left_out(store, kb):
         metadata={"mining": {"job_id": "job-1", "miner": "labeled", "status": "activated"}},
     )
     store.upsert(mined)
-    retriever = _retriever(store, mined_by_facet=False)
+    retriever = _retriever(store)
     unrelated = retriever.retrieve("revenue by region", AUTOFIN)
     assert kb["bcr"].id in unrelated.ids() and mined.id not in unrelated.ids()
     named = retriever.retrieve("the churn quotient by region", AUTOFIN)
     (item,) = [i for i in named.items if i.entry.id == mined.id]
     assert "span" in item.reasons
-    shown = _retriever(store).retrieve("revenue by region", AUTOFIN)
+    shown = _retriever(store, mined_by_facet=True).retrieve("revenue by region", AUTOFIN)
     assert mined.id in shown.ids()

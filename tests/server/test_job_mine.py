@@ -238,6 +238,12 @@ def gated(make_server) -> tuple[Server, int]:
                 DATABASE,
                 verified=True,
             ),
+            labeled(  # two say seattle means it: the held Miami question naming it does not
+                "what is the population of seattle",
+                "SELECT population FROM city WHERE city_name = 'seattle'",
+                DATABASE,
+                verified=True,
+            ),
         ]
     )
     return server, since

@@ -17,7 +17,9 @@ from tests.agents.scripted import ScriptedLLM, sql_reply
 from ukf import BaseUKF
 
 NC_CAPITAL = "what is the capital of NC"
-MIAMI = "how many people live in miami"
+# it names seattle too: retrieval shows mined knowledge the question points to (a mined entry
+# reached by the database facet alone stays out of prompts: RetrievalOptions.mined_by_facet)
+MIAMI = "how many people live in miami, not seattle"
 TEXAS_CAPITAL = "what is the capital of texas"
 NC_MEANS = "\"NC\" means state.state_name = 'north carolina'"
 SEATTLE = 'Predicate "seattle"'

@@ -64,6 +64,11 @@ def test_mine_with_the_gate_from_the_command_line(geo, tmp_path, capsys, monkeyp
                 "SELECT population FROM city WHERE city_name = 'seattle'",
                 verified=True,
             ),
+            labeled(  # two say seattle means it: the held Miami question naming it does not
+                "what is the population of seattle",
+                "SELECT population FROM city WHERE city_name = 'seattle'",
+                verified=True,
+            ),
         ]
     )
     llm = ScriptedLLM([model_reading_knowledge])
