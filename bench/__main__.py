@@ -103,6 +103,8 @@ def run_command(args: argparse.Namespace) -> int:
         )
         if args.stream == "unlabeled" or args.learn_unlabeled:
             manifest["mine_vote_samples"] = args.mine_vote_samples
+        if args.mine_template_support is not None:  # only then, as above
+            manifest["mine_template_support"] = args.mine_template_support
     if args.learn_unlabeled:  # only then, as above
         manifest["learn_unlabeled"] = True
     if args.learn_limit is not None:
@@ -164,11 +166,18 @@ def _enable_mining(system: System, args: argparse.Namespace) -> None:
             gate=args.mine_gate,
             gate_held=args.mine_gate_held,
             gate_batch=args.mine_gate_batch,
+            **_template_support(args),
             vote=VoteThresholds(
                 samples=args.mine_vote_samples, min_ran=min(3, args.mine_vote_samples)
             ),
         )
     )
+
+
+def _template_support(args: argparse.Namespace) -> dict[str, int]:
+    """``--mine-template-support`` when given (else the miner's default)."""
+    given = args.mine_template_support
+    return {} if given is None else {"template_support": given}
 
 
 def _synthesize(

@@ -200,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--mine-gate-batch", type=int, default=8, help="candidates the gate decides together"
     )
     mining.add_argument(
+        "--mine-template-support",
+        type=int,
+        default=None,
+        help="fewest labeled questions sharing one slotted SQL that make a query template"
+        " (default: the miner's, 2; 0: no templates)",
+    )
+    mining.add_argument(
         "--mine-vote-samples",
         type=int,
         default=5,

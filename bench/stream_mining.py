@@ -49,6 +49,7 @@ from agents.learn.gate import GateOptions, PipelineFactory, RegressionGate
 from agents.learn.gate_held import HeldSet, held_set
 from agents.learn.mine import activate, candidates, mine_labeled
 from agents.learn.mine.labeled import MiningReport, labeled_experiences
+from agents.learn.mine.templates import MIN_SUPPORT as TEMPLATE_SUPPORT
 from agents.learn.mine.unlabeled import VoteAsker, VoteThresholds, mine_unlabeled
 from bench.metrics.exact import execution_accuracy
 from indices.embeddings import Embedder
@@ -70,6 +71,8 @@ class StreamMiningOptions:
         gate_batch: candidates the gate decides together (bisected when they break one).
         vote: when an unlabeled question's vote is sure enough to mine from (its
             ``samples`` are the candidates each vote draws).
+        template_support: fewest labeled questions sharing one slotted SQL that make a
+            query template (0: no templates).
     """
 
     every: int = 0
@@ -77,8 +80,11 @@ class StreamMiningOptions:
     gate_held: int = 20
     gate_batch: int = 8
     vote: VoteThresholds = field(default_factory=VoteThresholds)
+    template_support: int = TEMPLATE_SUPPORT
 
     def __post_init__(self) -> None:
+        if self.template_support < 0:
+            raise ValueError(f"template support {self.template_support} must be >= 0")
         if self.every < 0 or self.gate_held < 1 or self.gate_batch < 1:
             raise ValueError(
                 f"mine every {self.every}, gate held {self.gate_held}, batch {self.gate_batch}:"
@@ -184,7 +190,15 @@ class StreamMiner:
         reports = []
         if labeled:
             targets = self._targets()
-            reports.append(mine_labeled(self.store, labeled, job_id=job_id, targets=targets))
+            reports.append(
+                mine_labeled(
+                    self.store,
+                    labeled,
+                    job_id=job_id,
+                    targets=targets,
+                    template_support=self.options.template_support,
+                )
+            )
         if unlabeled and self.vote_ask is not None:
             targets = self._targets()
             report = mine_unlabeled(

@@ -55,6 +55,12 @@ def add_mine_commands(commands: Any) -> None:
     )
     mine.add_argument("--gate-held", type=int, default=60, help="held questions at most")
     mine.add_argument("--gate-batch", type=int, default=8, help="candidates decided together")
+    mine.add_argument(
+        "--template-support",
+        type=int,
+        help="fewest labeled questions sharing one slotted SQL that make a query template"
+        " (default: the miner's, 2; 0: no templates)",
+    )
     mine.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -122,6 +128,7 @@ def _labeled(args: argparse.Namespace, store: Any, targets: dict[str, Any], pair
         rerun=args.rerun,
         apply=not args.dry_run,
         habits_over=history,  # preferences are shares of the whole history
+        template_support=args.template_support,
     )
 
 

@@ -12,7 +12,9 @@ every database), ``llm_pairer`` (pair what alignment leaves with the describe ti
 with ``gate_held`` (default 60) and ``gate_batch`` (default 8): after the merge, the
 regression gate (:mod:`server.mine_gate`) replays up to ``gate_held`` verified questions on a
 scratch copy and activates the job's new candidates that break none of them, rejecting the
-others; it needs the target and an LLM tier, whose calls give way to questions.
+others; it needs the target and an LLM tier, whose calls give way to questions;
+``template_support`` (default 2; 0: none): the fewest labeled questions sharing one slotted
+SQL that make a query template.
 
 Who: ``jobs:write`` (ops, admin), like the other knowledge-writing jobs. A mined entry takes
 the scope of the experience it came from (global, a workspace, a user) and enters as an
@@ -48,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 from agents.learn.mine import labeled_experiences, mine_labeled
 from agents.learn.mine.labeled import MiningReport
 from agents.learn.mine.pairer import LLMPairer, Pairer
+from agents.learn.mine.templates import MIN_SUPPORT as TEMPLATE_SUPPORT
 from agents.learn.mine.unlabeled import mine_unlabeled, unlabeled_experiences
 from kb.store import KnowledgeStore
 from kb.target.database import Database
@@ -91,6 +94,12 @@ class MineParams(BaseModel):
     )
     gate_held: int = Field(default=DEFAULT_HELD, ge=1, description="held questions at most")
     gate_batch: int = Field(default=DEFAULT_BATCH, ge=1, description="candidates per batch")
+    template_support: int = Field(
+        default=TEMPLATE_SUPPORT,
+        ge=0,
+        description="fewest labeled questions sharing one slotted SQL that make a query"
+        " template (0: no templates)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MineParams:
@@ -159,9 +168,12 @@ def run_mining(
     job_id: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     habits_over: list[ExperienceUKF] | None = None,
+    template_support: int | None = None,
 ) -> MiningReport:
     """:func:`mine_labeled` as the CLI and the job call it (``rerun`` needs a target;
-    ``habits_over``: the history preferences are counted over, default the experiences)."""
+    ``habits_over``: the history preferences are counted over, default the experiences;
+    ``template_support``: the query templates' fewest supporters, None the miner's default,
+    0 for none)."""
     return mine_labeled(
         store,
         experiences,
@@ -172,6 +184,7 @@ def run_mining(
         rerun=rerun and bool(targets),
         progress=progress,
         habits_over=habits_over,
+        template_support=TEMPLATE_SUPPORT if template_support is None else template_support,
     )
 
 
@@ -249,6 +262,7 @@ def run_mine(state: AppState, context: JobContext, params: MineParams) -> dict[s
                 job_id=context.job_id,
                 progress=step,
                 habits_over=history,
+                template_support=params.template_support,
             )
         # written: no cancellation from here on but at the next mode's first step
         results.append(

@@ -79,3 +79,18 @@ def test_the_mining_arm_answers_from_a_mined_template(geo_stream, tmp_path):
     ]
     assert len(templates) == 1 and templates[0].metadata["mining"]["status"] == "active"
     assert templates[0].content_resources["sql"] == POPULATION.format("x").replace("'x'", ":slot0")
+
+
+def test_template_support_zero_mines_no_template_and_a_negative_one_is_refused(
+    geo_stream, tmp_path
+):
+    options = StreamMiningOptions(every=3, template_support=0)
+    system, mined, asked = run_stream(geo_stream, tmp_path / "off", options)
+    assert mined[HAWAII] == 0.0 and HAWAII in asked  # no template: the model answered
+    assert not [
+        e
+        for e in system.workspace.store.iterate(type="knowledge", source="auto", active=None)
+        if e.content_resources.get("kind") == "template"
+    ]
+    with pytest.raises(ValueError, match="template support -1"):
+        StreamMiningOptions(every=3, template_support=-1)

@@ -140,10 +140,24 @@ def test_a_workspace_key_mines_its_workspace_only(geo, experiences):
     assert mined and {e.workspace for e in mined} == {"sales"}
 
 
+def test_template_support_sets_which_groups_make_query_templates(geo):
+    """By default two labeled questions sharing a slotted SQL make a template; a support no
+    group reaches makes none, and 0 turns templates off."""
+    counts = {}
+    for support in (None, 1000, 0):
+        params = {"dry_run": True} | ({} if support is None else {"template_support": support})
+        job = geo.wait_job(_submit(geo, params))
+        assert job["state"] == "succeeded", job
+        counts[support] = job["result"]["mined"].get("template", 0)
+        assert job["result"]["mined_experiences"] > 0
+    assert counts[None] > 0 and counts[1000] == 0 and counts[0] == 0
+
+
 def test_bad_parameters_and_roles_are_refused(geo):
     cases = [
         ({"mode": "votes"}, "ops", 422, "labeled"),
         ({"since_version": -1}, "ops", 422, "since_version"),
+        ({"template_support": -1}, "ops", 422, "template_support"),
         ({"since": "2026-01-02", "until": "2026-01-01"}, "ops", 422, "must be before"),
         ({"limit": 3}, "ops", 422, "Extra inputs"),
         ({}, "analyst", 403, "lacks the 'jobs:write' permission"),

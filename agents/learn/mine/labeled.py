@@ -97,7 +97,7 @@ def mine_labeled(
     rerun: bool = False,
     progress: Progress | None = None,
     habits_over: Iterable[ExperienceUKF] | None = None,
-    template_support: int = MIN_SUPPORT,
+    template_support: int | None = MIN_SUPPORT,
 ) -> MiningReport:
     """Mine ``experiences`` into ``store`` as candidates; report what happened.
 
@@ -120,7 +120,7 @@ def mine_labeled(
             the experiences mined here).
         template_support: the fewest labeled experiences sharing one slotted SQL that make
             a query template (:func:`agents.learn.mine.templates.mine_templates`, over these
-            experiences and every labeled one of their databases).
+            experiences and every labeled one of their databases); None or 0: no templates.
     """
     report = MiningReport(job_id or uuid.uuid4().hex[:12])
     return mine_into(
@@ -136,7 +136,7 @@ def mine_labeled(
         progress=progress,
         habits=True,
         habits_over=habits_over,
-        template_support=template_support,
+        template_support=template_support or None,
     )
 
 

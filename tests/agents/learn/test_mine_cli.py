@@ -147,3 +147,26 @@ def test_mine_unlabeled_from_the_command_line(geo, tmp_path, capsys, monkeypatch
     out = capsys.readouterr().out
     assert "vote: 0 asked, 1 remembered; 1 kept, 0 refused (none)" in out
     assert "mined 1/1 unlabeled experiences" in out
+
+
+def test_template_support_from_the_command_line(geo, tmp_path, capsys):
+    """Two questions of one shape make a query template by default; ``--template-support 0``
+    mines none, a support above the group's none either."""
+    store, _db = geo
+    store.upsert_many(
+        [
+            labeled(
+                f"what is the population of {state}",
+                f"SELECT population FROM state WHERE state_name = '{state}'",
+            )
+            for state in ("alaska", "texas")
+        ]
+    )
+    base = ["--data-dir", str(tmp_path), "--store-url", store.url, "mine", "--labeled"]
+    target = ["--db", f"sqlite:///{GEOQUERY}", "--name", "geoquery", "--dry-run", "--json"]
+    mined = {}
+    for support in (None, "3", "0"):
+        extra = [] if support is None else ["--template-support", support]
+        assert main([*base, *target, *extra]) == 0
+        mined[support] = json.loads(capsys.readouterr().out)["mined"].get("template", 0)
+    assert mined == {None: 1, "3": 0, "0": 0}
