@@ -236,11 +236,14 @@ class Retriever:
         prompt ahead of schema items the question does not name.
 
         Tables and columns hit directly are shown in full, the rest in brief. The best
-        experiences are fitted first within ``options.experience_tokens`` (few-shot examples
+        experiences, labeled or verified ones before those only logged (a question asked
+        again is logged each time, and its repeats must not push out the worked examples),
+        are fitted first within ``options.experience_tokens`` (few-shot examples
         must not be crowded out by schema items); what they leave of it goes to the rest.
         """
         experiences = sorted(
-            (i for i in items if i.entry.type == "experience"), key=lambda i: -i.score
+            (i for i in items if i.entry.type == "experience"),
+            key=lambda i: (not _worked_example(i.entry), -i.score),
         )[: self.options.experiences]
         others = [i for i in items if i.entry.type != "experience"]
         ordered = sorted(
@@ -275,6 +278,12 @@ class Retriever:
 
 
 DIRECT, RELATED, CONTEXT = 2, 1, 0
+
+
+def _worked_example(entry: BaseUKF) -> bool:
+    """A labeled or verified experience: what a prompt may show as a worked example."""
+    resources = entry.content_resources
+    return bool(resources.get("labeled") or resources.get("verified"))
 
 
 def _cap_span_fanout(items: list[EvidenceItem], cap: int) -> list[EvidenceItem]:

@@ -217,3 +217,28 @@ def test_mined_knowledge_the_question_does_not_point_to_is_left_out(store, kb):
     assert "span" in item.reasons
     shown = _retriever(store, mined_by_facet=True).retrieve("revenue by region", AUTOFIN)
     assert mined.id in shown.ids()
+
+
+def test_logged_repeats_of_a_question_do_not_push_out_its_worked_examples(store, kb):
+    """Fewer labeled experiences than the tier fetches: the unlabeled ones fill it, and the
+    logged repeats of the question score above every labeled one. The evidence keeps every
+    labeled one (the only ones shown as examples) before any unlabeled."""
+    question = "Nova revenue in Europe this year?"
+    labeled = [
+        kb["past"],
+        ExperienceUKF.create(
+            "Nova revenue in Asia this year?", "SELECT 2", database="autofin", labeled=True
+        ),
+    ]
+    store.upsert(labeled[1])
+    repeats = [question, f"{question} please", "Nova revenue in Europe for this year?"]
+    logged = [
+        ExperienceUKF.create(asked, f"SELECT {n}", database="autofin")
+        for n, asked in enumerate(repeats)
+    ]
+    store.upsert_many(logged)
+    retriever = _retriever(store)
+    nearest = retriever.nearest_experiences(question, "autofin")
+    assert {h.ukf_id for h in nearest} >= {e.id for e in labeled + logged}
+    kept = retriever.retrieve(question, AUTOFIN).ids("experience")
+    assert len(kept) == 3 and set(kept) >= {e.id for e in labeled}
