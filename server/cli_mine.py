@@ -116,7 +116,7 @@ def run_mine_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _labeled(args: argparse.Namespace, store: Any, targets: dict[str, Any], pairer: Any) -> Any:
-    from server.job_mine import run_mining, select_experiences
+    from server.mine_run import run_mining, select_experiences
 
     experiences, _ = select_experiences(store, since_version=args.since)
     history = None if args.since is None else select_experiences(store)[0]
@@ -250,8 +250,8 @@ def _target(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | N
 
 
 def _pairer(settings: Settings) -> Any:
-    from server.job_mine import tier_pairer
     from server.llm_factory import LLMTiers
     from server.metrics import Metrics
+    from server.mine_run import tier_pairer
 
     return tier_pairer(LLMTiers(settings.llm_tiers, settings.data_dir, Metrics()), settings)
