@@ -105,6 +105,8 @@ def run_command(args: argparse.Namespace) -> int:
             manifest["mine_vote_samples"] = args.mine_vote_samples
         if args.mine_template_support is not None:  # only then, as above
             manifest["mine_template_support"] = args.mine_template_support
+        if args.mine_llm_pairer:  # only then, as above
+            manifest["mine_llm_pairer"] = True
     if args.learn_unlabeled:  # only then, as above
         manifest["learn_unlabeled"] = True
     if args.learn_limit is not None:
@@ -167,6 +169,7 @@ def _enable_mining(system: System, args: argparse.Namespace) -> None:
             gate_held=args.mine_gate_held,
             gate_batch=args.mine_gate_batch,
             **_template_support(args),
+            llm_pairer=args.mine_llm_pairer,
             vote=VoteThresholds(
                 samples=args.mine_vote_samples, min_ran=min(3, args.mine_vote_samples)
             ),

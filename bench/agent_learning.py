@@ -22,6 +22,7 @@ from agents.answer import Answer
 from agents.gate_pipeline import pipeline_factory
 from agents.learn.cot import CotReport, CotWriter, cot_experiences, profile_cot
 from agents.learn.gate import PipelineFactory
+from agents.learn.mine.pairer import LLMPairer
 from agents.learn.synth import (
     QuestionWriter,
     SynthesisReport,
@@ -62,6 +63,7 @@ class AlmanacLearning:
             pipeline_factory=self._gate_pipelines,
             embedder=self.workspace.embedder,
             vote_ask=self._vote,
+            pairer=LLMPairer(self.llm) if options.llm_pairer else None,
         )
 
     def _vote(self, experience: ExperienceUKF, n: int) -> Answer:

@@ -200,6 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--mine-gate-batch", type=int, default=8, help="candidates the gate decides together"
     )
     mining.add_argument(
+        "--mine-llm-pairer",
+        action="store_true",
+        help="pair the phrases alignment leaves with the system's model (a call per experience"
+        " that has any)",
+    )
+    mining.add_argument(
         "--mine-template-support",
         type=int,
         default=None,

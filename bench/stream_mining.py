@@ -49,6 +49,7 @@ from agents.learn.gate import GateOptions, PipelineFactory, RegressionGate
 from agents.learn.gate_held import HeldSet, held_set
 from agents.learn.mine import activate, candidates, mine_labeled
 from agents.learn.mine.labeled import MiningReport, labeled_experiences
+from agents.learn.mine.pairer import Pairer
 from agents.learn.mine.templates import MIN_SUPPORT as TEMPLATE_SUPPORT
 from agents.learn.mine.unlabeled import VoteAsker, VoteThresholds, mine_unlabeled
 from bench.metrics.exact import execution_accuracy
@@ -73,6 +74,8 @@ class StreamMiningOptions:
             ``samples`` are the candidates each vote draws).
         template_support: fewest labeled questions sharing one slotted SQL that make a
             query template (0: no templates).
+        llm_pairer: pair the phrases alignment leaves with the system's model (one call per
+            experience that has any; the server's ``llm_pairer``), labeled and unlabeled.
     """
 
     every: int = 0
@@ -81,6 +84,7 @@ class StreamMiningOptions:
     gate_batch: int = 8
     vote: VoteThresholds = field(default_factory=VoteThresholds)
     template_support: int = TEMPLATE_SUPPORT
+    llm_pairer: bool = False
 
     def __post_init__(self) -> None:
         if self.template_support < 0:
@@ -125,7 +129,8 @@ class MiningRound:
     mined: dict[str, int] = field(default_factory=dict)  # entries by kind
     dropped: dict[str, int] = field(default_factory=dict)
     known: int = 0  # facts the knowledge base already had (not learned again)
-    unpaired: int = 0  # facts no question phrase was paired with (no LLM pairer here)
+    unpaired: int = 0  # facts no question phrase was paired with
+    pairer_calls: int = 0  # the LLM pairer's calls (options.llm_pairer)
     inserted: int = 0  # new candidates
     activated: int = 0
     rejected: int = 0
@@ -153,6 +158,7 @@ class StreamMiner:
         embedder: the system's embedder (the gate's scratch indices reuse its vectors).
         vote_ask: answers an unlabeled experience's question with n samples, for the vote
             (None: unlabeled experiences are not mined).
+        pairer: pairs what alignment leaves (``options.llm_pairer``: the system's model).
     """
 
     def __init__(
@@ -164,12 +170,13 @@ class StreamMiner:
         pipeline_factory: Callable[[str], PipelineFactory] | None = None,
         embedder: Embedder | None = None,
         vote_ask: VoteAsker | None = None,
+        pairer: Pairer | None = None,
     ) -> None:
         if options.gate and pipeline_factory is None:
             raise ValueError("the mining gate needs the system's pipelines (pipeline_factory)")
         self.store, self.options = store, options
         self._targets, self._factory = targets, pipeline_factory
-        self.embedder, self.vote_ask = embedder, vote_ask
+        self.embedder, self.vote_ask, self.pairer = embedder, vote_ask, pairer
         self._observed: list[ExperienceUKF] = []
         self._waiting_jobs: list[str] = []
         self.rounds = 0
@@ -196,6 +203,7 @@ class StreamMiner:
                     labeled,
                     job_id=job_id,
                     targets=targets,
+                    pairer=self.pairer,
                     template_support=self.options.template_support,
                 )
             )
@@ -209,6 +217,7 @@ class StreamMiner:
                 job_id=job_id,
                 targets=targets,
                 databases=list(targets),
+                pairer=self.pairer,
             )
             reports.append(report)
         self._count(record, reports)
@@ -246,6 +255,7 @@ class StreamMiner:
             record.inserted += len(report.candidate_ids)
             record.known += report.known
             record.unpaired += report.unpaired
+            record.pairer_calls += report.pairer_calls
             for kind, n in report.mined.items():
                 record.mined[kind] = record.mined.get(kind, 0) + n
             for reason, n in report.dropped.items():
