@@ -17,6 +17,7 @@ import logging
 import sys
 from pathlib import Path
 
+from agents.learn.mine.templates import MIN_SUPPORT as TEMPLATE_SUPPORT
 from agents.learn.mine.unlabeled import VoteThresholds
 from bench.cli_parser import REST_SPLIT, build_parser
 from bench.compare import (
@@ -168,19 +169,17 @@ def _enable_mining(system: System, args: argparse.Namespace) -> None:
             gate=args.mine_gate,
             gate_held=args.mine_gate_held,
             gate_batch=args.mine_gate_batch,
-            **_template_support(args),
+            template_support=(
+                TEMPLATE_SUPPORT
+                if args.mine_template_support is None
+                else args.mine_template_support
+            ),
             llm_pairer=args.mine_llm_pairer,
             vote=VoteThresholds(
                 samples=args.mine_vote_samples, min_ran=min(3, args.mine_vote_samples)
             ),
         )
     )
-
-
-def _template_support(args: argparse.Namespace) -> dict[str, int]:
-    """``--mine-template-support`` when given (else the miner's default)."""
-    given = args.mine_template_support
-    return {} if given is None else {"template_support": given}
 
 
 def _synthesize(

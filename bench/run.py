@@ -194,7 +194,7 @@ class Runner:
         return result
 
     def _evaluate(self, position: int, example: Example) -> QuestionResult:
-        url = example.database_url or self.dataset.databases.get(example.database)
+        url = self._database_url(example)
         result = QuestionResult(
             id=example.id,
             position=position,
@@ -215,6 +215,9 @@ class Runner:
             self._mine_if_due(position + 1)
         return result
 
+    def _database_url(self, example: Example) -> str | None:
+        return example.database_url or self.dataset.databases.get(example.database)
+
     def _replay_stream(self, done: dict[str, QuestionResult]) -> None:
         """A resumed stream run's system starts with a new store: what the answered questions
         taught it is stored again in stream order (each question logged with the SQL it was
@@ -227,7 +230,7 @@ class Runner:
         answered = sorted(done.values(), key=lambda r: r.position)
         for result in tqdm(answered, desc="replaying the answered stream", unit="question"):
             example = examples.get(result.id)
-            if example is None or result.gold_error == f"no database URL for {example.database!r}":
+            if example is None or self._database_url(example) is None:
                 continue  # never observed (see _evaluate)
             if callable(replay):
                 replay(example, result.predicted_sql, labeled)

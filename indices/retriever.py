@@ -34,7 +34,7 @@ from indices.hits import Hit
 from indices.string import StringIndex
 from indices.vector import VectorIndex
 from kb.store import KnowledgeStore
-from ukf import BaseUKF, QueryContext, Reader, UKFError
+from ukf import BaseUKF, ExperienceUKF, QueryContext, Reader, UKFError
 
 log = logging.getLogger(__name__)
 EXPANSION_RELATIONS = (
@@ -243,7 +243,7 @@ class Retriever:
         """
         experiences = sorted(
             (i for i in items if i.entry.type == "experience"),
-            key=lambda i: (not _worked_example(i.entry), -i.score),
+            key=lambda i: (not _trusted(i.entry), -i.score),
         )[: self.options.experiences]
         others = [i for i in items if i.entry.type != "experience"]
         ordered = sorted(
@@ -280,10 +280,8 @@ class Retriever:
 DIRECT, RELATED, CONTEXT = 2, 1, 0
 
 
-def _worked_example(entry: BaseUKF) -> bool:
-    """A labeled or verified experience: what a prompt may show as a worked example."""
-    resources = entry.content_resources
-    return bool(resources.get("labeled") or resources.get("verified"))
+def _trusted(entry: BaseUKF) -> bool:
+    return isinstance(entry, ExperienceUKF) and entry.trusted
 
 
 def _cap_span_fanout(items: list[EvidenceItem], cap: int) -> list[EvidenceItem]:

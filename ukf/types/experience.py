@@ -82,5 +82,11 @@ class ExperienceUKF(BaseUKF):
         return bool(self.content_resources.get("verified"))
 
     @property
+    def trusted(self) -> bool:
+        """Labeled or verified: a SQL someone vouched for (a logged answer nobody checked
+        is not), what a prompt may show as a worked example."""
+        return self.labeled or self.verified
+
+    @property
     def is_authoritative(self) -> bool:
-        return super().is_authoritative or self.labeled or self.verified
+        return super().is_authoritative or self.trusted

@@ -97,7 +97,7 @@ def mine_labeled(
     rerun: bool = False,
     progress: Progress | None = None,
     habits_over: Iterable[ExperienceUKF] | None = None,
-    template_support: int | None = MIN_SUPPORT,
+    template_support: int = MIN_SUPPORT,
 ) -> MiningReport:
     """Mine ``experiences`` into ``store`` as candidates; report what happened.
 
@@ -120,7 +120,7 @@ def mine_labeled(
             the experiences mined here).
         template_support: the fewest labeled experiences sharing one slotted SQL that make
             a query template (:func:`agents.learn.mine.templates.mine_templates`, over these
-            experiences and every labeled one of their databases); None or 0: no templates.
+            experiences and every labeled one of their databases); 0: no templates.
     """
     report = MiningReport(job_id or uuid.uuid4().hex[:12])
     return mine_into(
@@ -136,7 +136,7 @@ def mine_labeled(
         progress=progress,
         habits=True,
         habits_over=habits_over,
-        template_support=template_support or None,
+        template_support=template_support,
     )
 
 
@@ -154,12 +154,12 @@ def mine_into(
     progress: Progress | None = None,
     habits: bool = False,
     habits_over: Iterable[ExperienceUKF] | None = None,
-    template_support: int | None = None,
+    template_support: int = 0,
 ) -> MiningReport:
     """Mine each ``(experience, reason)`` of ``todo`` whose reason is None (the others are
     skipped with it) as ``report.miner``, merge the candidates, fill ``report``; with
     ``habits``, also the preferences of ``habits_over`` (default: the experiences mined);
-    with ``template_support``, also the query templates of the experiences mined and the
+    with ``template_support`` (> 0), also the query templates of the experiences mined and the
     labeled history of their databases."""
     started = time.perf_counter()
     strings = strings if strings is not None else StringIndex.from_store(store, lemmatizer)
@@ -217,7 +217,7 @@ def mine_into(
         )
         mined += found.entries
         report.dropped.update(found.dropped)
-    if template_support is not None:
+    if template_support:
         mined += mine_templates(
             minable,
             job_id=report.job_id,
