@@ -77,6 +77,8 @@ class IndexSet:
         experiences: build the experience index (with an embedder).
         refresh_s: how often :meth:`start`'s thread checks the store version.
         refit_interval_s: least time between two refits of the experience metric.
+        retrieval: the options of the retrievers :meth:`retriever` makes when it is given none
+            (the server's ``[retrieval]`` settings; default :class:`RetrievalOptions`).
     """
 
     def __init__(
@@ -88,8 +90,10 @@ class IndexSet:
         experiences: bool = True,
         refresh_s: float = 1.0,
         refit_interval_s: float = 0.0,
+        retrieval: RetrievalOptions | None = None,
     ) -> None:
         self.store, self.embedder = store, embedder
+        self.retrieval = retrieval or RetrievalOptions()
         self.with_vectors, self.with_experiences = vectors, experiences
         self.refresh_s, self.refit_interval_s = refresh_s, refit_interval_s
         self.facets = FacetIndex(store)
@@ -259,14 +263,15 @@ class IndexSet:
         return self.current().experiences
 
     def retriever(self, options: RetrievalOptions | None = None) -> Retriever:
-        """A fused retriever over the current generation (see the module docstring)."""
+        """A fused retriever over the current generation (see the module docstring), with
+        ``options`` or else the set's :attr:`retrieval` options."""
         built = self.current()
         return Retriever(
             self.store,
             built.strings,
             built.graph,
             built.vectors,
-            options,
+            options or self.retrieval,
             built.experiences,
             facets=self.facets,
             refresh=self._refresh_for_retriever,

@@ -99,7 +99,9 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
         if args.pack:
             print(f"imported {store.import_jsonl(args.pack)} entries from {args.pack}")
         started = time.perf_counter()
-        indices = IndexSet(store, configured_embedder(settings))
+        indices = IndexSet(
+            store, configured_embedder(settings), retrieval=settings.retrieval.options()
+        )
         summary = indices.rebuild()
         print(f"indices built in {time.perf_counter() - started:.1f} s: {summary}")
         if tiers is not None:
@@ -199,10 +201,9 @@ def _warm(pipeline: Any) -> None:
 
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
     from agents.pipeline import AskOptions
-    from indices.index_set import IndexSet
     from kb.store import KnowledgeStore
     from kb.target.database import Database
-    from server.state import configured_embedder
+    from server.state import configured_indices
 
     url, name = resolve_target(args, settings)
     context = _query_context(args)
@@ -217,7 +218,7 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     )
     tiers = _load_tiers(settings)
     with KnowledgeStore(settings.resolved_store_url) as store, Database(url) as database:
-        indices = IndexSet.build(store, configured_embedder(settings))
+        indices = configured_indices(store, settings)
         pipeline = _pipeline(store, database, name, indices, tiers.result(), settings)
         answer = pipeline.ask(args.question, context, options)
     if args.json:

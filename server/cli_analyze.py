@@ -39,19 +39,18 @@ def run_analyze_command(args: argparse.Namespace, settings: Settings) -> int:
     from agents.analysis.charts import render_png
     from agents.analysis.run import AnalysisOptions
     from agents.pipeline import AskOptions
-    from indices.index_set import IndexSet
     from kb.store import KnowledgeStore
     from kb.target.database import Database
     from server.cli_agents import _load_tiers, _pipeline, _query_context, resolve_target
     from server.routes_analyze import analysis_of
-    from server.state import configured_embedder
+    from server.state import configured_indices
 
     options = AnalysisOptions(max_steps=args.max_steps, max_seconds=args.max_seconds)
     url, name = resolve_target(args, settings)
     context = _query_context(args)
     tiers = _load_tiers(settings)
     with KnowledgeStore(settings.resolved_store_url) as store, Database(url) as database:
-        indices = IndexSet.build(store, configured_embedder(settings))
+        indices = configured_indices(store, settings)
         pipeline = _pipeline(store, database, name, indices, tiers.result(), settings)
         answer = analysis_of(pipeline, args.question, context, AskOptions(), options)
     if args.png_dir is not None:

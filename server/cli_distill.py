@@ -136,11 +136,10 @@ def _data(args: argparse.Namespace, settings: Settings) -> int:
     from distill.curation import CurationWeights
     from distill.dataset import DatasetOptions, build_dataset
     from distill.split import SplitRule
-    from indices.index_set import IndexSet
     from kb.store import KnowledgeStore
     from kb.target.database import Database
     from server.cli_agents import resolve_target
-    from server.state import configured_embedder
+    from server.state import configured_indices
 
     url, name = resolve_target(args, settings)
     weights = CurationWeights()
@@ -159,7 +158,7 @@ def _data(args: argparse.Namespace, settings: Settings) -> int:
     with KnowledgeStore(settings.resolved_store_url) as store:
         database = Database(url)
         try:
-            retriever = IndexSet.build(store, configured_embedder(settings)).retriever()
+            retriever = configured_indices(store, settings).retriever()
             manifest = build_dataset(
                 store,
                 {name: database},

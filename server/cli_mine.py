@@ -144,13 +144,12 @@ def _unlabeled(
     from tqdm import tqdm
 
     from agents.learn.mine.unlabeled import mine_unlabeled, unlabeled_experiences
-    from indices.index_set import IndexSet
     from server.confidence import calibrator_source
     from server.mine_vote import vote_asker, vote_thresholds
-    from server.state import configured_embedder
+    from server.state import configured_indices
 
     experiences = unlabeled_experiences(store, since=args.since, database=name)
-    retriever = IndexSet.build(store, configured_embedder(settings)).retriever()
+    retriever = configured_indices(store, settings).retriever()
     asker = vote_asker(
         ask_tiers(settings),
         store=store,

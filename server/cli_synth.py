@@ -100,18 +100,17 @@ def _synthesize(
 
     from agents.learn.synth import QuestionWriter, synthesis_sources, synthesize
     from agents.pipeline_options import PipelineOptions
-    from indices.index_set import IndexSet
     from kb.store import KnowledgeStore
     from kb.target.database import Database
     from server.confidence import calibrator_source
     from server.mine_vote import vote_asker
-    from server.state import configured_embedder
+    from server.state import configured_indices
 
     writer_llm, tiers = llm_tiers(settings)
     with KnowledgeStore(settings.resolved_store_url) as store:
         database = Database(url)
         try:
-            retriever = IndexSet.build(store, configured_embedder(settings)).retriever()
+            retriever = configured_indices(store, settings).retriever()
             vote = vote_asker(
                 tiers,
                 store=store,

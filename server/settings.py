@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from agents.llm.models import default_data_dir
 from distill.registry import StudentError, check_name
 from server.settings_confidence import ConfidenceSettings
+from server.settings_retrieval import RetrievalSettings
 
 
 class LimitSettings(BaseModel):
@@ -304,6 +305,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -187,6 +187,14 @@ def configured_embedder(settings: Settings) -> Embedder | None:
     return shared_minilm(settings.data_dir / "models", store=vectors)
 
 
+def configured_indices(store: KnowledgeStore, settings: Settings) -> IndexSet:
+    """The indices over ``store`` built now, as the settings configure them (embedder,
+    ``[retrieval]`` options): what the CLI's commands retrieve with."""
+    return IndexSet.build(
+        store, configured_embedder(settings), retrieval=settings.retrieval.options()
+    )
+
+
 def build_state(
     settings: Settings,
     *,
@@ -213,6 +221,7 @@ def build_state(
         embedder,
         refresh_s=settings.index_refresh_s,
         refit_interval_s=settings.experience_refit_s,
+        retrieval=settings.retrieval.options(),
     )
     audit = AuditLog(engine)
     target = (

@@ -35,6 +35,7 @@ from pydantic_core import PydanticUndefined
 from agents.llm.models import MODELS, TEST_MODEL, default_data_dir, is_cached, model_path
 from server.settings import JobSettings, LimitSettings, LLMTierSettings, Settings
 from server.settings_confidence import ConfidenceSettings
+from server.settings_retrieval import RetrievalSettings
 from tests.support.markdown import (
     Block,
     anchors_of,
@@ -55,7 +56,12 @@ CONFIG_LANGUAGES = frozenset({"toml", "json"})
 SHELL_LANGUAGES = frozenset({"bash", "sh"})
 ATTRIBUTES = frozenset({"runnable", "server", "in-repo"})
 OUTSIDE_SETTINGS = frozenset({"ALMANAC_CONFIG", "ALMANAC_BENCH_DATA", "ALMANAC_TEST_PG_URL"})
-NESTED = {"limits": LimitSettings, "jobs": JobSettings, "confidence": ConfidenceSettings}
+NESTED = {
+    "limits": LimitSettings,
+    "jobs": JobSettings,
+    "confidence": ConfidenceSettings,
+    "retrieval": RetrievalSettings,
+}
 # the docs check's server: the tests' model, with waits long enough for a busy machine
 DEMO_TIER = {
     "name": "default",
@@ -173,7 +179,8 @@ def _documented(sections: tuple[str, ...]) -> dict[str, str]:
 
 def test_the_configuration_reference_lists_every_setting_with_its_default() -> None:
     expected = _expected(Settings, "ALMANAC_")
-    documented = _documented(("Server", "Limits", "Jobs", "Confidence", "Outside the server"))
+    sections = ("Server", "Limits", "Jobs", "Confidence", "Retrieval", "Outside the server")
+    documented = _documented(sections)
     assert set(documented) - OUTSIDE_SETTINGS == set(expected)
     tiers = _expected(LLMTierSettings, "")
     documented_tiers = _documented(("LLM tiers",))

@@ -52,6 +52,13 @@ def test_built_with_an_embedder_it_has_every_index_and_one_retriever_over_them(s
     indices.stop()
 
 
+def test_a_retriever_without_options_takes_the_sets_own(store, shop):
+    indices = IndexSet.build(store, retrieval=RetrievalOptions(hops=1, mined_by_facet=True))
+    assert indices.retriever().options == RetrievalOptions(hops=1, mined_by_facet=True)
+    assert indices.retriever(RetrievalOptions(hops=0)).options.hops == 0
+    assert IndexSet.build(store).retriever().options == RetrievalOptions()
+
+
 def test_without_an_embedder_string_graph_and_facets_only(store, shop):
     indices = IndexSet.build(store)
     assert indices.current().vectors is None and indices.experiences is None
