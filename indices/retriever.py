@@ -46,7 +46,6 @@ EXPANSION_RELATIONS = (
     "has_level",
 )
 BUSINESS_TYPES = ("metric", "predicate", "taxonomy", "knowledge")
-MINED_KEY = "mining"  # metadata of knowledge mined from the query log (agents.learn.mine)
 SCHEMA_TYPES = ("table", "column", "enum")
 TYPE_ORDER = {
     t: i
@@ -317,7 +316,7 @@ def _cap_span_fanout(items: list[EvidenceItem], cap: int) -> list[EvidenceItem]:
 def _mined_context(item: EvidenceItem) -> bool:
     """A mined business entry (``metadata["mining"]``) the question does not point to: no
     span names it, nothing it named or resembles brought it, no trigger switches it on."""
-    mined = MINED_KEY in item.entry.metadata
+    mined = item.entry.is_mined
     return mined and item.entry.type in BUSINESS_TYPES and _tier(item) == CONTEXT
 
 

@@ -6,7 +6,7 @@ triggers (registration only: nothing is read or written).
 
 from ukf import composers as _composers  # noqa: F401  (registers composers)
 from ukf import triggers as _triggers  # noqa: F401  (registers triggers)
-from ukf.base import AUTHORITATIVE_SOURCES, BaseUKF, Source, bump_version
+from ukf.base import AUTHORITATIVE_SOURCES, MINING_KEY, BaseUKF, Source, bump_version
 from ukf.context import QueryContext, Reader
 from ukf.errors import (
     FrozenFieldError,
@@ -39,6 +39,7 @@ from ukf.types import (
 __all__ = [
     "AUTHORITATIVE_SOURCES",
     "IDENTITY_FIELDS",
+    "MINING_KEY",
     "Auth",
     "BaseUKF",
     "ColumnUKF",

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 Source = Literal["system", "user", "auto", "tool", "derived", "synthetic", "unknown"]
 AUTHORITATIVE_SOURCES: frozenset[str] = frozenset({"system", "user"})
+# the metadata key of mined knowledge (from the query log, corrections, documents): its job,
+# miner, trust and review status (agents.learn.mine.candidates)
+MINING_KEY = "mining"
 _COMPUTED = ("id", "content_hash")
 _VERSION_NUMBER = re.compile(r"(\d+)$")
 
@@ -251,6 +254,12 @@ class BaseUKF(BaseModel):
     def is_authoritative(self) -> bool:
         """Schema, user-written or human-verified knowledge; mined entries never override it."""
         return self.source in AUTHORITATIVE_SOURCES or self.last_verified is not None
+
+    @property
+    def is_mined(self) -> bool:
+        """Mined knowledge (``metadata["mining"]``): from the query log, a correction or a
+        document, as opposed to the schema or a hand-written entry."""
+        return MINING_KEY in self.metadata
 
     def is_expired(self, now: datetime | None = None) -> bool:
         return self.expiration is not None and self.expiration <= (_as_utc(now) or utcnow())

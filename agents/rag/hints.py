@@ -24,6 +24,7 @@ from agents.rag.hint_links import precise_links
 from agents.rag.table_rank import BUSINESS_TYPES, named
 from agents.rag.value_catalog import ValueCatalog
 from indices.evidence import EvidenceItem, estimate_tokens
+from ukf import MINING_KEY
 
 PROFILE_MAX_TABLES = 2
 Span = tuple[int, int]
@@ -135,7 +136,7 @@ def used_knowledge(item: EvidenceItem, question: str) -> UsedKnowledge:
 
 
 def _mined_trust(metadata: Mapping[str, Any]) -> str | None:
-    note = metadata.get("mining")  # see agents.learn.mine.candidates
+    note = metadata.get(MINING_KEY)  # see agents.learn.mine.candidates
     trust = note.get("trust") if isinstance(note, Mapping) else None
     return str(trust) if trust else None
 

@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from tests.support.samples import every_template
 from ukf import (
+    MINING_KEY,
     BaseUKF,
     FrozenFieldError,
     IdMismatchError,
@@ -139,3 +140,9 @@ def test_authoritative_means_schema_user_or_verified():
     mined = KnowledgeUKF.create("x", "y", source="auto")
     assert not mined.is_authoritative
     assert mined.clone(last_verified=mined.timestamp).is_authoritative
+
+
+def test_mined_means_a_mining_note_in_the_metadata():
+    assert not KnowledgeUKF.create("x", "y", source="auto").is_mined
+    mined = KnowledgeUKF.create("x", "y", source="auto", metadata={MINING_KEY: {"job_id": "j"}})
+    assert mined.is_mined and mined.clone(last_verified=mined.timestamp).is_mined

@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kb.store import KnowledgeStore
-from ukf import BaseUKF
+from ukf import MINING_KEY, BaseUKF
 
-MINING = "mining"
+MINING = MINING_KEY
 CANDIDATE, ACTIVE, REJECTED = "candidate", "active", "rejected"
 ROLLED_BACK = "rolled_back"
 # statuses a mined entry may be activated (or rejected) from

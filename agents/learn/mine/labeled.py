@@ -76,7 +76,7 @@ def labeled_experiences(
     found = [
         e
         for e in store.iterate(type="experience", tags=tags)
-        if isinstance(e, ExperienceUKF) and (e.labeled or e.verified) and e.sql
+        if isinstance(e, ExperienceUKF) and e.trusted and e.sql
     ]
     if since is not None:
         recent = set(store.changes_since(since))
@@ -257,7 +257,7 @@ def _fails_on(target: Database | None, experience: ExperienceUKF) -> str | None:
 
 
 def _unminable(experience: ExperienceUKF) -> str | None:
-    if not (experience.labeled or experience.verified):
+    if not experience.trusted:
         return "not labeled"
     if not experience.sql:
         return "no SQL"

@@ -80,7 +80,7 @@ def mine_preferences(
     tally = _Tally()
     for experience in experiences:
         database = next(iter(experience.tag_values("DATABASE")), "")
-        if not experience.sql or not database or not (experience.labeled or experience.verified):
+        if not experience.sql or not database or not experience.trusted:
             continue
         if database not in views:
             views[database] = SchemaView(store, database, target=(targets or {}).get(database))

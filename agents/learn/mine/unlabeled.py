@@ -143,7 +143,7 @@ def unlabeled_experiences(
     found = [
         e
         for e in store.iterate(type="experience", tags=tags)
-        if isinstance(e, ExperienceUKF) and not (e.labeled or e.verified) and e.question
+        if isinstance(e, ExperienceUKF) and not e.trusted and e.question
     ]
     if since is not None:
         recent = set(store.changes_since(since))
@@ -243,7 +243,7 @@ def _check(token: Cancellation | None) -> None:
 
 
 def _unvotable(experience: ExperienceUKF, answerable: set[str] | None) -> str | None:
-    if experience.labeled or experience.verified:
+    if experience.trusted:
         return "labeled (mined by the labeled miner)"
     database = next(iter(experience.tag_values("DATABASE")), None)
     if database is None:
