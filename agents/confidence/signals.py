@@ -26,6 +26,9 @@ Features (a feature that does not apply is left out, never set to a made-up valu
 - ``period_outside_data``: a year or time window the question names lies wholly outside the
   dates the data covers;
 - ``ambiguous_phrases``: phrases the knowledge base gives two or more meanings;
+- whether the SQL uses the values and filters linked to the question's phrases
+  (:mod:`agents.confidence.knowledge_use`): ``linked_values``, ``linked_values_unused``,
+  ``linked_values_elsewhere``, ``linked_filters``, ``linked_filters_unused``;
 - ``samples``, ``failed_share``; with more than one sample ``vote_share`` (the winning
   result's share of all samples) and ``distinct_results``;
 - ``plain_fallback``, ``escalated`` (tiers asked after the first);
@@ -43,6 +46,7 @@ from datetime import date
 from typing import Any
 
 from agents.answer import Candidate
+from agents.confidence.knowledge_use import knowledge_use
 from agents.confidence.sql_shape import sql_shape
 from agents.confidence.vocabulary import VocabularySnapshot, generic_words
 from agents.rag.agent import RagContext
@@ -135,6 +139,7 @@ def answer_signals(
             winner.sql_logprob_min,
         )
     f.update(sql_shape(statement_only(winner.sql), dialect))
+    f.update(knowledge_use(rag, statement_only(winner.sql), dialect))
     f["repairs"] = float(winner.repairs)
     f["value_corrected"] = float(any("value" in note for note in winner.notes))
     if winner.template_id is not None:
