@@ -26,9 +26,9 @@ Features (a feature that does not apply is left out, never set to a made-up valu
 - ``period_outside_data``: a year or time window the question names lies wholly outside the
   dates the data covers;
 - ``ambiguous_phrases``: phrases the knowledge base gives two or more meanings;
-- whether the SQL uses the values and filters linked to the question's phrases
-  (:mod:`agents.confidence.knowledge_use`): ``linked_values``, ``linked_values_unused``,
-  ``linked_values_elsewhere``, ``linked_filters``, ``linked_filters_unused``;
+- ``linked_filters``, ``linked_filters_unused``: phrases linked to a metric or predicate
+  that quotes values, and those whose values the SQL leaves out
+  (:mod:`agents.confidence.knowledge_use`);
 - ``samples``, ``failed_share``; with more than one sample ``vote_share`` (the winning
   result's share of all samples) and ``distinct_results``;
 - ``plain_fallback``, ``escalated`` (tiers asked after the first);

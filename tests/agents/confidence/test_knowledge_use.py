@@ -1,12 +1,16 @@
-"""Whether the answered SQL uses the values and filters linked to the question's phrases, on
-the real concert_singer knowledge base."""
+"""Whether the answered SQL keeps the filters the question names, on the real concert_singer
+knowledge base with a predicate and a metric added."""
 
 from __future__ import annotations
+
+import pytest
 
 from agents.confidence.knowledge_use import knowledge_use
 from agents.rag.agent import RagAgent, RagOptions
 from agents.rag.schema_slice import SchemaCatalog
-from ukf import PredicateUKF, QueryContext
+from ukf import MetricUKF, PredicateUKF, QueryContext
+
+BOTH = "SELECT count(*) FROM singer WHERE country IN ('France', 'Netherlands')"
 
 
 def _rag(concert, question: str):
@@ -15,41 +19,41 @@ def _rag(concert, question: str):
     return agent.run(question, QueryContext(database="concert_singer"))
 
 
-def test_a_named_value_the_sql_filters_on_is_used(concert):
-    rag = _rag(concert, "How many singers are from France?")
-    used = knowledge_use(rag, "SELECT count(*) FROM singer WHERE country = 'France'")
-    assert used["linked_values"] >= 1
-    assert used["linked_values_unused"] == 0 and used["linked_values_elsewhere"] == 0
-    like = knowledge_use(rag, "SELECT count(*) FROM singer WHERE country LIKE '%france%'")
-    assert like["linked_values_unused"] == 0
-
-
-def test_a_named_value_left_out_or_looked_up_in_another_table_is_flagged(concert):
-    rag = _rag(concert, "How many singers are from France?")
-    left_out = knowledge_use(rag, "SELECT count(*) FROM singer")
-    assert left_out["linked_values_unused"] == 1 and left_out["linked_values_elsewhere"] == 0
-    elsewhere = knowledge_use(rag, "SELECT count(*) FROM stadium WHERE location = 'France'")
-    assert elsewhere["linked_values_unused"] == 0 and elsewhere["linked_values_elsewhere"] == 1
-
-
-def test_a_predicate_the_question_names_must_keep_every_value_it_quotes(concert):
-    store = concert[0]
-    store.upsert(
-        PredicateUKF.create(
-            "European singers", "country IN ('France', 'Netherlands')", database="concert_singer"
-        )
+@pytest.fixture
+def european(concert):
+    concert[0].upsert_many(
+        [
+            PredicateUKF.create(
+                "European singers",
+                "country IN ('France', 'Netherlands')",
+                database="concert_singer",
+            ),
+            MetricUKF.create(
+                "seniority", "AVG(age) WHERE is_male = 'T'", database="concert_singer"
+            ),
+        ]
     )
-    rag = _rag(concert, "How many European singers are there?")
-    both = "SELECT count(*) FROM singer WHERE country IN ('France', 'Netherlands')"
-    assert knowledge_use(rag, both)["linked_filters"] == 1
-    assert knowledge_use(rag, both)["linked_filters_unused"] == 0
+    return concert
+
+
+def test_a_named_predicate_must_keep_every_value_it_quotes(european):
+    rag = _rag(european, "How many European singers are there?")
+    assert knowledge_use(rag, BOTH) == {"linked_filters": 1.0, "linked_filters_unused": 0.0}
     one = "SELECT count(*) FROM singer WHERE country = 'France'"
     assert knowledge_use(rag, one)["linked_filters_unused"] == 1
     assert knowledge_use(rag, "SELECT count(*) FROM singer")["linked_filters_unused"] == 1
+    like = "SELECT count(*) FROM singer WHERE country LIKE '%france%' OR country = 'Netherlands'"
+    assert knowledge_use(rag, like)["linked_filters_unused"] == 0
 
 
-def test_nothing_when_the_sql_does_not_parse_or_nothing_is_linked(concert):
-    rag = _rag(concert, "How many singers are from France?")
+def test_a_named_metric_whose_formula_filters_is_checked_too(european):
+    rag = _rag(european, "What is the seniority of the singers?")
+    kept = knowledge_use(rag, "SELECT avg(age) FROM singer WHERE is_male = 'T'")
+    assert kept == {"linked_filters": 1.0, "linked_filters_unused": 0.0}
+    assert knowledge_use(rag, "SELECT avg(age) FROM singer")["linked_filters_unused"] == 1
+
+
+def test_nothing_named_nothing_counted_and_unparsable_sql_left_out(european):
+    rag = _rag(european, "How many singers are from France?")
+    assert knowledge_use(rag, "SELECT count(*) FROM singer")["linked_filters"] == 0
     assert knowledge_use(rag, "SELECT FROM WHERE (((") == {}
-    plain = knowledge_use(_rag(concert, "How many singers are there?"), "SELECT 1")
-    assert plain["linked_values"] == 0 and plain["linked_filters"] == 0
