@@ -102,6 +102,8 @@ STRUCTURAL_ABSENCE: frozenset[str] = frozenset(
         "sql_aggregates",
         "sql_clauses",
         "sql_length",
+        "linked_filters",
+        "linked_filters_unused",
     }
 )
 
