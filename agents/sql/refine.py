@@ -118,9 +118,17 @@ class Refiner:
         deadline = self.options.deadline
         return deadline is not None and time.monotonic() >= deadline
 
-    def refine(self, candidate: Candidate, messages: list[Message]) -> Candidate:
-        """Execute ``candidate`` and repair it up to ``rounds`` times; returns the last version."""
-        current = self.execute(candidate)
+    def needs_repair(self, candidate: Candidate) -> bool:
+        """Whether the executed ``candidate`` failed, or returned nothing, in a way :meth:`refine`
+        would try to repair."""
+        return self._problem(candidate) is not None
+
+    def refine(
+        self, candidate: Candidate, messages: list[Message], *, executed: bool = False
+    ) -> Candidate:
+        """Execute ``candidate`` (unless ``executed``: it already ran) and repair it up to
+        ``rounds`` times; returns the last version."""
+        current = candidate if executed else self.execute(candidate)
         history = list(messages)
         tried = {_query_key(current.sql)}
         for attempt in range(1, self.options.rounds + 1):

@@ -6,6 +6,11 @@ each finished draw the run checks for an agreement (two candidates with the same
 result) and, in a tier that ``escalates``, whether an agreement is still possible at all. In
 either case it cancels what is left; with adaptive sampling (``Tier.confident``) the greedy
 draw goes alone and the run stops as soon as the rule finds the answer confident.
+A draw's samples all run before any is repaired, and a failed (or empty) sample is repaired
+only while its repair could still change the vote: once the leading result has more votes than
+the runner-up could reach with every unsettled sample, the rest keep their failure and a note
+(``NOT_REPAIRED_NOTE``), saving the repair's model calls (a repair round is a reply of up to
+``RefineOptions.max_tokens`` tokens; the answer is the one every repair would have given).
 It cancels what is left: queued draws never start, a running draw's model call
 stops (the run's :class:`~agents.llm.base.Cancellation`, a child of the caller's: a job's
 cancel or a question's deadline reaches the draws on the pool's threads too) and it executes
@@ -25,12 +30,14 @@ from typing import TYPE_CHECKING
 
 from agents.answer import Candidate
 from agents.llm.base import Cancellation, Message, cancellation_scope, current_cancellation
-from agents.sql.vote import agreement
+from agents.sql.vote import agreement, vote
 
 if TYPE_CHECKING:
     from agents.sql.cascade import Tier
 
 log = logging.getLogger(__name__)
+
+NOT_REPAIRED_NOTE = "not repaired: the vote was decided without it"
 
 
 @dataclass
@@ -141,25 +148,74 @@ class TierRun:
         could still agree with them (usable or unfinished when it was submitted)."""
         if self.cancel.is_set() or self.tier.refiner.past_deadline():
             raise _Cancelled  # no longer needed, or too late to be executed
-        tier = self.tier
         started = time.perf_counter()
-        drawn = tier.generator.draw(self.messages, indices)
-        generated = time.perf_counter()
+        drawn = self.tier.generator.draw(self.messages, indices)
+        # a joint decode's time in equal shares, so the stage sums it once
+        share = (time.perf_counter() - started) / max(1, len(drawn))
+        if self.gives_up:
+            return self._refine_in_turn(drawn, indices, others, share)
+        return self._run_then_repair(drawn, share)
+
+    def _refine_in_turn(
+        self, drawn: list[Candidate], indices: list[int], others: int, share: float
+    ) -> list[Candidate]:
+        """A tier that gives up: each sample executed and repaired before the next runs, and
+        none once two agreeing results have become impossible (a small model's failed greedy
+        answer leaves its batch mate nothing to agree with)."""
+        tier = self.tier
         refined_all: list[Candidate] = []
         for position, candidate in enumerate(drawn):
             later = len(drawn) - position + tier.samples - 1 - indices[-1]
-            hope = others + usable(refined_all) + later
-            if self.cancel.is_set() or (self.gives_up and hope < 2):
+            if self.cancel.is_set() or others + usable(refined_all) + later < 2:
                 break  # a draw of this batch that can no longer matter is not executed
             candidate.tier = tier.name
             refining = time.perf_counter()
             refined = tier.refiner.refine(candidate, self.messages)
-            refined.tier = tier.name
-            # a joint decode's time in equal shares, so the stage sums it once
-            refined.generate_seconds = (generated - started) / len(drawn)
+            refined.tier, refined.generate_seconds = tier.name, share
             refined.refine_seconds = time.perf_counter() - refining
             refined_all.append(refined)
         return refined_all
+
+    def _run_then_repair(self, drawn: list[Candidate], share: float) -> list[Candidate]:
+        """A voting tier: every sample of the draw runs, then the failed ones are repaired
+        while a repair can still change the vote (see the module docstring)."""
+        tier = self.tier
+        settled: list[Candidate] = []
+        failing: list[Candidate] = []
+        for candidate in drawn:
+            if self.cancel.is_set():
+                break
+            candidate.tier, candidate.generate_seconds = tier.name, share
+            running = time.perf_counter()
+            tier.refiner.execute(candidate)
+            candidate.refine_seconds = time.perf_counter() - running
+            (failing if tier.refiner.needs_repair(candidate) else settled).append(candidate)
+        for candidate in failing:  # the draw ran; now repair what can still change the vote
+            if self.cancel.is_set():
+                break
+            if self._decided(settled):
+                candidate.notes = [*candidate.notes, NOT_REPAIRED_NOTE]
+                settled.append(candidate)
+                continue
+            repairing = time.perf_counter()
+            refined = tier.refiner.refine(candidate, self.messages, executed=True)
+            refined.tier, refined.generate_seconds = tier.name, share
+            refined.refine_seconds = candidate.refine_seconds + time.perf_counter() - repairing
+            settled.append(refined)
+        return sorted(settled, key=lambda c: c.sample)
+
+    def _decided(self, settled: list[Candidate]) -> bool:
+        """Whether the tier's vote is decided whatever the samples not settled yet return:
+        its leading result (with rows) has more votes than the runner-up could reach if every
+        unsettled sample (unrepaired, still drawing or not drawn) joined it. Repairing a
+        failed sample then cannot change the answer, only cost a model call."""
+        known = [*list(self.found), *settled]
+        outcome = vote(known, dialect=self.dialect)
+        winner = outcome.winner
+        if winner is None or winner.results is None or not winner.results.has_data:
+            return False
+        runner_up = len(outcome.groups[1]) if len(outcome.groups) > 1 else 0
+        return outcome.support > runner_up + (self.tier.samples - len(known))
 
 
 def usable(candidates: list[Candidate]) -> int:
