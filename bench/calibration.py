@@ -41,7 +41,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.confidence.calibrator import Calibrator, CalibratorLoadError, fit_calibrator
-from agents.confidence.metrics import auroc, brier, expected_calibration_error
+from agents.confidence.metrics import auroc, brier, expected_calibration_error, sampling_ece
 from bench.calibration_folds import cross_fitted, leave_one_out
 from bench.datasets.example import Example
 from bench.datasets.registry import default_data_root, load_dataset
@@ -228,11 +228,14 @@ def _previous(path: Path) -> Calibrator | None:
 
 def _quality_table(sets: dict[str, list[Scored]]) -> str:
     """AUROC, ECE (and Brier) per set of the recorded, other-sets and pooled confidences;
-    then every set together (the unanswerable questions among the wrong answers)."""
+    then every set together (the unanswerable questions among the wrong answers). The last
+    column is the ECE that the pooled confidences would show on a set this size if they were
+    perfectly calibrated (:func:`agents.confidence.metrics.sampling_ece`): ECE's floor."""
     out = [
         "| set | answers | correct | recorded AUROC | recorded ECE | other sets AUROC | "
-        "other sets ECE | pooled 5-fold AUROC | pooled 5-fold ECE | pooled Brier |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "other sets ECE | pooled 5-fold AUROC | pooled 5-fold ECE | pooled Brier | "
+        "pooled ECE if calibrated |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     others = leave_one_out(sets)
     folds = cross_fitted(sets)
@@ -252,7 +255,7 @@ def _quality_table(sets: dict[str, list[Scored]]) -> str:
         cells = [name, str(len(found)), f"{np.mean(labels):.3f}" if found else "-"]
         for probs in (recorded, other, pooled):
             cells += [_fmt(auroc(probs, labels)), _fmt(expected_calibration_error(probs, labels))]
-        cells.append(_fmt(brier(pooled, labels)))
+        cells += [_fmt(brier(pooled, labels)), _fmt(sampling_ece(pooled))]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 

@@ -112,6 +112,23 @@ def expected_calibration_error(
     return error / total
 
 
+def sampling_ece(probs: Sequence[float], bins: int = 10, draws: int = 500, seed: int = 0) -> float:
+    """The ECE a *perfectly calibrated* confidence with these values still shows on a set of
+    this size: the mean ECE over ``draws`` label sets drawn with P(correct) = p for each
+    answer. ECE's bins are estimated from few answers, so it is biased upwards on small sets
+    (60 answers over 10 bins: several hundredths); an ECE near this floor is as calibrated as
+    the set can show.
+    """
+    p = np.asarray(list(probs), dtype=float)
+    if p.size == 0:
+        raise ValueError("no probabilities")
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError(f"probabilities outside [0, 1]: {p[(p < 0) | (p > 1)][:3].tolist()}")
+    rng = np.random.default_rng(seed)
+    drawn = rng.random((draws, p.size)) < p
+    return float(np.mean([expected_calibration_error(p, labels, bins) for labels in drawn]))
+
+
 def brier(probs: Sequence[float], labels: Sequence[bool]) -> float:
     """The Brier score, the mean squared error of the probabilities:
 

@@ -10,6 +10,7 @@ from agents.confidence.metrics import (
     brier,
     expected_calibration_error,
     reliability_table,
+    sampling_ece,
 )
 
 
@@ -92,3 +93,16 @@ def test_mismatched_or_empty_inputs_are_refused() -> None:
         auroc([0.1, 0.2], [True])
     with pytest.raises(ValueError, match="no probabilities"):
         expected_calibration_error([], [])
+
+
+def test_sampling_ece_is_the_floor_a_calibrated_confidence_shows_at_a_set_size():
+    probs = [0.2, 0.5, 0.7, 0.9] * 15  # 60 answers
+    small = sampling_ece(probs)
+    large = sampling_ece(probs * 20)  # 1,200 answers
+    assert 0.05 < small < 0.2 and large < small / 3  # the bias shrinks as the set grows
+    assert sampling_ece(probs) == small  # seeded: the same floor every time
+    assert sampling_ece([0.0, 1.0] * 30) == 0.0  # certain answers leave nothing to chance
+    with pytest.raises(ValueError, match="outside"):
+        sampling_ece([0.5, 1.5])
+    with pytest.raises(ValueError, match="no probabilities"):
+        sampling_ece([])
