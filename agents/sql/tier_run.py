@@ -6,15 +6,18 @@ each finished draw the run checks for an agreement (two candidates with the same
 result) and, in a tier that ``escalates``, whether an agreement is still possible at all. In
 either case it cancels what is left; with adaptive sampling (``Tier.confident``) the greedy
 draw goes alone and the run stops as soon as the rule finds the answer confident.
-A draw's samples all run before any is repaired, and a failed (or empty) sample is repaired
-only while its repair could still change the vote: once the leading result has more votes than
-the runner-up could reach with every unsettled sample, the rest keep their failure and a note
-(``NOT_REPAIRED_NOTE``), saving the repair's model calls (a repair round is a reply of up to
-``RefineOptions.max_tokens`` tokens; the answer is the one every repair would have given).
-It cancels what is left: queued draws never start, a running draw's model call
+When it stops, it cancels what is left: queued draws never start, a running draw's model call
 stops (the run's :class:`~agents.llm.base.Cancellation`, a child of the caller's: a job's
 cancel or a question's deadline reaches the draws on the pool's threads too) and it executes
 nothing more of its batch.
+
+In a voting tier (one that does not give up early) a draw's samples all run before any is
+repaired, and a failed (or empty) sample is repaired only while its repair could still change
+the vote: once the leading result has more votes than the runner-up could reach with every
+unsettled sample, the rest keep their failure and a note (``NOT_REPAIRED_NOTE``), saving the
+repairs' model calls (a round is a reply of up to ``RefineOptions.max_tokens`` tokens); the
+answer is the one every repair would have given. A tier that gives up early repairs each
+sample before the next runs, since whether two can still agree depends on the repairs.
 """
 
 from __future__ import annotations
