@@ -280,7 +280,8 @@ class AlmanacTTSSystem(_AlmanacSystem):
 @register_system("almanac-adaptive")
 class AlmanacAdaptiveSystem(_AlmanacSystem):
     """The greedy answer, then more samples only while its confidence is under the target
-    (0.8), up to five: the vote's accuracy where it is needed, greedy cost elsewhere."""
+    (``ConfidenceOptions.target``, 0.5), up to five: the vote's accuracy where it is needed,
+    greedy cost elsewhere (the server's default for questions that do not set ``n``)."""
 
     name = "almanac-adaptive"
     adaptive = True
@@ -289,6 +290,21 @@ class AlmanacAdaptiveSystem(_AlmanacSystem):
 
 @register_system("almanac-cascade")
 class AlmanacCascadeSystem(_AlmanacSystem):
+    """Small tier (two samples) then the default model: the small tier answers when its two
+    samples agree on a non-empty result."""
+
     name = "almanac-cascade"
     ask_options = AskOptions(cascade=True)
+    tiers_needed = 2
+
+
+@register_system("almanac-cascade-adaptive")
+class AlmanacAdaptiveCascadeSystem(_AlmanacSystem):
+    """The server's default for cascade asks: each tier's greedy answer first, more samples
+    and then the next tier only while the answer's calibrated confidence is under the target
+    (an agreement of two wrong small samples no longer settles it)."""
+
+    name = "almanac-cascade-adaptive"
+    adaptive = True
+    ask_options = AskOptions(cascade=True, adaptive=True)
     tiers_needed = 2

@@ -39,9 +39,9 @@ def test_stratified_sample_keeps_difficulty_shares_and_is_seeded(spider):
 
 
 def test_every_llm_system_is_registered():
-    assert {"ddl-only", "vanna-style", "almanac", "almanac-tts", "almanac-cascade"} <= set(
-        system_names()
-    )
+    names = {"ddl-only", "vanna-style", "almanac", "almanac-tts", "almanac-adaptive"}
+    names |= {"almanac-cascade", "almanac-cascade-adaptive"}
+    assert names <= set(system_names())
 
 
 @pytest.mark.parametrize("name", ["ddl-only", "vanna-style", "almanac"])
