@@ -240,6 +240,8 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         options["knowledge"] = [str(p) for p in args.knowledge]
     if args.cot:
         options["cot"] = True
+    if args.repair_all:
+        options["repair_all"] = True
     return options
 
 

@@ -44,6 +44,7 @@ from agents.pipeline import AskOptions, ModelTier, Pipeline, PipelineOptions
 from agents.rag.agent import RagOptions
 from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.generate import GenerateOptions, SqlGenerator, prompt_messages
+from agents.sql.refine import RefineOptions
 from bench.agent_learning import AlmanacLearning
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
 from bench.datasets import Example
@@ -166,6 +167,7 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
         super().__init__(**options)
         self.stable_schema = not options.get("sliced_schema")
         self.show_cot = bool(options.get("cot"))  # checked CoT beside the examples
+        self.repair_all = bool(options.get("repair_all"))  # RefineOptions.repair_all
         # the answers' confidence: the calibrator of --calibrator, else the packaged one
         path = options.get("calibrator")
         self.calibrator = Calibrator.load(Path(path)) if path else packaged_calibrator()
@@ -194,6 +196,7 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
         return PipelineOptions(
             rag=RagOptions(stable_schema=self.stable_schema),
             generate=GenerateOptions(show_cot=self.show_cot),
+            refine=RefineOptions(repair_all=self.repair_all),
         )
 
     def pipeline(self, example: Example) -> Pipeline:

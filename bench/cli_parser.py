@@ -159,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="almanac systems: a schema slice ranked per question for large databases "
         "(default: one overview for every question, RagOptions.stable_schema)",
     )
+    models.add_argument(
+        "--repair-all",
+        action="store_true",
+        help="almanac systems: a vote repairs every failed sample, even one whose repair "
+        "cannot change the answer (RefineOptions.repair_all; default: only while it could)",
+    )
     models.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
     models.add_argument(
         "--calibrator", type=Path, help="confidence calibrator JSON (bench.calibration)"

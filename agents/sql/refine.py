@@ -58,6 +58,10 @@ class RefineOptions:
     repair_empty: bool = True
     max_tokens: int = 320
     model_repairs: bool = True  # False: only the predicate fixes that need no model
+    # a voting tier repairs every failed sample, even one whose repair cannot change the
+    # answer (agents.sql.tier_run; default: only while it could): slower, and the vote share
+    # then counts what the repairs gave
+    repair_all: bool = False
     fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions)
     fix_columns: bool = True  # re-qualify misplaced column references before asking the model
     deadline: float | None = None

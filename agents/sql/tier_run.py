@@ -212,6 +212,8 @@ class TierRun:
         its leading result (with rows) has more votes than the runner-up could reach if every
         unsettled sample (unrepaired, still drawing or not drawn) joined it. Repairing a
         failed sample then cannot change the answer, only cost a model call."""
+        if self.tier.refiner.options.repair_all:
+            return False
         known = [*list(self.found), *settled]
         outcome = vote(known, dialect=self.dialect)
         winner = outcome.winner

@@ -61,3 +61,13 @@ def test_without_a_leader_every_failed_sample_is_repaired(concert, rag):  # noqa
     assert len(llm.calls) == 5 + 3
     assert [c.repairs for c in outcome.candidates] == [1, 1, 1, 0, 0]
     assert outcome.winner.results.rows == [(6,)]
+
+
+def test_repair_all_repairs_every_failed_sample(concert, rag):  # noqa: F811
+    llm, single = vote_of_five(concert[1], {0: COUNT, 1: COUNT, 2: COUNT, 3: BROKEN, 4: BROKEN})
+    single.refiner.options.repair_all = True
+    outcome = Cascade([single], dialect="sqlite").run(rag)
+    assert len(llm.calls) == 7  # the five samples and both repairs
+    assert outcome.confidence == 1.0 and not any(
+        NOT_REPAIRED_NOTE in c.notes for c in outcome.candidates
+    )
