@@ -167,10 +167,13 @@ def test_the_cascade_escalates_while_unsure_and_stops_when_sure(concert):
         target=0.8,
     )
     easy = pipeline.ask("How many singers are there?", options=AskOptions(cascade=True))
-    assert easy.tier == "small" and len(small.calls) == 1 and not large.calls
+    # a tier before the last answers once two of its samples agree and the rule is satisfied:
+    # its greedy answer alone, however confident, is not enough (the calibrator was fitted
+    # on the default model's answers)
+    assert easy.tier == "small" and len(small.calls) == 2 and not large.calls
     hard = pipeline.ask("How many wombats sing?", options=AskOptions(cascade=True))
     # the small tier's two samples agree: share 1.0 is confident enough
-    assert hard.tier == "small" and len(small.calls) == 3
+    assert hard.tier == "small" and len(small.calls) == 4
 
     split = itertools.cycle(["SELECT 1", "SELECT 2"])
     small.replies = [lambda _m, _o: sql_reply(next(split))]
