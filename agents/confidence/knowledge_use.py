@@ -26,22 +26,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import sqlglot
 from sqlglot import exp
 
+from agents.confidence.sql_shape import parse_statement
 from agents.rag.agent import RagContext
 from indices.evidence import EvidenceItem
-from kb.target.sql_guard import sqlglot_dialect
 
 FILTER_TYPES = ("metric", "predicate")
 _QUOTED = re.compile(r"'((?:[^']|'')+)'")
 
 
-def knowledge_use(rag: RagContext, sql: str, dialect: str = "sqlite") -> dict[str, float]:
-    """The features above for ``sql``, the answer to ``rag``'s question."""
-    literals = _literals(sql, dialect)
-    if literals is None:
+def knowledge_use(
+    rag: RagContext, sql: str, dialect: str = "sqlite", *, tree: exp.Expression | None = None
+) -> dict[str, float]:
+    """The features above for ``sql``, the answer to ``rag``'s question (``tree``: ``sql``
+    already parsed)."""
+    if tree is None:
+        tree = parse_statement(sql, dialect)
+    if tree is None:
         return {}
+    literals = {str(node.this).strip().lower() for node in tree.find_all(exp.Literal)}
     filters: dict[tuple[tuple[int, int], ...], set[str]] = {}
     for item in [*rag.evidence.items, *rag.evidence.dropped]:
         if item.entry.type in FILTER_TYPES and item.spans:
@@ -50,17 +54,6 @@ def knowledge_use(rag: RagContext, sql: str, dialect: str = "sqlite") -> dict[st
                 filters.setdefault(tuple(item.spans), set()).update(quoted)
     unused = [quoted for quoted in filters.values() if not all(_used(q, literals) for q in quoted)]
     return {"linked_filters": float(len(filters)), "linked_filters_unused": float(len(unused))}
-
-
-def _literals(sql: str, dialect: str) -> set[str] | None:
-    """The SQL's literals, lowercased (None when it does not parse)."""
-    try:
-        tree = sqlglot.parse_one(sql, read=sqlglot_dialect(dialect))
-    except (sqlglot.errors.SqlglotError, ValueError):
-        return None
-    if tree is None:
-        return None
-    return {str(node.this).strip().lower() for node in tree.find_all(exp.Literal)}
 
 
 def _used(value: str, literals: Iterable[str]) -> bool:

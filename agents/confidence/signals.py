@@ -47,7 +47,7 @@ from typing import Any
 
 from agents.answer import Candidate
 from agents.confidence.knowledge_use import knowledge_use
-from agents.confidence.sql_shape import sql_shape
+from agents.confidence.sql_shape import parse_statement, sql_shape
 from agents.confidence.vocabulary import VocabularySnapshot, generic_words
 from agents.rag.agent import RagContext
 from agents.sql.extract import statement_only
@@ -138,8 +138,11 @@ def answer_signals(
             winner.sql_logprob_mean,
             winner.sql_logprob_min,
         )
-    f.update(sql_shape(statement_only(winner.sql), dialect))
-    f.update(knowledge_use(rag, statement_only(winner.sql), dialect))
+    statement = statement_only(winner.sql)
+    tree = parse_statement(statement, dialect)
+    if tree is not None:  # the SQL features are left out when it does not parse
+        f.update(sql_shape(statement, dialect, tree=tree))
+        f.update(knowledge_use(rag, statement, dialect, tree=tree))
     f["repairs"] = float(winner.repairs)
     f["value_corrected"] = float(any("value" in note for note in winner.notes))
     if winner.template_id is not None:

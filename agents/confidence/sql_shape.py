@@ -10,18 +10,27 @@ from sqlglot import exp
 from kb.target.sql_guard import sqlglot_dialect
 
 
-def sql_shape(sql: str, dialect: str = "sqlite") -> dict[str, float]:
+def parse_statement(sql: str, dialect: str = "sqlite") -> exp.Expression | None:
+    """``sql`` parsed in ``dialect``; None when it does not parse (the answer's signals parse
+    the winner once and hand the tree to each feature that reads it)."""
+    try:
+        return sqlglot.parse_one(sql, read=sqlglot_dialect(dialect))
+    except (sqlglot.errors.SqlglotError, ValueError):
+        return None
+
+
+def sql_shape(
+    sql: str, dialect: str = "sqlite", *, tree: exp.Expression | None = None
+) -> dict[str, float]:
     """Counts of the query's parts (empty when it does not parse):
 
     ``sql_tables`` (table references), ``sql_nesting`` (subqueries), ``sql_set_ops`` (UNION,
     INTERSECT, EXCEPT), ``sql_conditions`` (comparisons, IN, LIKE, BETWEEN), ``sql_aggregates``,
     ``sql_clauses`` (GROUP BY, HAVING, ORDER BY, LIMIT present) and ``sql_length`` (tokens of
-    the statement, in hundreds).
+    the statement, in hundreds). ``tree``: ``sql`` already parsed.
     """
-    try:
-        tree = sqlglot.parse_one(sql, read=sqlglot_dialect(dialect))
-    except (sqlglot.errors.SqlglotError, ValueError):
-        return {}
+    if tree is None:
+        tree = parse_statement(sql, dialect)
     if tree is None:
         return {}
     conditions = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.Between)

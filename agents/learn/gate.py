@@ -59,13 +59,13 @@ from agents.learn.gate_report import (
 )
 from agents.learn.gate_scratch import IndexFactory, ScratchStore
 from agents.learn.mine.candidates import GATE as GATE_BY
-from agents.learn.mine.candidates import MINING, activate, is_undecided, mining_note, reject
+from agents.learn.mine.candidates import activate, is_undecided, mining_note, reject
 from agents.llm.base import Cancellation, LLMCancelledError, cancellation_scope
 from indices.embeddings import Embedder
 from indices.retriever import Retriever
 from kb.store import KnowledgeStore
 from kb.target.database import Database
-from ukf import BaseUKF, ExperienceUKF, QueryContext
+from ukf import MINING_KEY, BaseUKF, ExperienceUKF, QueryContext
 
 Rows = Sequence[Sequence[Any]]
 Progress = Callable[[float, str], None]
@@ -315,7 +315,7 @@ class _GateRun:
                 e.clone(
                     metadata={
                         **e.metadata,
-                        MINING: {**mining_note(e), GATE: decision.note(held)},
+                        MINING_KEY: {**mining_note(e), GATE: decision.note(held)},
                     }
                 )
                 for e in entries

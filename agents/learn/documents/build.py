@@ -36,11 +36,20 @@ from typing import Any
 import sqlglot
 from sqlglot import expressions as exp
 
-from agents.learn.mine.candidates import CANDIDATE, MINING
+from agents.learn.mine.candidates import CANDIDATE
 from agents.learn.mine.entries import MINED_COLLECTION, phrase_name, qualified
 from agents.learn.mine.schema_view import SchemaView
 from kb.documents import Document
-from ukf import BaseUKF, KnowledgeUKF, MetricUKF, PredicateUKF, RuleUKF, SynonymUKF, TaxonomyUKF
+from ukf import (
+    MINING_KEY,
+    BaseUKF,
+    KnowledgeUKF,
+    MetricUKF,
+    PredicateUKF,
+    RuleUKF,
+    SynonymUKF,
+    TaxonomyUKF,
+)
 
 MINER = "documents"
 MINER_VERSION = 1
@@ -92,7 +101,7 @@ class Origin:
             "source": "auto",
             "parents": [self.document_id],
             "inactive_mark": True,
-            "metadata": {MINING: mining, DOCUMENT: document},
+            "metadata": {MINING_KEY: mining, DOCUMENT: document},
         }
 
 

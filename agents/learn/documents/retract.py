@@ -31,9 +31,9 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from agents.learn.documents.build import DOCUMENT
-from agents.learn.mine.candidates import MINING, ROLLED_BACK, is_candidate, mining_note
+from agents.learn.mine.candidates import ROLLED_BACK, is_candidate, mining_note
 from kb.store import KnowledgeStore
-from ukf import BaseUKF
+from ukf import MINING_KEY, BaseUKF
 
 
 @dataclass
@@ -117,7 +117,10 @@ def _deactivated(old: BaseUKF, sha256: str, by: str, at: str) -> BaseUKF:
     retracted = {"sha256": sha256, "at": at, "by": by, "previous": _history(old)}
     return old.clone(
         inactive_mark=True,
-        metadata={**old.metadata, MINING: {**note, "status": ROLLED_BACK, "retracted": retracted}},
+        metadata={
+            **old.metadata,
+            MINING_KEY: {**note, "status": ROLLED_BACK, "retracted": retracted},
+        },
     )
 
 
@@ -130,7 +133,7 @@ def _noting(new: BaseUKF, old: BaseUKF) -> BaseUKF:
         "previous": _history(old),
     }
     note = {**mining_note(new), "replaces": replaces}
-    return new.clone(metadata={**new.metadata, MINING: note})
+    return new.clone(metadata={**new.metadata, MINING_KEY: note})
 
 
 class _MergeView:

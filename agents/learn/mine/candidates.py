@@ -27,7 +27,6 @@ from typing import Any
 from kb.store import KnowledgeStore
 from ukf import MINING_KEY, BaseUKF
 
-MINING = MINING_KEY
 CANDIDATE, ACTIVE, REJECTED = "candidate", "active", "rejected"
 ROLLED_BACK = "rolled_back"
 # statuses a mined entry may be activated (or rejected) from
@@ -35,7 +34,7 @@ UNDECIDED = frozenset({CANDIDATE, ROLLED_BACK})
 
 
 def mining_note(entry: BaseUKF) -> dict[str, Any]:
-    note = entry.metadata.get(MINING)
+    note = entry.metadata.get(MINING_KEY)
     return dict(note) if isinstance(note, dict) else {}
 
 
@@ -93,7 +92,7 @@ def _write_status(
             inactive_mark=not active,
             metadata={
                 **e.metadata,
-                MINING: {**mining_note(e), "status": status, "at": at, "by": by},
+                MINING_KEY: {**mining_note(e), "status": status, "at": at, "by": by},
             },
         )
         for e in entries

@@ -38,7 +38,7 @@ from typing import Any
 
 from agents.learn.mine import entries
 from agents.learn.mine.align import MAX_PHRASE_WORDS, STOPWORDS, QuestionView, name_lemmas
-from agents.learn.mine.candidates import ACTIVE, CANDIDATE, MINING, activate, mining_note
+from agents.learn.mine.candidates import ACTIVE, CANDIDATE, activate, mining_note
 from agents.learn.mine.extract import mine_experience
 from agents.learn.mine.fact_diff import FactDiff, differing_facts, differs, fact_key
 from agents.learn.mine.labeled import kind_of
@@ -55,7 +55,7 @@ from indices.string import StringIndex
 from kb.merge import merge_mined
 from kb.store import KnowledgeStore
 from kb.target.sql_guard import sqlglot_dialect
-from ukf import BaseUKF, ExperienceUKF
+from ukf import MINING_KEY, BaseUKF, ExperienceUKF
 
 MINER = "correction"
 TRUST = "correction"
@@ -278,7 +278,7 @@ def _split(run: list[int], named: list[bool]) -> list[list[int]]:
 
 def _as_correction(entry: BaseUKF, active: bool) -> BaseUKF:
     note = {**mining_note(entry), "trust": TRUST, "status": ACTIVE if active else CANDIDATE}
-    return entry.clone(inactive_mark=not active, metadata={**entry.metadata, MINING: note})
+    return entry.clone(inactive_mark=not active, metadata={**entry.metadata, MINING_KEY: note})
 
 
 def learn_from_correction(

@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.learn.mine.candidates import CANDIDATE, MINING
+from agents.learn.mine.candidates import CANDIDATE
 from ukf import (
+    MINING_KEY,
     BaseUKF,
     ExperienceUKF,
     KnowledgeUKF,
@@ -79,7 +80,7 @@ class Provenance:
             "workspace": self.experience.workspace,
             "owner": self.experience.owner,
             "inactive_mark": True,
-            "metadata": {MINING: note},
+            "metadata": {MINING_KEY: note},
         }
 
 

@@ -8,13 +8,12 @@ import pytest
 
 from agents.learn.gate import GateOptions, HeldQuestion, RegressionGate
 from agents.learn.mine import candidates, is_candidate, mine_labeled
-from agents.learn.mine.candidates import MINING
 from agents.llm.base import Cancellation
 from agents.pipeline import ModelTier, Pipeline, PipelineOptions
 from bench.metrics.exact import execution_accuracy
 from tests.agents.learn.conftest import labeled
 from tests.agents.scripted import ScriptedLLM, sql_reply
-from ukf import BaseUKF
+from ukf import MINING_KEY, BaseUKF
 
 NC_CAPITAL = "what is the capital of NC"
 # it names seattle too: retrieval shows mined knowledge the question points to (a mined entry
@@ -104,7 +103,7 @@ def named(store, name: str) -> BaseUKF:
 
 
 def status(store, name: str) -> str:
-    return named(store, name).metadata[MINING]["status"]
+    return named(store, name).metadata[MINING_KEY]["status"]
 
 
 def test_a_helpful_candidate_is_activated_and_a_breaking_one_rejected(geo):
@@ -120,10 +119,10 @@ def test_a_helpful_candidate_is_activated_and_a_breaking_one_rejected(geo):
     assert report.held == 3 and report.baseline_ex == pytest.approx(2 / 3)
     assert status(store, "NC") == "active" and not named(store, "NC").inactive_mark
     assert status(store, "seattle") == "rejected" and named(store, "seattle").inactive_mark
-    nc_gate = named(store, "NC").metadata[MINING]["gate"]
+    nc_gate = named(store, "NC").metadata[MINING_KEY]["gate"]
     assert nc_gate["decision"] == "activated" and len(nc_gate["fixed"]) == 1
     assert nc_gate["ex_with"] > nc_gate["ex_without"]
-    seattle_gate = named(store, "seattle").metadata[MINING]["gate"]
+    seattle_gate = named(store, "seattle").metadata[MINING_KEY]["gate"]
     miami = next(h.id for h in held if h.question == MIAMI)
     assert seattle_gate["decision"] == "rejected" and seattle_gate["broken"] == [miami]
     assert report.final_ex == pytest.approx(1.0)
@@ -227,5 +226,5 @@ def test_the_gate_runs_with_the_embedded_model(geo):
     decided = set(report.activated) | set(report.rejected)
     assert decided == {e.id for e in pending}
     for entry in store.get_many(decided).values():
-        note = entry.metadata[MINING]
+        note = entry.metadata[MINING_KEY]
         assert note["status"] in ("active", "rejected") and "ex_with" in note["gate"]

@@ -13,13 +13,12 @@ import pytest
 from agents.learn.gate import GateOptions, RegressionGate
 from agents.learn.gate_held import held_set, phrases_of, sha_order
 from agents.learn.mine import candidates, mine_labeled
-from agents.learn.mine.candidates import MINING
 from agents.pipeline import ModelTier, Pipeline, PipelineOptions
 from bench.metrics.exact import execution_accuracy
 from server.mine_gate import held_sample
 from tests.agents.learn.conftest import GEOQUERY, labeled, profiled
 from tests.agents.scripted import ScriptedLLM, sql_reply
-from ukf import KnowledgeUKF, PredicateUKF, RuleUKF, SynonymUKF
+from ukf import MINING_KEY, KnowledgeUKF, PredicateUKF, RuleUKF, SynonymUKF
 
 DB = "dog_kennels"
 
@@ -205,7 +204,7 @@ def gated(tmp_path, targeted: bool) -> tuple[str, list, int]:
         gate.run(store, pending)
         (seattle,) = [e for e in store.iterate(source="auto", active=None) if e.name == "seattle"]
         targeted_count = chosen.targeted if chosen else 0
-        return seattle.metadata[MINING]["status"], [h.id for h in held], targeted_count
+        return seattle.metadata[MINING_KEY]["status"], [h.id for h in held], targeted_count
     finally:
         db.close()
         store.close()

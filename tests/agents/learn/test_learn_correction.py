@@ -5,13 +5,12 @@ their provenance, active at once for the asker alone, shared when the correction
 from __future__ import annotations
 
 from agents.experience_review import ExperienceReview
-from agents.learn.mine.candidates import MINING
 from agents.learn.mine.correction import learn_from_correction
 from agents.pipeline import ModelTier, Pipeline, PipelineOptions
 from indices.embeddings import HashingEmbedder
 from indices.index_set import IndexSet
 from tests.agents.scripted import ScriptedLLM, sql_reply
-from ukf import ExperienceUKF, QueryContext, Reader, SynonymUKF
+from ukf import MINING_KEY, ExperienceUKF, QueryContext, Reader, SynonymUKF
 
 WRONG = "SELECT name FROM singer"
 FRANCE = "SELECT name FROM singer WHERE country = 'France'"
@@ -54,7 +53,7 @@ def test_a_correction_teaches_the_differing_fact_to_its_asker_alone_until_shared
     entry = store.get(fact.id)
     assert isinstance(entry, SynonymUKF) and not entry.inactive_mark
     assert entry.owner == "ana" and entry.parents == [outcome.experience_id]
-    note = entry.metadata[MINING]
+    note = entry.metadata[MINING_KEY]
     assert (note["miner"], note["trust"], note["status"]) == ("correction", "correction", "active")
 
     assert fact.id in used_ids(pipeline, "How many singers are French?", ANA)
@@ -107,7 +106,7 @@ def test_a_column_the_answer_missed_is_paired_with_the_word_left_unexplained(con
     fact = learning.facts[0]
     assert (fact.kind, fact.phrase, fact.scope) == ("column_synonym", "tune", "user")
     assert store.get(fact.id).content_resources["column"] == "Song_Name"
-    assert store.get(fact.id).metadata[MINING]["how"] == "leftover"
+    assert store.get(fact.id).metadata[MINING_KEY]["how"] == "leftover"
 
 
 def test_a_private_correction_overlays_broader_mined_knowledge_without_removing_it(concert):

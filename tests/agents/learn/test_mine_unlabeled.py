@@ -11,7 +11,6 @@ import itertools
 import pytest
 
 from agents.learn.mine import activate, candidates, mine_labeled
-from agents.learn.mine.candidates import MINING
 from agents.learn.mine.unlabeled import (
     VOTE,
     Vote,
@@ -26,7 +25,7 @@ from indices.embeddings import HashingEmbedder
 from indices.index_set import IndexSet
 from tests.agents.learn.conftest import NC, labeled
 from tests.agents.scripted import ScriptedLLM, share_confidence, sql_reply
-from ukf import ExperienceUKF
+from ukf import MINING_KEY, ExperienceUKF
 
 HOUSTON_SQL = "SELECT population FROM city WHERE city_name = 'houston'"
 SPOT_SQL = "SELECT lowest_point FROM highlow WHERE state_name = 'texas'"
@@ -85,8 +84,8 @@ def test_sure_votes_are_mined_with_unlabeled_trust_and_unsure_ones_refused(geo):
     assert "low agreement" in report.skipped[0]["reason"]
     mined = candidates(store, job_id="u1")
     assert mined and all(e.parents == [sure.id] for e in mined)
-    assert {e.metadata[MINING]["trust"] for e in mined} == {"unlabeled"}
-    assert {e.metadata[MINING]["miner"] for e in mined} == {"unlabeled"}
+    assert {e.metadata[MINING_KEY]["trust"] for e in mined} == {"unlabeled"}
+    assert {e.metadata[MINING_KEY]["miner"] for e in mined} == {"unlabeled"}
     assert any(e.type == "synonym" and e.name == "houston" for e in mined) or any(
         "houston" in str(e.content_resources) for e in mined
     )
