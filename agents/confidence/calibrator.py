@@ -104,6 +104,8 @@ STRUCTURAL_ABSENCE: frozenset[str] = frozenset(
         "sql_length",
         "linked_filters",
         "linked_filters_unused",
+        "projection_echoes_filter",
+        "attribute_via_reference",
     }
 )
 

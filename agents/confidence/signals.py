@@ -29,6 +29,9 @@ Features (a feature that does not apply is left out, never set to a made-up valu
 - ``linked_filters``, ``linked_filters_unused``: phrases linked to a metric or predicate
   that quotes values, and those whose values the SQL leaves out
   (:mod:`agents.confidence.knowledge_use`);
+- ``projection_echoes_filter``: the SELECT returns only columns its WHERE holds equal to a
+  literal; ``attribute_via_reference``: it reads a column of rows referencing the named
+  entity when the entity's own table has that column (:mod:`agents.confidence.sql_reading`);
 - ``samples``, ``failed_share``; with more than one sample ``vote_share`` (the winning
   result's share of all samples) and ``distinct_results``;
 - ``plain_fallback``, ``escalated`` (tiers asked after the first);
@@ -47,6 +50,7 @@ from typing import Any
 
 from agents.answer import Candidate
 from agents.confidence.knowledge_use import knowledge_use
+from agents.confidence.sql_reading import sql_reading
 from agents.confidence.sql_shape import parse_statement, sql_shape
 from agents.confidence.vocabulary import VocabularySnapshot, generic_words
 from agents.rag.agent import RagContext
@@ -143,6 +147,7 @@ def answer_signals(
     if tree is not None:  # the SQL features are left out when it does not parse
         f.update(sql_shape(statement, dialect, tree=tree))
         f.update(knowledge_use(rag, statement, dialect, tree=tree))
+        f.update(sql_reading(tree, vocabulary.keys))
     f["repairs"] = float(winner.repairs)
     f["value_corrected"] = float(any("value" in note for note in winner.notes))
     if winner.template_id is not None:

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from agents.confidence.sql_reading import SchemaKeys
 from agents.rag.store_watch import StoreWatch
 from indices.normalize import tokenize
 from kb.store import KnowledgeStore
@@ -85,6 +86,7 @@ class VocabularySnapshot:
     lemmas: frozenset[str] = frozenset()
     span: DataSpan | None = None
     tables: tuple[str, ...] = field(default_factory=tuple)
+    keys: SchemaKeys = field(default_factory=SchemaKeys)
 
 
 class DatabaseVocabulary:
@@ -107,6 +109,7 @@ class DatabaseVocabulary:
         lemmas: set[str] = set()
         spans: list[tuple[dt.date, dt.date, str]] = []
         tables: list[str] = []
+        columns: list[dict[str, Any]] = []
         for type_name in VOCABULARY_TYPES:
             for entry in self.store.iterate(type=type_name):
                 resources = entry.content_resources
@@ -121,6 +124,7 @@ class DatabaseVocabulary:
                 if type_name == "table":
                     tables.append(str(resources.get("table") or entry.name))
                 if type_name == "column":
+                    columns.append(resources)
                     found = column_span(resources)
                     if found is not None:
                         where = f"{resources.get('table')}.{resources.get('column')}"
@@ -132,7 +136,8 @@ class DatabaseVocabulary:
                 max(s[1] for s in spans),
                 tuple(sorted({s[2] for s in spans})),
             )
-        return VocabularySnapshot(frozenset(lemmas), span, tuple(sorted(tables)))
+        keys = SchemaKeys.from_columns(columns)
+        return VocabularySnapshot(frozenset(lemmas), span, tuple(sorted(tables)), keys)
 
 
 def column_span(resources: dict[str, Any]) -> tuple[dt.date, dt.date] | None:

@@ -96,6 +96,16 @@ def test_empty_degenerate_and_misshapen_results(concert):
     )
 
 
+def test_what_the_winning_sql_reads_is_a_signal(concert):
+    question = "What is the country of Joe Sharp?"
+    echo = _candidate("SELECT name FROM singer WHERE name = 'Joe Sharp'", [("Joe Sharp",)])
+    features = _signals(concert, question, [echo]).features
+    assert features["projection_echoes_filter"] == 1.0
+    assert features["attribute_via_reference"] == 0.0  # the schema is known
+    right = _candidate("SELECT country FROM singer WHERE name = 'Joe Sharp'", [("Netherlands",)])
+    assert _signals(concert, question, [right]).features["projection_echoes_filter"] == 0.0
+
+
 def test_log_probabilities_repairs_and_value_corrections_of_the_winner(concert):
     winner = _candidate("S", [(6,)], logprobs=[-0.1, -0.3, -2.0], repairs=2)
     winner.notes.append("predicate value corrected: 'france' -> 'France'")
