@@ -69,8 +69,16 @@ class ModelChoice:
     sequences: int = 1  # replies decoded together (LlamaCppLLM parallel_sequences)
 
 
+OPENAI_PREFIX = "openai:"
+
+
 def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
-    """One in-process model per (file, cache) per process."""
+    """One model per (file or endpoint, cache) per process: a packaged name or a GGUF path is
+    loaded in process; ``openai:NAME@URL`` is the model NAME of the OpenAI-compatible server
+    at URL (vLLM, the llama.cpp server, Ollama), asked with the reply prefilled as those
+    servers continue it."""
+    if name_or_path.startswith(OPENAI_PREFIX):
+        return _endpoint_llm(name_or_path, choice)
     path = _model_file(name_or_path, choice.data_dir)
     key = (
         str(path),
@@ -91,6 +99,24 @@ def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
                 prompt_cache=states,
                 parallel_sequences=choice.sequences,
             )
+            if choice.llm_cache is not None:
+                from agents.llm.cache import CachedLLM
+
+                llm = CachedLLM(llm, choice.llm_cache)
+            _LLMS[key] = llm
+        return _LLMS[key]
+
+
+def _endpoint_llm(spec: str, choice: ModelChoice) -> LLM:
+    name, at, url = spec[len(OPENAI_PREFIX) :].partition("@")
+    if not name or not at or not url.startswith(("http://", "https://")):
+        raise ValueError(f"expected openai:NAME@http(s)://HOST/v1, got {spec!r}")
+    key = (spec, str(choice.llm_cache) if choice.llm_cache else None, None, choice.sequences)
+    with _LLMS_LOCK:
+        if key not in _LLMS:
+            from agents.llm.openai_compat import OpenAICompatibleLLM
+
+            llm: LLM = OpenAICompatibleLLM(url, name, timeout=600.0, prefill=True)
             if choice.llm_cache is not None:
                 from agents.llm.cache import CachedLLM
 

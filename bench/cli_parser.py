@@ -140,7 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
         " table and column names) to each database's knowledge base (kb.dictionary)",
     )
     models = run.add_argument_group("LLM systems")
-    models.add_argument("--model", help="default model: packaged name or GGUF path")
+    models.add_argument(
+        "--model",
+        help="default model: packaged name, GGUF path, or openai:NAME@URL (a model an "
+        "OpenAI-compatible server serves: vLLM, the llama.cpp server, Ollama)",
+    )
     models.add_argument("--small-model", help="small cascade tier: packaged name or GGUF path")
     models.add_argument(
         "--small-temperature", type=float, help="sampling temperature of the small cascade tier"
