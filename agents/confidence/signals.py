@@ -22,7 +22,9 @@ Features (a feature that does not apply is left out, never set to a made-up valu
 - ``result_rows_log`` (log10 of 1 + rows), ``result_columns``;
 - ``empty_result``, ``degenerate_result`` (only NULLs, zeros or empty strings),
   ``shape_mismatch`` (a question asking for one number answered with several rows, or one
-  asking for a list answered by a bare count);
+  asking for a list answered by a bare count), ``text_for_measure`` (a question asking for
+  one measure, "how high is ...", "what is the population of ...", answered with a name or
+  label among its values: the SQL read a name column or returned one beside the number);
 - ``period_outside_data``: a year or time window the question names lies wholly outside the
   dates the data covers;
 - ``ambiguous_phrases``: phrases the knowledge base gives two or more meanings;
@@ -68,6 +70,13 @@ _SCALAR_ASK = re.compile(
 _GROUPED_ASK = re.compile(
     r"\b(each|per|every|by|for all|breakdown|respectively|list|which|what are|show)\b", re.I
 )
+_MEASURE_ASK = re.compile(
+    r"^\s*(how (high|tall|long|large|big|much|many|old|deep|far|heavy|wide|populous)\b|"
+    r"(what|which) (is|was) the (population|area|length|size|height|elevation|altitude|density|"
+    r"number|total|average|count|sum|maximum|minimum)\b)",
+    re.IGNORECASE,
+)
+_NUMBER_TEXT = re.compile(r"\s*[-+]?[\d.,]+\s*%?\s*")
 _LIST_ASK = re.compile(r"^\s*(list|show|give me|find|what are|which)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(1[0-9]{3}|2[0-9]{3})\b")
 
@@ -259,6 +268,13 @@ def _result_shape(question: str, winner: Candidate, f: dict[str, float]) -> None
         bool(_LIST_ASK.search(question)) and not _SCALAR_ASK.search(question) and bare_count
     )
     f["shape_mismatch"] = float(mismatch)
+    measure_asked = bool(_MEASURE_ASK.search(question)) and not _GROUPED_ASK.search(question)
+    f["text_for_measure"] = float(measure_asked and any(_is_text(v) for v in values))
+
+
+def _is_text(value: Any) -> bool:
+    """A value that is no number (a name, a label); numbers stored as text are numbers."""
+    return isinstance(value, str) and bool(value.strip()) and not _NUMBER_TEXT.fullmatch(value)
 
 
 def _examples(rag: RagContext, winner: Candidate, dialect: str, f: dict[str, float]) -> None:

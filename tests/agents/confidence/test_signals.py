@@ -96,6 +96,22 @@ def test_empty_degenerate_and_misshapen_results(concert):
     )
 
 
+def test_a_measure_answered_with_a_name_is_flagged(concert):
+    how_old = "How old is Joe Sharp?"
+    named = [_candidate("S", [("Joe Sharp", 52)], ("name", "age"))]
+    assert _signals(concert, how_old, named).features["text_for_measure"] == 1.0
+    number = [_candidate("S", [(52,)], ("age",))]
+    assert _signals(concert, how_old, number).features["text_for_measure"] == 0.0
+    as_text = [_candidate("S", [("52",)], ("age",))]  # a number stored as text
+    assert _signals(concert, how_old, as_text).features["text_for_measure"] == 0.0
+    grouped = "How many singers are there in each country?"
+    rows = [_candidate("S", [("France", 2)], ("country", "n"))]
+    assert _signals(concert, grouped, rows).features["text_for_measure"] == 0.0
+    named_asked = "What is the name of the oldest singer?"
+    answer = [_candidate("S", [("Joe Sharp",)], ("name",))]
+    assert _signals(concert, named_asked, answer).features["text_for_measure"] == 0.0
+
+
 def test_what_the_winning_sql_reads_is_a_signal(concert):
     question = "What is the country of Joe Sharp?"
     echo = _candidate("SELECT name FROM singer WHERE name = 'Joe Sharp'", [("Joe Sharp",)])
