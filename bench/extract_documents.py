@@ -41,6 +41,7 @@ from typing import Any
 from agents.learn.documents import LLMSectionExtractor, extract_documents
 from agents.learn.documents.run import MAX_PART_CHARS
 from agents.learn.mine.labeled import kind_of
+from agents.llm.base import LLM
 from agents.llm.models import DEFAULT_MODEL, default_data_dir, pull
 from kb.documents import read_document
 from kb.jsonl import write_jsonl
@@ -201,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="also write the extracted entries as UKF JSONL (bench run --knowledge FILE)",
     )
+    parser.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
     parser.add_argument("--no-llm", action="store_true", help="the model-free table pass only")
     parser.add_argument(
         "--skip-covered-tables",
@@ -227,7 +229,11 @@ def main(argv: list[str] | None = None) -> int:
                 extractor = None
                 if not args.no_llm:
                     model = pull(args.model, default_data_dir(), progress=False)
-                    llm = LlamaCppLLM(str(model), n_ctx=4096, n_threads=args.threads, seed=11)
+                    llm: LLM = LlamaCppLLM(str(model), n_ctx=4096, n_threads=args.threads, seed=11)
+                    if args.llm_cache is not None:
+                        from agents.llm.cache import CachedLLM
+
+                        llm = CachedLLM(llm, args.llm_cache)
                     extractor = LLMSectionExtractor(llm, max_tokens=args.max_tokens)
                 report = extract_documents(
                     store,

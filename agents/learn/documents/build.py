@@ -6,7 +6,9 @@ What each kind of item becomes (the UKF types mining uses, :mod:`agents.learn.mi
   alias, → that element; naming none: a glossary :class:`ukf.KnowledgeUKF` (its meaning as the
   content, its aliases as synonyms), as the hand-written AutoFin pack has them;
 - **metric**: a :class:`ukf.MetricUKF` (aliases as synonyms), its formula parsed by sqlglot and
-  every column it names found in the schema (``uses_column`` relations); a "formula" that is a
+  every column it names found in the schema (``uses_column`` relations), in the notation
+  documents use (placeholders, a filter after WHERE, other metrics by name:
+  :mod:`agents.learn.documents.formula`); a "formula" that is a
   condition (``Country = 'Netherlands'``, ``a IN (...)``) is a named filter: a
   :class:`ukf.PredicateUKF`, its compared values checked as a value mapping's are;
 - **rule**: a :class:`ukf.RuleUKF` with triggers: a time ("before the 10th", "in December")
@@ -30,12 +32,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-import sqlglot
 from sqlglot import expressions as exp
 
+from agents.learn.documents.formula import STAND_IN, FormulaError, check_formula
 from agents.learn.mine.candidates import CANDIDATE
 from agents.learn.mine.entries import MINED_COLLECTION, phrase_name, qualified
 from agents.learn.mine.schema_view import SchemaView
@@ -113,13 +117,17 @@ class Built:
 
 
 def build_entries(
-    items: dict[str, list[dict[str, Any]]], view: SchemaView, origin: Origin
+    items: dict[str, list[dict[str, Any]]],
+    view: SchemaView,
+    origin: Origin,
+    metric_names: Collection[str] = (),
 ) -> Built:
-    """The checked entries of one section's ``items`` (see the module docstring)."""
+    """The checked entries of one section's ``items`` (see the module docstring);
+    ``metric_names``: metrics a formula may name (the document's and the knowledge base's)."""
     built = Built()
-    builders = {
+    builders: dict[str, Callable[[dict[str, Any], SchemaView, Origin, Built], None]] = {
         "terms": _term,
-        "metrics": _metric,
+        "metrics": partial(_metric, metric_names=metric_names),
         "rules": _rule,
         "value_mappings": _value,
         "taxonomies": _taxonomy,
@@ -210,61 +218,63 @@ def _term(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
         )
 
 
-def _metric(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
+def _metric(
+    item: dict[str, Any],
+    view: SchemaView,
+    origin: Origin,
+    built: Built,
+    metric_names: Collection[str] = (),
+) -> None:
     name, formula = _text(item, "name"), _text(item, "formula")
     if not name or not formula:
         raise _Drop("empty")
-    columns = formula_columns(formula, view)
+    others = [n for n in metric_names if n.casefold() != name.casefold()]
+    try:
+        checked = check_formula(formula, lambda t, c: _column(view, t, c), others)
+        if checked.condition is not None:
+            _check_literals(checked.condition, view)
+    except FormulaError as error:
+        raise _Drop(error.reason) from None
     kind: type[PredicateUKF] | type[MetricUKF] = MetricUKF
-    if isinstance(sqlglot.parse_one(formula), _CONDITIONS):  # a filter, not a measure
-        _check_literals(formula, view)
+    if checked.is_condition:  # a filter, not a measure
+        _check_literals(checked.expression, view)
         kind = PredicateUKF
+    resources: dict[str, Any] = {"columns": [qualified(c) for c in checked.columns]}
+    if checked.placeholders:
+        resources["placeholders"] = checked.placeholders
+    if checked.metrics:
+        resources["metrics"] = checked.metrics
     built.entries.append(
         kind.create(
             name,
             formula,
             database=origin.database,
-            columns=columns,
+            columns=checked.columns,
             description=_text(item, "description"),
             synonyms=[a for a in _words(item, "aliases") if a.casefold() != name.casefold()],
-            content_resources={"columns": [qualified(c) for c in columns]},
+            content_resources=resources,
             **origin.fields("metric"),
         )
     )
 
 
-def formula_columns(formula: str, view: SchemaView) -> list[BaseUKF]:
-    """The column entries a formula names; :class:`_Drop` when it is no SQL expression or
-    names a column the schema does not have."""
-    try:
-        parsed = sqlglot.parse_one(formula)
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
-        raise _Drop("formula_unparsable") from None
-    if parsed is None:
-        raise _Drop("formula_unparsable")
-    if isinstance(parsed, exp.Query | exp.Command):
-        raise _Drop("formula_not_expression")
-    found: dict[str, BaseUKF] = {}
-    for column in parsed.find_all(exp.Column):
-        entry = _column(view, column.table, column.name)
-        found.setdefault(entry.id, entry)
-    return list(found.values())
+def metric_names(sections: Iterable[dict[str, list[dict[str, Any]]]]) -> set[str]:
+    """The names and aliases of the metrics a document's sections define."""
+    names: set[str] = set()
+    for items in sections:
+        for item in items.get("metrics", []):
+            if isinstance(item, dict):
+                names.update(n for n in [_text(item, "name"), *_words(item, "aliases")] if n)
+    return names
 
 
-_CONDITIONS = (
-    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.ILike,
-    exp.Between, exp.And, exp.Or, exp.Not, exp.Is,
-)  # fmt: skip
-
-
-def _check_literals(condition: str, view: SchemaView) -> None:
-    """Each ``column = 'value'`` / ``column IN (...)`` of a condition names a value the column
-    holds (:class:`_Drop` ``value_not_found`` otherwise; unchecked values pass)."""
-    parsed = sqlglot.parse_one(condition)
-    for node in parsed.find_all(exp.EQ, exp.In):
+def _check_literals(condition: exp.Expression, view: SchemaView) -> None:
+    """Each ``column = 'value'`` / ``column IN (...)`` of a parsed condition names a value the
+    column holds (:class:`_Drop` ``value_not_found`` otherwise; unchecked values pass)."""
+    for node in condition.find_all(exp.EQ, exp.In):
         column = node.this if isinstance(node.this, exp.Column) else None
         values = node.expressions if isinstance(node, exp.In) else [node.expression]
-        if column is None:
+        if column is None or column.name.startswith(STAND_IN):
             continue
         entry = _column(view, column.table, column.name)
         for value in values:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agents.learn.documents.build import Built, Origin, build_entries
+from agents.learn.documents.build import Built, Origin, build_entries, metric_names
 from agents.learn.documents.checkpoint import document_entry, document_id, stored_state
 from agents.learn.documents.extractor import SectionExtractor, SectionFailed
 from agents.learn.documents.parts import schema_text, section_parts
@@ -300,6 +300,8 @@ def _finish(
     plan.job_id = report.job_id
     built = Built(entries=list(plan.tables.entries))
     report.tables.add(plan.tables.stats)
+    done = [s["items"] for s in plan.sections.values() if s.get("status") == "done"]
+    known = metric_names(done) | _stored_metric_names(store, view.database)
     for key, locator, _text in plan.todo:
         state = plan.sections.get(key) or {}
         if state.get("status") == "skipped":
@@ -309,7 +311,7 @@ def _finish(
             report.failed_parts.append({**failure, "error": str(state.get("error", ""))})
             continue
         origin = Origin(report.job_id, view.database, plan.document, plan.entry_id, locator)
-        part = build_entries(state["items"], view, origin)
+        part = build_entries(state["items"], view, origin, known)
         built.entries += part.entries
         built.dropped.update(part.dropped)
         built.unchecked_values += part.unchecked_values
@@ -355,3 +357,14 @@ def _unique(entries: list[BaseUKF]) -> list[BaseUKF]:
     for entry in entries:
         seen.setdefault((entry.id, entry.content_hash), entry)
     return list(seen.values())
+
+
+def _stored_metric_names(store: KnowledgeStore, database: str) -> set[str]:
+    """Names and synonyms of the database's metrics already in the knowledge base (any
+    state): a document's formula may build on them."""
+    names: set[str] = set()
+    for entry in store.iterate(type="metric", active=None):
+        mine = entry.content_resources.get("database") == database
+        if mine or database in entry.tag_values("DATABASE"):
+            names.update(n for n in [entry.name, *entry.synonyms] if n)
+    return names

@@ -213,3 +213,54 @@ def test_pdf_extraction_records_the_page(concert, tmp_path):
     (entry,) = store.get_many(report.candidate_ids).values()
     assert entry.metadata["document"]["locator"] == "page 2 > GLOSSARY"
     assert entry.metadata["document"]["name"] == "guide.pdf"
+
+
+NOTATION = """# Stadium metrics
+
+`<size>` is the capacity column a question asks about.
+
+## Seats
+
+`SUM(<size>) WHERE Location = 'Raith Rovers'`
+
+## Crowd
+
+`AVG(Average)`
+
+## Fill
+
+`Crowd / Seats`
+
+## Bad
+
+`SUM(<size>) WHERE Location = 'Atlantis'`
+"""
+NOTATION_ANSWERS: dict[str, Any] = {
+    "Seats": {"metrics": [{"name": "seats", "aliases": ["capacity sum"], "description": "",
+                           "formula": "SUM(<size>) WHERE Location = 'Raith Rovers'"}]},
+    "Crowd": {"metrics": [{"name": "crowd", "aliases": [], "description": "",
+                           "formula": "AVG(stadium.Average)"}]},
+    "Fill": {"metrics": [{"name": "fill", "aliases": [], "description": "",
+                          "formula": "Crowd / Seats"},
+                         {"name": "emptiness", "aliases": [], "description": "",
+                          "formula": "Vacancy / Seats"}]},
+    "Bad": {"metrics": [{"name": "atlantis seats", "aliases": [], "description": "",
+                         "formula": "SUM(<size>) WHERE Location = 'Atlantis'"}]},
+}  # fmt: skip
+
+
+def test_formulas_in_a_document_s_own_notation_are_checked_not_dropped(concert, tmp_path):
+    """A placeholder, a filter after WHERE and other metrics by name pass the schema check;
+    a filter's value the column does not hold, or a name that is neither metric nor column,
+    is dropped."""
+    store, database = concert
+    path = tmp_path / "metrics.md"
+    path.write_text(NOTATION, encoding="utf-8")
+    report = _extract(store, database, path, ScriptedLLM([scripted_reply(NOTATION_ANSWERS)]))
+    assert report.extracted == {"metric": 3}
+    assert report.dropped == {"value_not_found": 1, "unknown_column": 1}
+    by_name = {e.name: e for e in store.get_many(report.candidate_ids).values()}
+    seats = by_name["seats"].content_resources
+    assert seats["placeholders"] == ["<size>"] and seats["columns"] == ["stadium.Location"]
+    fill = by_name["fill"].content_resources
+    assert sorted(fill["metrics"]) == ["crowd", "seats"] and fill["columns"] == []

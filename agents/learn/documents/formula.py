@@ -1,0 +1,126 @@
+"""A metric's formula as documents write it, checked against the profiled schema.
+
+Documents write formulas for people, not for a parser. AutoFin's metric pages say
+``SUM(<amount>) WHERE report_item_level1 = 'Revenue'`` (a placeholder the page defines, "the
+amount column of the time window and currency asked for", and the measure's filter after
+WHERE) and ``(Revenue - Cost of sales) / Revenue`` (other metrics by name). A small model
+asked for "one SQL expression" copies them as written. :func:`check_formula` accepts that
+notation and checks what it can:
+
+- a placeholder ``<name>`` (angle brackets around words, ``<amount>_py`` with a suffix) stands
+  for a column the SQL writer picks at ask time: it is no column of the schema and is not
+  looked up (kept in ``placeholders``);
+- ``MEASURE WHERE CONDITION``: both parts must parse; the condition's compared values must
+  occur in their columns (``value_not_found`` otherwise), as a predicate's do;
+- the name of a metric known to the run (extracted from an earlier section, or already in
+  the knowledge base) stands for that metric's value (kept in ``metrics``);
+- every other identifier must be a column of the schema (``unknown_column``), and the whole
+  must parse as one SQL expression (``formula_unparsable``; a whole query:
+  ``formula_not_expression``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import expressions as exp
+
+from ukf import BaseUKF
+
+_PLACEHOLDER = re.compile(r"<\s*([A-Za-z][\w ]*?)\s*>(\w*)")
+_WHERE = re.compile(r"\s+where\s+", re.IGNORECASE)
+STAND_IN = "almanac_stand_in_"
+
+
+class FormulaError(ValueError):
+    """A formula that fails a check: ``reason`` is the count key the extraction reports."""
+
+    def __init__(self, reason: str, formula: str) -> None:
+        super().__init__(f"{reason}: {formula!r}")
+        self.reason = reason
+
+
+@dataclass
+class CheckedFormula:
+    """What a formula names: schema columns, placeholders, other metrics, and its filter."""
+
+    columns: list[BaseUKF] = field(default_factory=list)
+    placeholders: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    expression: exp.Expression = field(default_factory=exp.Null)
+    """The measure (the formula before any WHERE), parsed, stand-ins in place of placeholders."""
+    condition: exp.Expression | None = None
+    is_condition: bool = False
+    """The whole formula is a condition (a named filter: a predicate, not a measure)."""
+
+
+ColumnLookup = Callable[[str, str], BaseUKF]
+"""(table or "", column) → the schema's Column entry; raises FormulaError when missing."""
+
+
+def check_formula(
+    formula: str, find_column: ColumnLookup, metric_names: Collection[str] = ()
+) -> CheckedFormula:
+    """``formula`` checked as the module docstring says (:class:`FormulaError` when not)."""
+    checked = CheckedFormula()
+    stand_ins: dict[str, str] = {}
+    placeholders = checked.placeholders
+    text = _PLACEHOLDER.sub(lambda m: _stand_in(m.group(0), stand_ins, placeholders), formula)
+    for name in sorted(metric_names, key=len, reverse=True):
+        pattern = re.compile(rf"(?<![\w<]){re.escape(name)}(?![\w>])", re.IGNORECASE)
+        if name.strip() and pattern.search(text):
+            text = pattern.sub(lambda m, n=name: _stand_in(n, stand_ins, checked.metrics), text)
+    measure, _, condition = _split_where(text)
+    parsed = _parse(measure, formula)
+    found: dict[str, BaseUKF] = {}
+    for part in [parsed] + ([_parse(condition, formula)] if condition else []):
+        for column in part.find_all(exp.Column):
+            if column.name.startswith(STAND_IN) and not column.table:
+                continue
+            entry = find_column(column.table, column.name)
+            found.setdefault(entry.id, entry)
+    checked.columns = list(found.values())
+    checked.expression = parsed
+    if condition:
+        checked.condition = _parse(condition, formula)
+    else:
+        checked.is_condition = isinstance(parsed, _CONDITIONS)
+    return checked
+
+
+_CONDITIONS = (
+    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.ILike,
+    exp.Between, exp.And, exp.Or, exp.Not, exp.Is,
+)  # fmt: skip
+
+
+def _stand_in(original: str, stand_ins: dict[str, str], named: list[str]) -> str:
+    key = original.casefold()
+    if key not in stand_ins:
+        stand_ins[key] = f"{STAND_IN}{len(stand_ins)}"
+        named.append(original)
+    return stand_ins[key]
+
+
+def _split_where(text: str) -> tuple[str, str, str]:
+    """``MEASURE WHERE CONDITION`` at the top level (not inside parentheses)."""
+    for match in _WHERE.finditer(text):
+        before = text[: match.start()]
+        if before.count("(") == before.count(")"):
+            return before, match.group(0), text[match.end() :]
+    return text, "", ""
+
+
+def _parse(text: str, formula: str) -> exp.Expression:
+    try:
+        parsed = sqlglot.parse_one(text)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
+        raise FormulaError("formula_unparsable", formula) from None
+    if parsed is None:
+        raise FormulaError("formula_unparsable", formula)
+    if isinstance(parsed, exp.Query | exp.Command):
+        raise FormulaError("formula_not_expression", formula)
+    return parsed
