@@ -14,7 +14,7 @@ class ConfidenceSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     abstain_below: float = Field(
-        default=0.4,
+        default=0.3,
         ge=0,
         le=1,
         description="an answer whose calibrated confidence is under this abstains: it says why, "
