@@ -40,6 +40,7 @@ from typing import Any
 from sqlglot import expressions as exp
 
 from agents.learn.documents.formula import STAND_IN, FormulaError, check_formula
+from agents.learn.documents.rule_triggers import time_window
 from agents.learn.mine.candidates import CANDIDATE
 from agents.learn.mine.entries import MINED_COLLECTION, phrase_name, qualified
 from agents.learn.mine.schema_view import SchemaView
@@ -60,14 +61,6 @@ MINER_VERSION = 1
 DOCUMENT = "document"
 GLOSSARY_COLLECTION = "glossary"
 EXAMPLE_TABLE = "example_orders"  # the prompt's fictional example (prompts/extract_system.j2)
-_MONTHS = {
-    m: i
-    for i, m in enumerate(
-        ("january", "february", "march", "april", "may", "june", "july", "august"), 1
-    )
-} | {"september": 9, "october": 10, "november": 11, "december": 12}
-_BEFORE = re.compile(r"\b(?:before|until|up to)\s+the\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
-_FROM = re.compile(r"\b(?:from|after|on or after|since)\s+the\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -160,6 +153,18 @@ def _words(item: dict[str, Any], key: str) -> list[str]:
     return list(dict.fromkeys(w for w in (" ".join(str(v).split()) for v in words) if w))
 
 
+def _columns(view: SchemaView, table: str, column: str) -> list[BaseUKF]:
+    """A formula's column: the table's, or every table's that has one so named (a document's
+    formula over "report_item_level1" holds for each brand's income table)."""
+    if table:
+        return [_column(view, table, column)]
+    found = [view.column(t, column) for t in sorted(view.tables)]
+    owners = [entry for entry in found if entry is not None]
+    if not owners:
+        raise _Drop("unknown_column")
+    return owners
+
+
 def _column(view: SchemaView, table: str, column: str) -> BaseUKF:
     found = view.column(table or None, column, among=list(view.tables))
     if found is None:
@@ -230,7 +235,7 @@ def _metric(
         raise _Drop("empty")
     others = [n for n in metric_names if n.casefold() != name.casefold()]
     try:
-        checked = check_formula(formula, lambda t, c: _column(view, t, c), others)
+        checked = check_formula(formula, lambda t, c: _columns(view, t, c), others)
         if checked.condition is not None:
             _check_literals(checked.condition, view)
     except FormulaError as error:
@@ -276,10 +281,11 @@ def _check_literals(condition: exp.Expression, view: SchemaView) -> None:
         values = node.expressions if isinstance(node, exp.In) else [node.expression]
         if column is None or column.name.startswith(STAND_IN):
             continue
-        entry = _column(view, column.table, column.name)
+        owners = _columns(view, column.table, column.name)
         for value in values:
             literal = isinstance(value, exp.Literal) and value.is_string
-            if literal and view.value_check(entry, value.this) == "missing":
+            checks = [view.value_check(entry, value.this) for entry in owners] if literal else []
+            if checks and all(check == "missing" for check in checks):
                 raise _Drop("value_not_found")
 
 
@@ -306,21 +312,6 @@ def _rule(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
             **origin.fields("rule"),
         )
     )
-
-
-def time_window(text: str) -> dict[str, Any]:
-    """``query_time_window`` arguments for a time phrase: "before the 10th" → day 1-9,
-    "from the 10th" → day 10 on, month names → ``months``; ``{}`` when none is recognised."""
-    window: dict[str, Any] = {}
-    before, since = _BEFORE.search(text), _FROM.search(text)
-    if before and 1 < int(before.group(1)) <= 31:
-        window["day_of_month_to"] = int(before.group(1)) - 1
-    if since and 1 <= int(since.group(1)) <= 31:
-        window["day_of_month_from"] = int(since.group(1))
-    months = [n for word, n in _MONTHS.items() if re.search(rf"\b{word}\b", text, re.I)]
-    if months:
-        window["months"] = months
-    return window
 
 
 def _value(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:

@@ -14,7 +14,8 @@ notation and checks what it can:
   occur in their columns (``value_not_found`` otherwise), as a predicate's do;
 - the name of a metric known to the run (extracted from an earlier section, or already in
   the knowledge base) stands for that metric's value (kept in ``metrics``);
-- every other identifier must be a column of the schema (``unknown_column``), and the whole
+- every other identifier must be a column of the schema (``unknown_column``; without a table,
+  a column several tables have counts for each of them), and the whole
   must parse as one SQL expression (``formula_unparsable``; a whole query:
   ``formula_not_expression``).
 """
@@ -57,8 +58,9 @@ class CheckedFormula:
     """The whole formula is a condition (a named filter: a predicate, not a measure)."""
 
 
-ColumnLookup = Callable[[str, str], BaseUKF]
-"""(table or "", column) → the schema's Column entry; raises FormulaError when missing."""
+ColumnLookup = Callable[[str, str], list[BaseUKF]]
+"""(table or "", column) → the schema's Column entries so named (the table's, or without a
+table every table's that has one); raises when there is none."""
 
 
 def check_formula(
@@ -80,8 +82,8 @@ def check_formula(
         for column in part.find_all(exp.Column):
             if column.name.startswith(STAND_IN) and not column.table:
                 continue
-            entry = find_column(column.table, column.name)
-            found.setdefault(entry.id, entry)
+            for entry in find_column(column.table, column.name):
+                found.setdefault(entry.id, entry)
     checked.columns = list(found.values())
     checked.expression = parsed
     if condition:

@@ -234,6 +234,10 @@ NOTATION = """# Stadium metrics
 ## Bad
 
 `SUM(<size>) WHERE Location = 'Atlantis'`
+
+## Shared
+
+`COUNT(DISTINCT Name)`
 """
 NOTATION_ANSWERS: dict[str, Any] = {
     "Seats": {"metrics": [{"name": "seats", "aliases": ["capacity sum"], "description": "",
@@ -246,6 +250,8 @@ NOTATION_ANSWERS: dict[str, Any] = {
                           "formula": "Vacancy / Seats"}]},
     "Bad": {"metrics": [{"name": "atlantis seats", "aliases": [], "description": "",
                          "formula": "SUM(<size>) WHERE Location = 'Atlantis'"}]},
+    "Shared": {"metrics": [{"name": "names", "aliases": [], "description": "",
+                            "formula": "COUNT(DISTINCT Name)"}]},
 }  # fmt: skip
 
 
@@ -257,10 +263,13 @@ def test_formulas_in_a_document_s_own_notation_are_checked_not_dropped(concert, 
     path = tmp_path / "metrics.md"
     path.write_text(NOTATION, encoding="utf-8")
     report = _extract(store, database, path, ScriptedLLM([scripted_reply(NOTATION_ANSWERS)]))
-    assert report.extracted == {"metric": 3}
+    assert report.extracted == {"metric": 4}
     assert report.dropped == {"value_not_found": 1, "unknown_column": 1}
     by_name = {e.name: e for e in store.get_many(report.candidate_ids).values()}
     seats = by_name["seats"].content_resources
     assert seats["placeholders"] == ["<size>"] and seats["columns"] == ["stadium.Location"]
     fill = by_name["fill"].content_resources
     assert sorted(fill["metrics"]) == ["crowd", "seats"] and fill["columns"] == []
+    # a column without its table that two tables have (stadium.Name, singer.Name) counts
+    # for both: a document's formula may hold for several tables
+    assert by_name["names"].content_resources["columns"] == ["singer.Name", "stadium.Name"]
