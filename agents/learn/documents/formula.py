@@ -14,6 +14,8 @@ notation and checks what it can:
   occur in their columns (``value_not_found`` otherwise), as a predicate's do;
 - the name of a metric known to the run (extracted from an earlier section, or already in
   the knowledge base) stands for that metric's value (kept in ``metrics``);
+- a formula that is one column or one placeholder alone names no measure
+  (``not_a_measure``: "report item code" is ``report_item_code``, a column);
 - every other identifier must be a column of the schema (``unknown_column``; without a table,
   a column several tables have counts for each of them), and the whole
   must parse as one SQL expression (``formula_unparsable``; a whole query:
@@ -86,6 +88,8 @@ def check_formula(
                 found.setdefault(entry.id, entry)
     checked.columns = list(found.values())
     checked.expression = parsed
+    if isinstance(parsed.unnest(), exp.Column):
+        raise FormulaError("not_a_measure", formula)  # a column or a placeholder, no measure
     if condition:
         checked.condition = _parse(condition, formula)
     else:

@@ -251,20 +251,24 @@ NOTATION_ANSWERS: dict[str, Any] = {
     "Bad": {"metrics": [{"name": "atlantis seats", "aliases": [], "description": "",
                          "formula": "SUM(<size>) WHERE Location = 'Atlantis'"}]},
     "Shared": {"metrics": [{"name": "names", "aliases": [], "description": "",
-                            "formula": "COUNT(DISTINCT Name)"}]},
+                            "formula": "COUNT(DISTINCT Name)"},
+                           {"name": "stadium name", "aliases": [], "description": "",
+                            "formula": "stadium.Name"},
+                           {"name": "size", "aliases": [], "description": "",
+                            "formula": "<size>"}]},
 }  # fmt: skip
 
 
 def test_formulas_in_a_document_s_own_notation_are_checked_not_dropped(concert, tmp_path):
     """A placeholder, a filter after WHERE and other metrics by name pass the schema check;
-    a filter's value the column does not hold, or a name that is neither metric nor column,
-    is dropped."""
+    a filter's value the column does not hold, a name that is neither metric nor column, or a
+    lone column or placeholder (no measure) is dropped."""
     store, database = concert
     path = tmp_path / "metrics.md"
     path.write_text(NOTATION, encoding="utf-8")
     report = _extract(store, database, path, ScriptedLLM([scripted_reply(NOTATION_ANSWERS)]))
     assert report.extracted == {"metric": 4}
-    assert report.dropped == {"value_not_found": 1, "unknown_column": 1}
+    assert report.dropped == {"value_not_found": 1, "unknown_column": 1, "not_a_measure": 2}
     by_name = {e.name: e for e in store.get_many(report.candidate_ids).values()}
     seats = by_name["seats"].content_resources
     assert seats["placeholders"] == ["<size>"] and seats["columns"] == ["stadium.Location"]
