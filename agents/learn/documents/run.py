@@ -34,9 +34,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agents.learn.documents.build import Built, Origin, build_entries, metric_names
+from agents.learn.documents.build import (
+    GLOSSARY_COLLECTION,
+    Built,
+    Origin,
+    build_entries,
+    metric_names,
+)
 from agents.learn.documents.checkpoint import document_entry, document_id, stored_state
 from agents.learn.documents.extractor import SectionExtractor, SectionFailed
+from agents.learn.documents.glossary_links import glossary_index, with_glossary_synonyms
 from agents.learn.documents.parts import schema_text, section_parts
 from agents.learn.documents.retract import merge_view, retract
 from agents.learn.documents.tables import TablePass, TableStats, table_pass
@@ -316,6 +323,9 @@ def _finish(
         built.dropped.update(part.dropped)
         built.unchecked_values += part.unchecked_values
     entries = _unique(built.entries)
+    glossary = [e for e in entries if e.type == "knowledge" and e.collection == GLOSSARY_COLLECTION]
+    glossary += _stored_glossary(store, view.database)
+    entries = with_glossary_synonyms(entries, glossary_index(glossary))
     report.extracted.update(kind_of(e) for e in entries)
     report.dropped.update(built.dropped)
     report.unchecked_values += built.unchecked_values
@@ -368,3 +378,13 @@ def _stored_metric_names(store: KnowledgeStore, database: str) -> set[str]:
         if mine or database in entry.tag_values("DATABASE"):
             names.update(n for n in [entry.name, *entry.synonyms] if n)
     return names
+
+
+def _stored_glossary(store: KnowledgeStore, database: str) -> list[BaseUKF]:
+    """The database's glossary entries already in the knowledge base (any state)."""
+    return [
+        entry
+        for entry in store.iterate(type="knowledge", collection=GLOSSARY_COLLECTION, active=None)
+        if entry.content_resources.get("database") == database
+        or database in entry.tag_values("DATABASE")
+    ]

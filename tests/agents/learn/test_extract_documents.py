@@ -21,6 +21,7 @@ from kb.target.database import Database
 from tests.agents.learn.conftest import SPIDER, profiled
 from tests.agents.scripted import ScriptedLLM
 from tests.kb.test_documents import make_pdf
+from ukf import KnowledgeUKF
 
 HANDBOOK = """# Concert handbook
 
@@ -277,3 +278,26 @@ def test_formulas_in_a_document_s_own_notation_are_checked_not_dropped(concert, 
     # a column without its table that two tables have (stadium.Name, singer.Name) counts
     # for both: a document's formula may hold for several tables
     assert by_name["names"].content_resources["columns"] == ["singer.Name", "stadium.Name"]
+
+
+def test_a_metric_named_by_a_glossary_term_gets_the_term_s_expansions(concert, tmp_path):
+    """The glossary (here already in the knowledge base) says what "crowd" is also called;
+    the metric the metrics page names "crowd" is found by those words too."""
+    store, database = concert
+    store.upsert(
+        KnowledgeUKF.create(
+            "crowd",
+            "crowd: the average attendance",
+            database="concert_singer",
+            synonyms=["attendance", "average attendance"],
+            collection="glossary",
+        )
+    )
+    path = tmp_path / "metrics.md"
+    path.write_text(NOTATION, encoding="utf-8")
+    report = _extract(store, database, path, ScriptedLLM([scripted_reply(NOTATION_ANSWERS)]))
+    by_name = {e.name: e for e in store.get_many(report.candidate_ids).values()}
+    crowd = by_name["crowd"]
+    assert crowd.synonyms == ["attendance", "average attendance"]
+    assert len(crowd.content_resources["synonyms_from"]) == 1
+    assert by_name["fill"].synonyms == []  # no glossary term names it
