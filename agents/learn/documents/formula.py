@@ -73,14 +73,12 @@ def check_formula(
     stand_ins: dict[str, str] = {}
     placeholders = checked.placeholders
     text = _PLACEHOLDER.sub(lambda m: _stand_in(m.group(0), stand_ins, placeholders), formula)
-    for name in sorted(metric_names, key=len, reverse=True):
-        pattern = re.compile(rf"(?<![\w<]){re.escape(name)}(?![\w>])", re.IGNORECASE)
-        if name.strip() and pattern.search(text):
-            text = pattern.sub(lambda m, n=name: _stand_in(n, stand_ins, checked.metrics), text)
+    text = _name_metrics(text, metric_names, stand_ins, checked.metrics)
     measure, _, condition = _split_where(text)
     parsed = _parse(measure, formula)
+    checked.condition = _parse(condition, formula) if condition else None
     found: dict[str, BaseUKF] = {}
-    for part in [parsed] + ([_parse(condition, formula)] if condition else []):
+    for part in [parsed] + ([checked.condition] if checked.condition is not None else []):
         for column in part.find_all(exp.Column):
             if column.name.startswith(STAND_IN) and not column.table:
                 continue
@@ -90,10 +88,7 @@ def check_formula(
     checked.expression = parsed
     if isinstance(parsed.unnest(), exp.Column):
         raise FormulaError("not_a_measure", formula)  # a column or a placeholder, no measure
-    if condition:
-        checked.condition = _parse(condition, formula)
-    else:
-        checked.is_condition = isinstance(parsed, _CONDITIONS)
+    checked.is_condition = checked.condition is None and isinstance(parsed, _CONDITIONS)
     return checked
 
 
@@ -109,6 +104,31 @@ def _stand_in(original: str, stand_ins: dict[str, str], named: list[str]) -> str
         stand_ins[key] = f"{STAND_IN}{len(stand_ins)}"
         named.append(original)
     return stand_ins[key]
+
+
+def _name_metrics(
+    text: str, names: Collection[str], stand_ins: dict[str, str], named: list[str]
+) -> str:
+    """``text`` with each metric name (longest first, whole words, outside quoted literals)
+    replaced by a stand-in identifier."""
+    for name in sorted((n for n in names if n.strip()), key=len, reverse=True):
+        pattern = re.compile(rf"(?<![\w<]){re.escape(name)}(?![\w>])", re.IGNORECASE)
+
+        def replace(part: str, pattern: re.Pattern[str] = pattern, name: str = name) -> str:
+            return pattern.sub(lambda _match: _stand_in(name, stand_ins, named), part)
+
+        text = _outside_quotes(text, replace)
+    return text
+
+
+_QUOTED = re.compile(r"('(?:[^']|'')*')")
+
+
+def _outside_quotes(text: str, change: Callable[[str], str]) -> str:
+    """``text`` with ``change`` applied to what lies outside its quoted literals (a metric's
+    name inside ``'Revenue'`` is a value, not the metric)."""
+    parts = _QUOTED.split(text)
+    return "".join(part if i % 2 else change(part) for i, part in enumerate(parts))
 
 
 def _split_where(text: str) -> tuple[str, str, str]:
