@@ -7,8 +7,11 @@ sub-questions in all, each with a non-empty question, duplicates dropped, ids re
 ``q1``, ``q2``, ... A reply that is not a plan (garbage, no usable
 step, a model error or timeout) gives a deterministic fallback plan: the question itself, and
 for a diagnostic or predictive question a "by month" time series when the schema has a time
-column. A predictive question on a schema that shows no date or time column is refused
-(:class:`AnalysisRefused`): there is nothing to forecast from.
+column. A predictive question's plan always holds its history (:func:`history_step`: the
+measure by month over the data, the future period it names taken out), second, whatever the
+model proposed: asked for "January 2026" as written, the model filters on it and the forecast
+tool gets no series. A predictive question on a schema that shows no date or time column is
+refused (:class:`AnalysisRefused`): there is nothing to forecast from.
 """
 
 from __future__ import annotations
@@ -153,7 +156,46 @@ def plan_analysis(
     if len(steps) < (2 if direct else 1):
         reason = "; ".join(notes) or f"no usable step in {str(parsed)[:200]!r}"
         return fallback_plan(question, typing, times, max_steps, reason)
+    if typing.type == "predictive":
+        steps = with_history(steps, question, times[0], max_steps, after=1 if direct else 0)
     return AnalysisPlan(question=question, type=typing.type, steps=steps, notes=notes)
+
+
+_FUTURE = re.compile(
+    r"\s*\b(?:(?:in|for|of|during|by)\s+)?(?:"
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december)\s+\d{4}|next\s+(?:month|quarter|year)|"
+    r"the\s+(?:month|quarter|year)\s+after\s+the\s+latest\s+data)\b",
+    re.IGNORECASE,
+)
+
+
+def history_step(question: str, time_column: str) -> SubQuestion:
+    """The history a forecast is fitted to: the question's measure by month over every month
+    the data holds. The future period it names is taken out ("in January 2026", "next
+    month"): asked as written, the model filters on that period and finds no rows."""
+    core = " ".join(_FUTURE.sub("", question).split()).strip(" ?.,")
+    return SubQuestion(
+        id="",
+        question=f"{core}, as history: one row per month over every month the data holds, "
+        "in time order",
+        purpose="the history the forecast is fitted to",
+        period=f"by month ({time_column})",
+    )
+
+
+def with_history(
+    steps: list[SubQuestion], question: str, time_column: str, max_steps: int, *, after: int
+) -> list[SubQuestion]:
+    """``steps`` with the history step (:func:`history_step`) placed after the first
+    ``after``, the last of the model's steps dropped when that would pass ``max_steps``;
+    renumbered."""
+    history = history_step(question, time_column)
+    known = {" ".join(s.question.split()).lower() for s in steps}
+    if history.question.lower() in known or max_steps <= after:
+        return steps
+    kept = [*steps[:after], history, *steps[after:]][:max_steps]
+    return [step.model_copy(update={"id": f"q{i}"}) for i, step in enumerate(kept, 1)]
 
 
 def validated_steps(
@@ -203,7 +245,9 @@ def fallback_plan(
     diagnostic or predictive question when the schema has a time column."""
     log.info("analysis plan: fallback (%s)", reason)
     steps = [SubQuestion(id="q1", question=question, purpose="the question asked directly")]
-    if typing.type in {"diagnostic", "predictive"} and times and max_steps > 1:
+    if typing.type == "predictive" and times and max_steps > 1:
+        steps = with_history(steps, question, times[0], max_steps, after=1)
+    elif typing.type == "diagnostic" and times and max_steps > 1:
         series = f"{question.rstrip(' ?.')}: one row per month, in time order (by month)"
         steps.append(
             SubQuestion(

@@ -109,3 +109,31 @@ def test_a_forecast_on_a_database_with_no_time_column_is_refused():
     with pytest.raises(AnalysisRefused) as refused:
         plan_analysis("What will the average age be next year?", PREDICTIVE, SINGERS, llm)
     assert "time column" in refused.value.reason and llm.calls == []
+
+
+def test_a_forecast_plan_always_asks_for_the_history_without_the_future_period():
+    """The model's plan for a forecast asks for the future month itself (no rows); the plan
+    gets the measure's monthly history second, the model's last step dropped for it."""
+    future = json.dumps(
+        {
+            "steps": [
+                {"question": "What is the revenue in Europe in January 2026?"},
+                {"question": "What is the revenue by region?"},
+            ]
+        }
+    )
+    question = "What will the monthly revenue in Europe be in January 2026?"
+    plan = plan_analysis(question, PREDICTIVE, SALES, ScriptedLLM([future]), max_steps=3)
+    assert [s.id for s in plan.steps] == ["q1", "q2", "q3"]
+    history = plan.steps[1]
+    assert history.question.startswith("What will the monthly revenue in Europe be, as history")
+    assert "2026" not in history.question and "order_date" in history.period
+    assert plan.steps[2].question == "What is the revenue in Europe in January 2026?"
+    for wording in (
+        "Forecast revenue for next month.",
+        "How much revenue in the month after the latest data?",
+    ):
+        fallback = plan_analysis(wording, PREDICTIVE, SALES, ScriptedLLM(["garbage"]), max_steps=2)
+        assert "next month" not in fallback.steps[1].question
+        assert "after the latest data" not in fallback.steps[1].question
+        assert fallback.steps[1].question.endswith("in time order")
