@@ -240,6 +240,22 @@ def _metric(
             _check_literals(checked.condition, view)
     except FormulaError as error:
         raise _Drop(error.reason) from None
+    if checked.lone_column:  # a name for one column: a synonym of it, as a term's is
+        if len(checked.columns) != 1:
+            raise _Drop("not_a_measure")
+        where = checked.columns[0].content_resources
+        term = {
+            "term": name,
+            "aliases": _words(item, "aliases"),
+            "meaning": item.get("description"),
+        }
+        _term(
+            {**term, "table": where.get("table"), "column": where.get("column")},
+            view,
+            origin,
+            built,
+        )
+        return
     kind: type[PredicateUKF] | type[MetricUKF] = MetricUKF
     if checked.is_condition:  # a filter, not a measure
         _check_literals(checked.expression, view)

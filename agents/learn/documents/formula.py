@@ -14,8 +14,9 @@ notation and checks what it can:
   occur in their columns (``value_not_found`` otherwise), as a predicate's do;
 - the name of a metric known to the run (extracted from an earlier section, or already in
   the knowledge base) stands for that metric's value (kept in ``metrics``);
-- a formula that is one column or one placeholder alone names no measure
-  (``not_a_measure``: "report item code" is ``report_item_code``, a column);
+- a formula that is one placeholder or one other metric alone names no measure
+  (``not_a_measure``); one that is a column alone is flagged ``lone_column``: the "metric"
+  is a name for that column ("venue size" is ``stadium.Capacity``), a synonym, not a measure;
 - every other identifier must be a column of the schema (``unknown_column``; without a table,
   a column several tables have counts for each of them), and the whole
   must parse as one SQL expression (``formula_unparsable``; a whole query:
@@ -58,6 +59,8 @@ class CheckedFormula:
     condition: exp.Expression | None = None
     is_condition: bool = False
     """The whole formula is a condition (a named filter: a predicate, not a measure)."""
+    lone_column: bool = False
+    """The formula is one column and nothing else: a name for the column, not a measure."""
 
 
 ColumnLookup = Callable[[str, str], list[BaseUKF]]
@@ -86,8 +89,11 @@ def check_formula(
                 found.setdefault(entry.id, entry)
     checked.columns = list(found.values())
     checked.expression = parsed
-    if isinstance(parsed.unnest(), exp.Column):
-        raise FormulaError("not_a_measure", formula)  # a column or a placeholder, no measure
+    lone = parsed.unnest()
+    if isinstance(lone, exp.Column):
+        if lone.name.startswith(STAND_IN) and not lone.table:  # a placeholder or a metric
+            raise FormulaError("not_a_measure", formula)
+        checked.lone_column = True
     checked.is_condition = checked.condition is None and isinstance(parsed, _CONDITIONS)
     return checked
 

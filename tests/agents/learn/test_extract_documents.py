@@ -253,8 +253,8 @@ NOTATION_ANSWERS: dict[str, Any] = {
                          "formula": "SUM(<size>) WHERE Location = 'Atlantis'"}]},
     "Shared": {"metrics": [{"name": "names", "aliases": [], "description": "",
                             "formula": "COUNT(DISTINCT Name)"},
-                           {"name": "stadium name", "aliases": [], "description": "",
-                            "formula": "stadium.Name"},
+                           {"name": "venue size", "aliases": [], "description": "",
+                            "formula": "stadium.Capacity"},
                            {"name": "size", "aliases": [], "description": "",
                             "formula": "<size>"}]},
 }  # fmt: skip
@@ -263,13 +263,13 @@ NOTATION_ANSWERS: dict[str, Any] = {
 def test_formulas_in_a_document_s_own_notation_are_checked_not_dropped(concert, tmp_path):
     """A placeholder, a filter after WHERE and other metrics by name pass the schema check;
     a filter's value the column does not hold, a name that is neither metric nor column, or a
-    lone column or placeholder (no measure) is dropped."""
+    lone placeholder (no measure) is dropped; a lone column makes the name its synonym."""
     store, database = concert
     path = tmp_path / "metrics.md"
     path.write_text(NOTATION, encoding="utf-8")
     report = _extract(store, database, path, ScriptedLLM([scripted_reply(NOTATION_ANSWERS)]))
-    assert report.extracted == {"metric": 4}
-    assert report.dropped == {"value_not_found": 1, "unknown_column": 1, "not_a_measure": 2}
+    assert report.extracted == {"metric": 4, "column_synonym": 1}
+    assert report.dropped == {"value_not_found": 1, "unknown_column": 1, "not_a_measure": 1}
     by_name = {e.name: e for e in store.get_many(report.candidate_ids).values()}
     seats = by_name["seats"].content_resources
     assert seats["placeholders"] == ["<size>"] and seats["columns"] == ["stadium.Location"]
@@ -278,6 +278,7 @@ def test_formulas_in_a_document_s_own_notation_are_checked_not_dropped(concert, 
     # a column without its table that two tables have (stadium.Name, singer.Name) counts
     # for both: a document's formula may hold for several tables
     assert by_name["names"].content_resources["columns"] == ["singer.Name", "stadium.Name"]
+    assert by_name["venue size"].type == "synonym"
 
 
 def test_a_metric_named_by_a_glossary_term_gets_the_term_s_expansions(concert, tmp_path):

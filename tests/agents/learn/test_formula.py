@@ -53,6 +53,14 @@ def test_other_metrics_by_name_but_not_inside_a_quoted_value():
     assert quoted.condition.sql() == "report_item_level1 = 'Revenue'"
 
 
+def test_a_lone_column_is_a_name_for_it_and_a_lone_metric_no_measure():
+    lone = _check("sales.units")
+    assert lone.lone_column and _names(lone) == ["sales.units"]
+    assert not _check("SUM(sales.units)").lone_column
+    with pytest.raises(FormulaError, match="not_a_measure"):
+        _check("Revenue", ("Revenue",))
+
+
 def test_a_condition_alone_is_a_filter_and_a_measure_is_not():
     assert _check("sales.powertrain IN ('BEV', 'PHEV')").is_condition
     assert not _check("SUM(sales.units)").is_condition
@@ -65,7 +73,7 @@ def test_a_condition_alone_is_a_filter_and_a_measure_is_not():
         ("Revenue - Cost of sales", "formula_unparsable"),
         ("SELECT SUM(units) FROM sales", "formula_not_expression"),
         ("<amount>", "not_a_measure"),
-        ("sales.units", "not_a_measure"),
+        ("Revenue", "unknown_column"),
         ("SUM(<amount>) WHERE nowhere = 'x'", "unknown_column"),
     ],
 )
