@@ -99,11 +99,7 @@ def load_llm(name_or_path: str, choice: ModelChoice) -> LLM:
                 prompt_cache=states,
                 parallel_sequences=choice.sequences,
             )
-            if choice.llm_cache is not None:
-                from agents.llm.cache import CachedLLM
-
-                llm = CachedLLM(llm, choice.llm_cache)
-            _LLMS[key] = llm
+            _LLMS[key] = _cached(llm, choice)
         return _LLMS[key]
 
 
@@ -117,12 +113,17 @@ def _endpoint_llm(spec: str, choice: ModelChoice) -> LLM:
             from agents.llm.openai_compat import OpenAICompatibleLLM
 
             llm: LLM = OpenAICompatibleLLM(url, name, timeout=600.0, prefill=True)
-            if choice.llm_cache is not None:
-                from agents.llm.cache import CachedLLM
-
-                llm = CachedLLM(llm, choice.llm_cache)
-            _LLMS[key] = llm
+            _LLMS[key] = _cached(llm, choice)
         return _LLMS[key]
+
+
+def _cached(llm: LLM, choice: ModelChoice) -> LLM:
+    """``llm`` behind the response cache when ``choice`` names one."""
+    if choice.llm_cache is None:
+        return llm
+    from agents.llm.cache import CachedLLM
+
+    return CachedLLM(llm, choice.llm_cache)
 
 
 def _model_file(name_or_path: str, data_dir: Path | None) -> Path:

@@ -372,19 +372,17 @@ def _unique(entries: list[BaseUKF]) -> list[BaseUKF]:
 def _stored_metric_names(store: KnowledgeStore, database: str) -> set[str]:
     """Names and synonyms of the database's metrics already in the knowledge base (any
     state): a document's formula may build on them."""
-    names: set[str] = set()
-    for entry in store.iterate(type="metric", active=None):
-        mine = entry.content_resources.get("database") == database
-        if mine or database in entry.tag_values("DATABASE"):
-            names.update(n for n in [entry.name, *entry.synonyms] if n)
-    return names
+    stored = store.iterate(type="metric", tags={"DATABASE": database}, active=None)
+    return {n for entry in stored for n in [entry.name, *entry.synonyms] if n}
 
 
 def _stored_glossary(store: KnowledgeStore, database: str) -> list[BaseUKF]:
     """The database's glossary entries already in the knowledge base (any state)."""
-    return [
-        entry
-        for entry in store.iterate(type="knowledge", collection=GLOSSARY_COLLECTION, active=None)
-        if entry.content_resources.get("database") == database
-        or database in entry.tag_values("DATABASE")
-    ]
+    return list(
+        store.iterate(
+            type="knowledge",
+            collection=GLOSSARY_COLLECTION,
+            tags={"DATABASE": database},
+            active=None,
+        )
+    )
