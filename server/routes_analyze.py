@@ -94,7 +94,12 @@ def analysis_of(
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> AnalysisAnswer:
     """The analysis of ``question`` with ``pipeline`` answering each sub-question."""
-    analyst = Analyst(lambda q: pipeline.ask(q, context, ask), pipeline.default_llm, options)
+    analyst = Analyst(
+        lambda q: pipeline.ask(q, context, ask),
+        pipeline.default_llm,
+        options,
+        database=pipeline.database,
+    )
     schema = pipeline.catalog.overview().text
     return analyst.analyze(question, schema_text=schema, on_event=on_event)
 

@@ -14,7 +14,9 @@ from agents.answer import Answer
 
 class Evidence(BaseModel):
     """One sub-question as the chain answered it; ``error`` says why it has no rows (the
-    query failed, the answer abstained, the time budget ran out)."""
+    query failed, the answer abstained, the time budget ran out); ``repair`` what the
+    analyst changed in the chain's SQL (a series regrouped:
+    :mod:`agents.analysis.series_repair`)."""
 
     id: str
     question: str
@@ -26,6 +28,7 @@ class Evidence(BaseModel):
     truncated: bool = False
     error: str | None = None
     seconds: float = 0.0
+    repair: str | None = None
 
     @property
     def ok(self) -> bool:

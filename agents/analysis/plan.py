@@ -45,7 +45,8 @@ class AnalysisRefused(ValueError):
 
 
 class SubQuestion(BaseModel):
-    """One step of a plan: a question one SQL query answers, and what it is for."""
+    """One step of a plan: a question one SQL query answers, and what it is for; ``series``:
+    the analyst asked for one row per period (a forecast's history, a monthly series)."""
 
     id: str
     question: str
@@ -53,6 +54,7 @@ class SubQuestion(BaseModel):
     measure: str = ""
     breakdowns: list[str] = Field(default_factory=list)
     period: str = ""
+    series: bool = False
 
 
 class AnalysisPlan(BaseModel):
@@ -181,6 +183,7 @@ def history_step(question: str, time_column: str) -> SubQuestion:
         "in time order",
         purpose="the history the forecast is fitted to",
         period=f"by month ({time_column})",
+        series=True,
     )
 
 
@@ -256,6 +259,7 @@ def fallback_plan(
                 purpose="the time series, to see the change over time",
                 breakdowns=[],
                 period=f"by month ({times[0]})",
+                series=True,
             )
         )
     return AnalysisPlan(

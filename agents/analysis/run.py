@@ -9,7 +9,9 @@ evidence with its error and the analysis goes on, naming what is missing in its 
 Once ``max_seconds`` have passed no further sub-question is asked (those left are recorded as
 not asked) and the model calls get only the time left. ``on_event`` receives one dict per
 step: ``typing``, ``plan``, ``subquestion`` (each done), ``analysis``, ``narrative``,
-``final`` (and ``refused``).
+``final`` (and ``refused``). Given the ``database``, a series sub-question answered with
+one row by an aggregate that forgot its GROUP BY is regrouped and run again
+(:mod:`agents.analysis.series_repair`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from agents.analysis.compute import compute_facts, facts_payload
 from agents.analysis.models import AnalysisAnswer, Evidence
 from agents.analysis.narrative import write_narrative
 from agents.analysis.plan import AnalysisRefused, SubQuestion, plan_analysis
+from agents.analysis.series_repair import regrouped_series
 from agents.analysis.typing import QuestionTyping, classify_question
 from agents.answer import Answer
 from agents.llm.base import LLM
+from kb.target.database import Database
 
 log = logging.getLogger(__name__)
 Event = dict[str, Any]
@@ -87,6 +91,8 @@ class Analyst:
         ask: answers one question with one SQL (the real chain).
         llm: the model that types, plans and writes the narrative.
         options: bounds.
+        database: the database ``ask`` answers on, for the analyst's own read-only repair
+            of a series (None: no repair).
     """
 
     def __init__(
@@ -94,8 +100,10 @@ class Analyst:
         ask: Callable[[str], Answer],
         llm: LLM,
         options: AnalysisOptions | None = None,
+        *,
+        database: Database | None = None,
     ) -> None:
-        self.ask, self.llm = ask, llm
+        self.ask, self.llm, self.database = ask, llm, database
         self.options = options or AnalysisOptions()
 
     def analyze(
@@ -141,6 +149,10 @@ class Analyst:
             else:
                 item = self._ask(step)
                 answer.sql_calls += 1
+                if step.series and self.database is not None and item.error is None:
+                    item = regrouped_series(
+                        item, self.database, max_rows=self.options.max_rows, timeout_s=left()
+                    )
             answer.evidence.append(item)
             emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
         return self._write_up(answer, started, left, emit)

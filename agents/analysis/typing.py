@@ -2,10 +2,13 @@
 prescriptive analysis question?
 
 Rules come first (cue words: "why" and "driver" are diagnostic, "forecast" and "next quarter"
-predictive, "should" and "recommend" prescriptive, "trend" and "breakdown" descriptive); the
-LLM is asked (a JSON reply) only when the rules are unsure: no cue at all, or cues of several
-types. A reply that is not one of the five types falls back to the rules, with a note saying
-so. Only a lookup keeps the one-SQL path; the others go to the analyst.
+predictive, "should" and "recommend" prescriptive, "trend" and "breakdown" descriptive), and
+a few phrases decide alone whatever else the question says (:data:`DECISIVE`: "if the trend
+continues, how much will ..." is a forecast, though it says "trend"; "should we expect" is
+one, though it says "should"); the LLM is asked (a JSON reply) only when the rules are
+unsure: no cue at all, or cues of several types. A reply that is not one of the five types
+falls back to the rules, with a note saying so. Only a lookup keeps the one-SQL path; the
+others go to the analyst.
 """
 
 from __future__ import annotations
@@ -48,6 +51,13 @@ CUES: dict[str, re.Pattern[str]] = {
         re.I,
     ),
 }
+DECISIVE: dict[str, re.Pattern[str]] = {
+    "predictive": re.compile(
+        r"\b(if (the|this|that|current|recent) trends? (continues?|holds?|persists?)|"
+        r"(should|can|do|would) we expect|(month|quarter|year) after the (latest|last) data)\b",
+        re.I,
+    ),
+}
 LOOKUP_CUE = re.compile(
     r"^\s*(how (many|much)|what (is|are|was|were)|which|who|list|show|give|find|count|"
     r"name|when|where|return|get|display)\b",
@@ -71,6 +81,12 @@ class QuestionTyping(BaseModel):
 
 def rule_typing(question: str) -> tuple[QuestionTyping, bool]:
     """The rules' typing of ``question`` and whether they are sure of it."""
+    for kind, pattern in DECISIVE.items():
+        hit = pattern.search(question)
+        if hit:
+            word = hit.group(0)
+            cues = [f"{kind}: {word!r}"]
+            return QuestionTyping(type=kind, reason=f"decisive cue {word!r}", cues=cues), True
     matched: list[tuple[str, str]] = []
     for kind, pattern in CUES.items():
         hit = pattern.search(question)

@@ -84,6 +84,7 @@ class AnalysisSystem:
             lambda sub_question: pipeline.ask(sub_question, None, ask),
             pipeline.default_llm,
             self.bounds.analysis_options(),
+            database=pipeline.database,
         )
         if self.name == "one-sql":
             return analyst.analyze_one_sql(question)

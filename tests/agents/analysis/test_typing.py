@@ -34,6 +34,23 @@ def test_the_rules_type_each_kind_of_question(question, expected):
     assert llm.calls == []
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "If the trend continues, how much revenue will Zephyr make in Europe in the month "
+        "after the latest data?",
+        "In which month of next year should we expect Helix's revenue to peak?",
+    ],
+)
+def test_a_decisive_phrase_makes_a_forecast_whatever_else_the_question_says(question):
+    # "trend" is a descriptive cue and "should" a prescriptive one: without the decisive
+    # phrase the rules were unsure, and the 1.5B called the first one descriptive
+    llm = ScriptedLLM([AssertionError("a decisive cue: no LLM call")])
+    typed = classify_question(question, llm)
+    assert (typed.type, typed.by) == ("predictive", "rules")
+    assert typed.reason.startswith("decisive cue")
+
+
 def test_the_llm_decides_when_the_rules_are_unsure():
     # no cue at all: the rules are unsure
     assert rule_typing("Aurora margin Q3 situation")[1] is False

@@ -1,0 +1,128 @@
+"""A series asked for and answered with one row: the forgotten GROUP BY put back, on a real
+SQLite database, and the forecast made from the regrouped history."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from agents.analysis.models import Evidence
+from agents.analysis.run import AnalysisOptions, Analyst
+from agents.analysis.series_repair import grouped_by_bare_columns, regrouped_series
+from agents.answer import Answer
+from kb.target.database import Database
+from tests.agents.scripted import ScriptedLLM
+
+# what the 1.5B wrote for "Zephyr's monthly revenue in Europe, as history: one row per month"
+UNGROUPED = (
+    "SELECT period, SUM(amount) AS revenue FROM income "
+    "WHERE region = 'EUR' AND item = 'Revenue' ORDER BY period"
+)
+SCHEMA = "CREATE TABLE income (\n  period TEXT,\n  region TEXT,\n  item TEXT,\n  amount REAL\n)"
+QUESTION = "What will monthly revenue in Europe be in January 2026?"
+
+
+@pytest.fixture()
+def database(tmp_path):
+    path = tmp_path / "income.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE income (period TEXT, region TEXT, item TEXT, amount REAL)")
+        rows = []
+        for month in range(1, 13):
+            period = f"2025{month:02d}"
+            rows += [
+                (period, "EUR", "Revenue", 100.0 + 5 * month),
+                (period, "EUR", "Revenue", 50.0 + month),
+                (period, "EUR", "Cost", 80.0),
+                (period, "USA", "Revenue", 999.0),
+            ]
+        connection.executemany("INSERT INTO income VALUES (?, ?, ?, ?)", rows)
+    db = Database(f"sqlite:///{path}")
+    yield db
+    db.close()
+
+
+def test_the_grouping_an_aggregate_beside_a_bare_column_meant_is_added():
+    fixed = grouped_by_bare_columns(UNGROUPED, "sqlite")
+    assert fixed is not None
+    assert "GROUP BY period" in fixed and fixed.endswith("ORDER BY period")
+    # no ORDER BY: the first bare column orders the series
+    fixed = grouped_by_bare_columns("SELECT strftime('%Y-%m', d) AS m, COUNT(*) FROM t", "sqlite")
+    assert fixed is not None and "GROUP BY STRFTIME('%Y-%m', d)" in fixed
+    assert "ORDER BY STRFTIME('%Y-%m', d)" in fixed
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT period, SUM(amount) FROM income GROUP BY period",  # already grouped
+        "SELECT period, amount FROM income",  # no aggregate
+        "SELECT SUM(amount) FROM income",  # no bare column
+        "SELECT period, SUM(amount) OVER (ORDER BY period) FROM income",  # a window
+        "SELECT period, SUM(amount) FROM income UNION SELECT 'x', 1",  # not one SELECT
+        "SELECT period, SUM(amount FROM",  # does not parse
+    ],
+)
+def test_nothing_is_regrouped_where_the_rule_does_not_apply(sql):
+    assert grouped_by_bare_columns(sql, "sqlite") is None
+
+
+def test_a_one_row_series_is_regrouped_on_the_database(database):
+    one_row = database.execute(UNGROUPED)
+    assert one_row.row_count == 1  # what SQLite does with the forgotten GROUP BY
+    item = Evidence(
+        id="q2",
+        question="history",
+        sql=UNGROUPED,
+        columns=one_row.columns,
+        rows=[list(r) for r in one_row.rows],
+        row_count=1,
+    )
+    fixed = regrouped_series(item, database, max_rows=100, timeout_s=5)
+    assert fixed.row_count == 12 and fixed.columns == ["period", "revenue"]
+    assert fixed.rows[0] == ["202501", 156.0] and fixed.rows[-1] == ["202512", 222.0]
+    assert fixed.repair and "grouped by" in fixed.repair and "GROUP BY" in (fixed.sql or "")
+    # enough rows already, or nothing to regroup: the evidence is kept as it was
+    many = item.model_copy(update={"row_count": 12})
+    assert regrouped_series(many, database, max_rows=100, timeout_s=5) is many
+    plain = item.model_copy(update={"sql": "SELECT SUM(amount) FROM income"})
+    assert regrouped_series(plain, database, max_rows=100, timeout_s=5) is plain
+
+
+def test_the_forecast_is_made_from_the_regrouped_history(database):
+    """The analyst's history step comes back with one row; regrouped, the forecast has 12
+    months to fit, and the evidence says what was changed."""
+
+    def chain(question: str) -> Answer:
+        sql = UNGROUPED if "as history" in question else "SELECT 1 AS x"
+        ran = database.execute(sql)
+        return Answer(
+            id="a",
+            question=question,
+            database="income",
+            sql=sql,
+            columns=ran.columns,
+            rows=[list(r) for r in ran.rows],
+            row_count=ran.row_count,
+            executed=True,
+        )
+
+    def reply(messages, options):
+        prompt = messages[-1]["content"]
+        if "Split the analyst's question" in prompt:
+            return json.dumps({"steps": [{"question": "Revenue in 2025", "purpose": "level"}]})
+        return json.dumps({"short_answer": "About 230.", "findings": [], "caveats": []})
+
+    options = AnalysisOptions(max_steps=3, max_seconds=60)
+    with_repair = Analyst(chain, ScriptedLLM([reply]), options, database=database)
+    analysis = with_repair.analyze(QUESTION, schema_text=SCHEMA)
+    history = next(e for e in analysis.evidence if "as history" in e.question)
+    assert history.row_count == 12 and history.repair
+    assert any(f["tool"] == "forecast" and f["evidence"] == history.id for f in analysis.facts)
+
+    without = Analyst(chain, ScriptedLLM([reply]), options).analyze(QUESTION, schema_text=SCHEMA)
+    history = next(e for e in without.evidence if "as history" in e.question)
+    assert history.row_count == 1 and history.repair is None
+    assert not any(f["tool"] == "forecast" for f in without.facts)
