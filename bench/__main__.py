@@ -15,6 +15,7 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from agents.learn.mine.templates import MIN_SUPPORT as TEMPLATE_SUPPORT
@@ -27,7 +28,7 @@ from bench.compare import (
     render_curves,
     write_comparison,
 )
-from bench.datasets import load_dataset
+from bench.datasets import Example, load_dataset
 from bench.learn_split import (
     check_learn_options,
     check_unasked,
@@ -97,6 +98,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["synthesize_per_source"] = args.synthesize_per_source
     if args.cot:  # only then, as above
         manifest["cot"] = {"limit": args.cot_limit}
+        if args.cot_scope != "all":  # only then, as above
+            manifest["cot"]["scope"] = args.cot_scope
     if args.mine_every:  # only then: earlier runs' manifests stay valid for resuming
         manifest["mine_every"] = args.mine_every
         manifest["mine_gate"] = (
@@ -128,7 +131,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.synthesize:
         _synthesize(system, args, out_dir, {e.database for e in dataset.examples})
     if args.cot:
-        _profile_cot(system, args, out_dir)
+        _profile_cot(system, args, out_dir, dataset.examples)
     config = RunConfig(
         out_dir=out_dir,
         workers=args.workers,
@@ -201,13 +204,16 @@ def _synthesize(
     )
 
 
-def _profile_cot(system: System, args: argparse.Namespace, out_dir: Path) -> None:
-    """Explain the labeled experiences with checked CoT (``--cot``), report in
+def _profile_cot(
+    system: System, args: argparse.Namespace, out_dir: Path, asked: Sequence[Example]
+) -> None:
+    """Explain the labeled experiences with checked CoT (``--cot``; with ``--cot-scope
+    asked`` only the examples the ``asked`` questions retrieve), report in
     ``cot_report.json``."""
     profile = getattr(system, "profile_cot", None)
     if profile is None:
         raise ValueError(f"system {args.system!r} does not show CoT (--cot)")
-    report = profile(limit=args.cot_limit)
+    report = profile(limit=args.cot_limit, asked=asked if args.cot_scope == "asked" else None)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = json.dumps(report.to_dict(), indent=2, sort_keys=True)
     (out_dir / "cot_report.json").write_text(data + "\n")

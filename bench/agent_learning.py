@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -116,13 +117,21 @@ class AlmanacLearning:
         self.workspace.indices.refresh()
         return reports
 
-    def profile_cot(self, limit: int | None = None) -> CotReport:
+    def profile_cot(
+        self, limit: int | None = None, asked: Sequence[Example] | None = None
+    ) -> CotReport:
         """Checked CoT for the labeled experiences of the prepared databases that have none,
-        the default model as teacher (``limit``: ask about at most that many)."""
+        the default model as teacher (``limit``: ask about at most that many). With
+        ``asked``, only the examples those questions retrieve (:meth:`examples_of`), most
+        retrieved first: the prompts they get are those of a knowledge base whose every
+        experience is explained, since only retrieved examples are shown."""
         store, prepared = self.workspace.store, set(self.workspace.databases)
-        experiences = [
-            e for e in cot_experiences(store) if prepared & set(e.tag_values("DATABASE"))
-        ]
+        if asked is None:
+            experiences = [
+                e for e in cot_experiences(store) if prepared & set(e.tag_values("DATABASE"))
+            ]
+        else:
+            experiences = cot_experiences(store, ids=self.examples_of(asked))
         with tqdm(total=0, desc="explaining (CoT)", unit="sql") as bar:
 
             def step(done: int, total: int) -> None:
@@ -134,6 +143,15 @@ class AlmanacLearning:
             )
         self.workspace.indices.refresh()
         return report
+
+    def examples_of(self, asked: Sequence[Example]) -> list[str]:
+        """The ids of the labeled experiences ``asked`` retrieve as their examples (the
+        retrieval ``ask`` does, without exploring), the most often retrieved first."""
+        counts: Counter[str] = Counter()
+        for example in tqdm(asked, desc="retrieving examples", unit="q"):
+            rag = self.pipeline(example).rag.run(example.question, explore=False)
+            counts.update(e.id for e in rag.examples)
+        return [ukf_id for ukf_id, _ in counts.most_common()]
 
     def mine(self, *, phase: str = "stream", after_question: int = 0) -> MiningRound | None:
         """One mining round over what was observed since the last (None: mining is off)."""

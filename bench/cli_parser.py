@@ -261,6 +261,14 @@ def build_parser() -> argparse.ArgumentParser:
         " (report in cot_report.json)",
     )
     cot.add_argument("--cot-limit", type=int, metavar="N", help="--cot: explain at most N")
+    cot.add_argument(
+        "--cot-scope",
+        choices=("all", "asked"),
+        default="all",
+        help="--cot: explain every labeled experience (all), or only those the asked questions"
+        " retrieve as their examples (asked: the same prompts at a fraction of the teacher's"
+        " calls; GeoQuery's 500+ train questions take hours on two cores)",
+    )
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
     compare = commands.add_parser(
