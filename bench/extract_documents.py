@@ -17,7 +17,8 @@ and meaning:
   the column named in its formula, condition, columns or content;
 - a metric or a predicate: a pack metric or predicate of that name (or synonym) whose columns
   overlap the extracted ones (or that names none); a glossary term: a pack glossary term of
-  that name; a rule: a pack rule whose name shares at least half its words; a taxonomy: a pack
+  that name; a rule: a pack rule whose name shares at least half its words (a rule stating
+  calendar facts: the pack's rules state every one of them alike); a taxonomy: a pack
   taxonomy sharing two levels.
 
 Prints the JSON report (precision per kind, the coverage of the pack, each entry's verdict)
@@ -82,6 +83,8 @@ def judge(entry: BaseUKF, pack: list[BaseUKF]) -> str | None:
     """The id of the pack entry ``entry`` matches (None: no match)."""
     kind = kind_of(entry)
     r = entry.content_resources
+    if kind == "rule" and isinstance(r.get("calendar"), dict):
+        return _calendar_match(r["calendar"], pack)
     names = _names(entry)
     for other in pack:
         if other.type == "document":
@@ -109,6 +112,20 @@ def judge(entry: BaseUKF, pack: list[BaseUKF]) -> str | None:
             if len(ours & _levels(other.content_resources.get("levels"))) >= 2:
                 return other.id
     return None
+
+
+def _calendar_match(facts: dict[str, Any], pack: list[BaseUKF]) -> str | None:
+    """A rule stating calendar facts is right when the pack's rules state each of them
+    alike: the id of the pack rule stating the first (None: a fact differs or is not in
+    the pack)."""
+    stated: dict[str, tuple[Any, str]] = {}
+    for other in pack:
+        theirs = other.content_resources.get("calendar") if other.type == "rule" else None
+        for key, value in (theirs or {}).items():
+            stated.setdefault(key, (value, other.id))
+    if not facts or any(key not in stated or stated[key][0] != v for key, v in facts.items()):
+        return None
+    return stated[next(iter(facts))][1]
 
 
 def _levels(levels: Any) -> set[str]:

@@ -1,7 +1,9 @@
 """``extract_documents``: documents → checked candidate knowledge, merged into the store.
 
 For each document (:mod:`kb.documents`), its tables are read first without the model
-(:mod:`agents.learn.documents.tables`: rows keyed by a stored value, glossaries); then each
+(:mod:`agents.learn.documents.tables`: rows keyed by a stored value, glossaries), and the
+reporting calendar its sections state (:mod:`.calendar_pass`: fiscal year, publication day,
+to-date columns, as the calendar facts the RAG agent resolves "this month" with); then each
 section (cut into parts the model can read, :mod:`agents.learn.documents.parts`) is read by
 the model (:mod:`.extractor`) and its items built into checked UKF entries (:mod:`.build`).
 The entries go through :func:`kb.merge.merge_mined` as candidates, as mined entries do (the
@@ -41,6 +43,7 @@ from agents.learn.documents.build import (
     build_entries,
     metric_names,
 )
+from agents.learn.documents.calendar_pass import calendar_pass
 from agents.learn.documents.checkpoint import document_entry, document_id, stored_state
 from agents.learn.documents.extractor import SectionExtractor, SectionFailed
 from agents.learn.documents.glossary_links import glossary_index, with_glossary_synonyms
@@ -170,6 +173,13 @@ def extract_documents(
             report.documents.append(plan.summary("unchanged"))
             continue
         plan.tables = table_pass(plan.document, view, _origin_for(plan, report.job_id, database))
+        plan.calendar = calendar_pass(
+            plan.document,
+            view,
+            lambda locator, plan=plan: Origin(
+                report.job_id, database, plan.document, plan.entry_id, locator
+            ),
+        )
         for key, locator, text in plan.todo:
             skip = _skip(key, plan.tables, extractor is None, skip_covered_tables)
             if key in plan.sections:
@@ -208,6 +218,7 @@ class _Plan:
     job_id: str = ""
     gave: list[str] = field(default_factory=list)
     tables: TablePass = field(default_factory=TablePass)
+    calendar: list[BaseUKF] = field(default_factory=list)
 
     def entry(self, *, complete: bool) -> BaseUKF:
         state = {
@@ -305,7 +316,7 @@ def _finish(
     by: str,
 ) -> None:
     plan.job_id = report.job_id
-    built = Built(entries=list(plan.tables.entries))
+    built = Built(entries=[*plan.tables.entries, *plan.calendar])
     report.tables.add(plan.tables.stats)
     done = [s["items"] for s in plan.sections.values() if s.get("status") == "done"]
     known = metric_names(done) | _stored_metric_names(store, view.database)
