@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.learn.documents import extract_documents
+from agents.rag.calendar import ReportingCalendar
 from bench.autofin.data import build_tables
 from bench.autofin.docs import documents
 from bench.autofin.knowledge import knowledge_pack
@@ -71,6 +72,11 @@ def test_autofin_documents_without_the_model(autofin: Path, tmp_path: Path) -> N
         judged = precision(extracted, knowledge_pack())
         assert judged["extracted"] >= 130 and judged["precision"] >= 0.95
         assert judged["coverage"] >= 0.45
+        # the calendar pass: the fiscal calendar and publication day the pack states
+        stated = [e.content_resources["calendar"] for e in extracted if e.type == "rule"]
+        pack = [e.content_resources["calendar"] for e in knowledge_pack() if e.type == "rule"
+                and isinstance(e.content_resources.get("calendar"), dict)]  # fmt: skip
+        assert stated and ReportingCalendar.from_facts(stated) == ReportingCalendar.from_facts(pack)
         ptd = [e for e in extracted if e.name == "PTD"]
         assert len(ptd) == 1 and ptd[0].type == "knowledge"
         assert report.tables.rows_anchored >= 90
