@@ -315,13 +315,19 @@ def _rule(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
     if window:
         triggers["query_time_window"] = window
     profile: dict[str, Any] = {k: when[k] for k in ("role", "region") if k in when}
+    stated = item.get("profile")  # the structured pass's checked profile fields
+    if isinstance(stated, dict):
+        profile |= {str(k): str(v) for k, v in stated.items()}
     if profile:
         triggers["user_profile_match"] = profile
+    kind = item.get("kind")
+    if kind not in ("temporal", "validity", "intent", "general"):
+        kind = "temporal" if "time" in when else "general"
     built.entries.append(
         RuleUKF.create(
             name,
             rule,
-            kind="temporal" if "time" in when else "general",
+            kind=kind,
             database=origin.database,
             triggers=triggers,
             content_resources={"when": when} if when else {},

@@ -25,6 +25,8 @@ review queue lists them; ``activate=True`` activates the inserted ones at once, 
 - **Without the model**: ``extractor=None`` gives the table pass only (its parts are marked
   ``no_llm`` and read by the model on a later run that has one); ``skip_covered_tables``
   does not ask the model about a section made only of tables the table pass fully covered.
+- **Structured sections** (:mod:`.structured`: rule lists, metric sections) are read without
+  the model, and a section the pass read whole is not given to the model (``structured``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from agents.learn.documents.extractor import SectionExtractor, SectionFailed
 from agents.learn.documents.glossary_links import glossary_index, with_glossary_synonyms
 from agents.learn.documents.parts import schema_text, section_parts
 from agents.learn.documents.retract import merge_view, retract
+from agents.learn.documents.structured import StructuredPass, structured_pass
 from agents.learn.documents.tables import TablePass, TableStats, table_pass
 from agents.learn.mine.candidates import activate as activate_ids
 from agents.learn.mine.labeled import kind_of
@@ -173,6 +176,7 @@ def extract_documents(
             report.documents.append(plan.summary("unchanged"))
             continue
         plan.tables = table_pass(plan.document, view, _origin_for(plan, report.job_id, database))
+        plan.structured = structured_pass(plan.document, view)
         plan.calendar = calendar_pass(
             plan.document,
             view,
@@ -181,7 +185,7 @@ def extract_documents(
             ),
         )
         for key, locator, text in plan.todo:
-            skip = _skip(key, plan.tables, extractor is None, skip_covered_tables)
+            skip = _skip(key, plan, extractor is None, skip_covered_tables)
             if key in plan.sections:
                 report.resumed_parts += 1
             elif skip:
@@ -219,6 +223,7 @@ class _Plan:
     gave: list[str] = field(default_factory=list)
     tables: TablePass = field(default_factory=TablePass)
     calendar: list[BaseUKF] = field(default_factory=list)
+    structured: StructuredPass = field(default_factory=StructuredPass)
 
     def entry(self, *, complete: bool) -> BaseUKF:
         state = {
@@ -263,15 +268,20 @@ def _plan(
     return _Plan(document, database, entry_id, todo, sections, previous, unchanged)
 
 
-NO_LLM, TABLES_COVERED = "no_llm", "tables_covered"
+NO_LLM, TABLES_COVERED, STRUCTURED = "no_llm", "tables_covered", "structured"
 
 
-def _skip(key: str, tables: TablePass, no_llm: bool, skip_covered: bool) -> str | None:
-    """Why the part of checkpoint ``key`` is not read by the model (None: it is)."""
+def _skip(key: str, plan: _Plan, no_llm: bool, skip_covered: bool) -> str | None:
+    """Why the part of checkpoint ``key`` is not read by the model (None: it is): a section
+    the structured pass read whole (nothing is left in it for the model, which would only
+    write the same rule or metric again), and with ``skip_covered`` one the table pass
+    covered."""
     if no_llm:
         return NO_LLM
     section = int(key.split(".", 1)[0])
-    return TABLES_COVERED if skip_covered and section in tables.covered_sections else None
+    if section in plan.structured.covered_sections:
+        return STRUCTURED
+    return TABLES_COVERED if skip_covered and section in plan.tables.covered_sections else None
 
 
 def _origin_for(plan: _Plan, job_id: str, database: str) -> Callable[[str, int, int], Origin]:
@@ -320,6 +330,12 @@ def _finish(
     report.tables.add(plan.tables.stats)
     done = [s["items"] for s in plan.sections.values() if s.get("status") == "done"]
     known = metric_names(done) | _stored_metric_names(store, view.database)
+    known |= plan.structured.metric_names
+    for locator, items in plan.structured.sections:
+        origin = Origin(report.job_id, view.database, plan.document, plan.entry_id, locator)
+        part = build_entries(items, view, origin, known)
+        built.entries += part.entries
+        built.dropped.update(part.dropped)
     for key, locator, _text in plan.todo:
         state = plan.sections.get(key) or {}
         if state.get("status") == "skipped":

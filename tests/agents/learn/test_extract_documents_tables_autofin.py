@@ -73,10 +73,14 @@ def test_autofin_documents_without_the_model(autofin: Path, tmp_path: Path) -> N
         assert judged["extracted"] >= 130 and judged["precision"] >= 0.95
         assert judged["coverage"] >= 0.45
         # the calendar pass: the fiscal calendar and publication day the pack states
-        stated = [e.content_resources["calendar"] for e in extracted if e.type == "rule"]
+        stated = [e.content_resources["calendar"] for e in extracted if e.type == "rule"
+                  and "calendar" in e.content_resources]  # fmt: skip
         pack = [e.content_resources["calendar"] for e in knowledge_pack() if e.type == "rule"
                 and isinstance(e.content_resources.get("calendar"), dict)]  # fmt: skip
         assert stated and ReportingCalendar.from_facts(stated) == ReportingCalendar.from_facts(pack)
+        # the structured pass: the rules list whole, the metrics whose formulas parse
+        assert judged["per_kind"]["rule"]["matched"] >= 24 + 4
+        assert judged["per_kind"]["metric"]["matched"] >= 8
         ptd = [e for e in extracted if e.name == "PTD"]
         assert len(ptd) == 1 and ptd[0].type == "knowledge"
         assert report.tables.rows_anchored >= 90
