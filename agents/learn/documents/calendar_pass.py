@@ -37,30 +37,10 @@ from typing import Any
 from agents.learn.documents.build import Origin
 from agents.learn.mine.schema_view import SchemaView
 from agents.rag.calendar import CalendarError, ReportingCalendar
+from agents.rag.time_phrases import MONTHS
 from kb.documents import Document, Section
 from ukf import BaseUKF, RuleUKF
 
-MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        1,
-    )
-    for name in names
-}
 _MONTH = r"(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _FISCAL = r"(?:fiscal|financial|business|reporting)\s+year"
 _STARTS = re.compile(
