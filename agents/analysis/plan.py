@@ -46,7 +46,8 @@ class AnalysisRefused(ValueError):
 
 class SubQuestion(BaseModel):
     """One step of a plan: a question one SQL query answers, and what it is for; ``series``:
-    the analyst asked for one row per period (a forecast's history, a monthly series)."""
+    the time column the analyst asked one row per period of (a forecast's history, a
+    monthly series; empty: not a series)."""
 
     id: str
     question: str
@@ -54,7 +55,7 @@ class SubQuestion(BaseModel):
     measure: str = ""
     breakdowns: list[str] = Field(default_factory=list)
     period: str = ""
-    series: bool = False
+    series: str = ""
 
 
 class AnalysisPlan(BaseModel):
@@ -183,7 +184,7 @@ def history_step(question: str, time_column: str) -> SubQuestion:
         "in time order",
         purpose="the history the forecast is fitted to",
         period=f"by month ({time_column})",
-        series=True,
+        series=time_column,
     )
 
 
@@ -259,7 +260,7 @@ def fallback_plan(
                 purpose="the time series, to see the change over time",
                 breakdowns=[],
                 period=f"by month ({times[0]})",
-                series=True,
+                series=times[0],
             )
         )
     return AnalysisPlan(

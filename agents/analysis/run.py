@@ -10,7 +10,8 @@ Once ``max_seconds`` have passed no further sub-question is asked (those left ar
 not asked) and the model calls get only the time left. ``on_event`` receives one dict per
 step: ``typing``, ``plan``, ``subquestion`` (each done), ``analysis``, ``narrative``,
 ``final`` (and ``refused``). Given the ``database``, a series sub-question answered with
-one row by an aggregate that forgot its GROUP BY is regrouped and run again
+one row by an aggregate that forgot its GROUP BY is regrouped and run again, and one whose
+query filters less than the direct question's is made from that query instead
 (:mod:`agents.analysis.series_repair`).
 """
 
@@ -26,7 +27,7 @@ from agents.analysis.compute import compute_facts, facts_payload
 from agents.analysis.models import AnalysisAnswer, Evidence
 from agents.analysis.narrative import write_narrative
 from agents.analysis.plan import AnalysisRefused, SubQuestion, plan_analysis
-from agents.analysis.series_repair import regrouped_series
+from agents.analysis.series_repair import history_of, regrouped_series
 from agents.analysis.typing import QuestionTyping, classify_question
 from agents.answer import Answer
 from agents.llm.base import LLM
@@ -149,10 +150,8 @@ class Analyst:
             else:
                 item = self._ask(step)
                 answer.sql_calls += 1
-                if step.series and self.database is not None and item.error is None:
-                    item = regrouped_series(
-                        item, self.database, max_rows=self.options.max_rows, timeout_s=left()
-                    )
+                if step.series and self.database is not None:
+                    item = self._series(item, step.series, answer, left())
             answer.evidence.append(item)
             emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
         return self._write_up(answer, started, left, emit)
@@ -245,6 +244,19 @@ class Analyst:
         elif item.error is None and not reply.executed and not reply.columns:
             item.error = "the query did not run"
         return item
+
+    def _series(
+        self, item: Evidence, time_column: str, answer: AnalysisAnswer, seconds: float
+    ) -> Evidence:
+        """A series step's evidence repaired on the database: regrouped when one row came
+        back, or made from the direct question's query when that filters more
+        (:mod:`agents.analysis.series_repair`)."""
+        assert self.database is not None
+        bounds = {"max_rows": self.options.max_rows, "timeout_s": seconds}
+        if item.error is None:
+            item = regrouped_series(item, self.database, **bounds)
+        direct = answer.evidence[0] if self.options.direct and answer.evidence else None
+        return history_of(item, direct, time_column, self.database, **bounds)
 
     def _lookup(
         self, answer: AnalysisAnswer, started: float, emit: Callable[[Event], None]

@@ -9,6 +9,16 @@ query plainly meant: every projected expression that is not an aggregate. It is 
 to a series step whose answer came back with fewer than :data:`MIN_SERIES_ROWS` rows, and the
 regrouped query's rows replace the answer's only when it returns more rows
 (:func:`regrouped_series`); the evidence says what was changed.
+
+The model also writes a history with fewer filters than the direct query it wrote for the
+same question: "if the trend continues, how much revenue will Zephyr make in Europe next
+month?" was answered with ``SUM(ptd_amt_eur) ... WHERE caliber = 'A' AND
+report_item_level1 = 'Revenue' AND region_code = 'EUR' AND period = '202508'``, its history
+with only ``region_name = 'Europe'`` (every caliber and report item added up).
+:func:`series_from_direct` makes the history from the direct query itself: its filter on the
+time column taken out, grouped and ordered by that column. :func:`history_of` keeps the one
+of the two that holds more of the question's filters (the derived one only when it runs and
+gives a series).
 """
 
 from __future__ import annotations
@@ -84,3 +94,97 @@ def regrouped_series(
             "its non-aggregate columns",
         }
     )
+
+
+def series_from_direct(sql: str, time_column: str, dialect: str) -> str | None:
+    """The direct query ``sql`` as a series over ``time_column``: its conditions on that
+    column taken out of the WHERE (an AND of conditions), the column projected first and
+    grouped and ordered by; None when ``sql`` is not one plain SELECT of aggregates alone
+    (no grouping, no window, no bare column) filtering ``time_column``."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError:
+        return None
+    if not isinstance(tree, exp.Select) or tree.args.get("group") or tree.find(exp.Window):
+        return None
+    source = tree.args.get("from_")
+    if source is None or not isinstance(source.this, exp.Table) or tree.args.get("joins"):
+        return None  # one table: a join's conditions are not the question's filters alone
+    if not all(p.find(exp.AggFunc) for p in tree.expressions):
+        return None
+    where = tree.args.get("where")
+    if where is None:
+        return None
+    conditions = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    on_time = [c for c in conditions if _names_column(c, time_column)]
+    if not on_time or any(c.find(exp.Or) for c in on_time):
+        return None
+    kept = [c for c in conditions if c not in on_time]
+    column = exp.column(time_column)
+    series = exp.select(column.copy(), *(p.copy() for p in tree.expressions))
+    series = series.from_(source.this.copy())
+    if kept:
+        series = series.where(exp.and_(*(c.copy() for c in kept)))
+    return series.group_by(column.copy()).order_by(column.copy()).sql(dialect=dialect)
+
+
+def filters(sql: str | None, time_column: str, dialect: str) -> int:
+    """How many conditions the WHERE of ``sql``'s outer SELECT ANDs that do not name
+    ``time_column`` (a history's bound on its range is no filter of the question's); 0 for
+    none or no parse."""
+    if not sql:
+        return 0
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError:
+        return 0
+    where = tree.args.get("where") if isinstance(tree, exp.Select) else None
+    if where is None:
+        return 0
+    conditions = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    return sum(1 for c in conditions if not _names_column(c, time_column))
+
+
+def history_of(
+    item: Evidence,
+    direct: Evidence | None,
+    time_column: str,
+    database: Database,
+    *,
+    max_rows: int,
+    timeout_s: float,
+) -> Evidence:
+    """A series step's evidence, or the series made from the ``direct`` query
+    (:func:`series_from_direct`) when that runs, gives at least :data:`MIN_SERIES_ROWS`
+    rows and filters more (one condition on the time column aside) than the step's own SQL,
+    or the step has no series."""
+    if direct is None or not direct.sql or direct.error is not None:
+        return item
+    derived = series_from_direct(direct.sql, time_column, database.dialect)
+    if derived is None:
+        return item
+    own = filters(item.sql, time_column, database.dialect)
+    mine = filters(derived, time_column, database.dialect)
+    has_series = item.error is None and item.row_count >= MIN_SERIES_ROWS
+    if has_series and mine <= own:
+        return item
+    results = database.execute(derived, max_rows=max_rows, timeout_s=timeout_s)
+    if not results.ok or results.row_count < MIN_SERIES_ROWS:
+        return item
+    log.info("series %s: from %s's query (%d filters, own %d)", item.id, direct.id, mine, own)
+    return item.model_copy(
+        update={
+            "sql": derived,
+            "columns": list(results.columns),
+            "rows": [list(row) for row in results.rows],
+            "row_count": results.row_count,
+            "truncated": results.truncated,
+            "error": None,
+            "repair": f"the series made from {direct.id}'s query, its filters kept and its "
+            f"period grouped ({mine} filters; the step's own query had {own})",
+        }
+    )
+
+
+def _names_column(condition: exp.Expression, name: str) -> bool:
+    return any(c.name.casefold() == name.casefold() for c in condition.find_all(exp.Column))

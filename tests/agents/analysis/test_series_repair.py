@@ -10,7 +10,13 @@ import pytest
 
 from agents.analysis.models import Evidence
 from agents.analysis.run import AnalysisOptions, Analyst
-from agents.analysis.series_repair import grouped_by_bare_columns, regrouped_series
+from agents.analysis.series_repair import (
+    filters,
+    grouped_by_bare_columns,
+    history_of,
+    regrouped_series,
+    series_from_direct,
+)
 from agents.answer import Answer
 from kb.target.database import Database
 from tests.agents.scripted import ScriptedLLM
@@ -126,3 +132,104 @@ def test_the_forecast_is_made_from_the_regrouped_history(database):
     history = next(e for e in without.evidence if "as history" in e.question)
     assert history.row_count == 1 and history.repair is None
     assert not any(f["tool"] == "forecast" for f in without.facts)
+
+
+# the direct question's query with every filter, as the 1.5B wrote it for "if the trend
+# continues, how much revenue will ... make in Europe in the month after the latest data?"
+DIRECT = (
+    "SELECT SUM(amount) AS revenue FROM income "
+    "WHERE period = '202512' AND item = 'Revenue' AND region = 'EUR'"
+)
+
+
+def test_a_series_is_made_from_the_direct_query():
+    fixed = series_from_direct(DIRECT, "period", "sqlite")
+    assert fixed == (
+        "SELECT period, SUM(amount) AS revenue FROM income "
+        "WHERE item = 'Revenue' AND region = 'EUR' GROUP BY period ORDER BY period"
+    )
+    assert filters(fixed, "period", "sqlite") == 2
+    # a bound on the period's range is no filter of the question's
+    assert (
+        filters("SELECT 1 FROM income WHERE period >= '2025' AND region = 'EU'", "period", "sqlite")
+        == 1
+    )
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT SUM(amount) FROM income WHERE item = 'Revenue'",  # no period filter
+        "SELECT region, SUM(amount) FROM income WHERE period = '202512'",  # a bare column
+        "SELECT SUM(amount) FROM income WHERE period = '202512' GROUP BY region",  # grouped
+        "SELECT SUM(i.amount) FROM income AS i JOIN regions AS r ON i.region = r.code "
+        "WHERE i.period = '202512'",  # a join
+        "SELECT SUM(amount) FROM income WHERE period = '202512' OR period = '202511'",  # OR
+    ],
+)
+def test_no_series_is_made_where_the_direct_query_is_not_one_filtered_aggregate(sql):
+    assert series_from_direct(sql, "period", "sqlite") is None
+
+
+def _evidence(database, item_id: str, sql: str) -> Evidence:
+    ran = database.execute(sql)
+    rows = [list(r) for r in ran.rows]
+    return Evidence(id=item_id, question=item_id, sql=sql, columns=ran.columns, rows=rows,
+                    row_count=ran.row_count)  # fmt: skip
+
+
+def test_the_history_that_filters_more_is_kept(database):
+    direct = _evidence(database, "q1", DIRECT)
+    # the model's history adds up every report item (Revenue and Cost): fewer filters
+    loose = _evidence(
+        database,
+        "q2",
+        "SELECT period, SUM(amount) FROM income WHERE region = 'EUR' GROUP BY period",
+    )
+    made = history_of(loose, direct, "period", database, max_rows=100, timeout_s=5)
+    assert made.row_count == 12 and made.rows[0] == ["202501", 156.0]
+    assert made.repair and "q1" in made.repair
+    # a history with every filter the direct query has: kept as the model wrote it
+    tight = _evidence(
+        database,
+        "q2",
+        "SELECT period, SUM(amount) FROM income WHERE region = 'EUR' AND item = 'Revenue' "
+        "GROUP BY period",
+    )
+    assert history_of(tight, direct, "period", database, max_rows=100, timeout_s=5) is tight
+    # a direct query that failed gives nothing to make a history from
+    failed = direct.model_copy(update={"error": "no such column"})
+    assert history_of(loose, failed, "period", database, max_rows=100, timeout_s=5) is loose
+
+
+def test_the_analyst_makes_the_history_from_its_direct_query(database):
+    """The direct question's query filters revenue in Europe; the model's history adds up
+    every report item: the analyst's history is made from the direct query instead."""
+    loose = "SELECT period, SUM(amount) AS revenue FROM income WHERE region = 'EUR' GROUP BY period"
+
+    def chain(question: str) -> Answer:
+        sql = loose if "as history" in question else DIRECT
+        ran = database.execute(sql)
+        rows = [list(r) for r in ran.rows]
+        return Answer(
+            id="a",
+            question=question,
+            database="income",
+            sql=sql,
+            columns=ran.columns,
+            rows=rows,
+            row_count=ran.row_count,
+            executed=True,
+        )
+
+    def reply(messages, options):
+        if "Split the analyst's question" in messages[-1]["content"]:
+            return json.dumps({"steps": [{"question": "Revenue in 2025", "purpose": "level"}]})
+        return json.dumps({"short_answer": "About 230.", "findings": [], "caveats": []})
+
+    options = AnalysisOptions(max_steps=3, max_seconds=60)
+    analyst = Analyst(chain, ScriptedLLM([reply]), options, database=database)
+    analysis = analyst.analyze(QUESTION, schema_text=SCHEMA)
+    history = next(e for e in analysis.evidence if "as history" in e.question)
+    assert history.repair and "q1" in history.repair
+    assert history.rows[0] == ["202501", 156.0] and history.row_count == 12
