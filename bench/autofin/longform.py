@@ -8,7 +8,8 @@ fact a right answer names, which :mod:`bench.autofin.longform_score` checks:
 - ``driver``: the region and model behind the margin drop;
 - ``peak_month``: the seasonal peak's calendar month;
 - ``trend_up``: the planted series grows;
-- ``forecast``: the next month's value inside the planted interval;
+- ``forecast``: the next month's value inside the planted interval (in US dollars, as the
+  three forecast questions say: the planted series is the USD one);
 - ``discount_band``: the discount band that does not pay.
 """
 
@@ -171,20 +172,20 @@ def longform_questions(facts: dict[str, Any], database: str) -> list[dict[str, A
         ),
         (
             "predictive",
-            f"What will {zp}'s monthly revenue in {where} be in {next_month}?",
+            f"What will {zp}'s monthly revenue in {where} be in {next_month}, in US dollars?",
             forecast,
             _trend_reference(trend),
         ),
         (
             "predictive",
-            f"Forecast {zp}'s revenue in {where} for next month, with an interval.",
+            f"Forecast {zp}'s revenue in {where} in US dollars for next month, with an interval.",
             forecast,
             _trend_reference(trend),
         ),
         (
             "predictive",
-            f"If the trend continues, how much revenue will {zp} make in {where} "
-            "in the month after the latest data?",
+            f"If the trend continues, how much revenue in US dollars will {zp} make in "
+            f"{where} in the month after the latest data?",
             forecast,
             _trend_reference(trend),
         ),
