@@ -254,7 +254,7 @@ class Analyst:
         assert self.database is not None
         bounds = {"max_rows": self.options.max_rows, "timeout_s": seconds}
         if item.error is None:
-            item = regrouped_series(item, self.database, **bounds)
+            item = regrouped_series(item, self.database, time_column=time_column, **bounds)
         direct = answer.evidence[0] if self.options.direct and answer.evidence else None
         return history_of(item, direct, time_column, self.database, **bounds)
 

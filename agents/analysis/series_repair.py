@@ -5,9 +5,12 @@ asks for "one row per month". A small model often writes the month beside the ag
 forgets the grouping: ``SELECT period, SUM(amount) FROM income WHERE region = 'EUR' ORDER BY
 period``. SQLite runs that and returns one row (the whole sum, beside one arbitrary period),
 so the forecast gets no series. :func:`grouped_by_bare_columns` adds the GROUP BY such a
-query plainly meant: every projected expression that is not an aggregate. It is applied only
-to a series step whose answer came back with fewer than :data:`MIN_SERIES_ROWS` rows, and the
-regrouped query's rows replace the answer's only when it returns more rows
+query plainly meant: every projected expression that is not an aggregate; a query of
+aggregates alone (the whole range summed: ``SELECT SUM(amount) ... WHERE period BETWEEN
+...``) gets the step's time column projected and grouped by (:func:`grouped_by_time`). It
+is applied only to a series step whose answer came back with fewer than
+:data:`MIN_SERIES_ROWS` rows, and the regrouped query's rows replace the answer's only when it
+returns more rows
 (:func:`regrouped_series`); the evidence says what was changed.
 
 The model also writes a history with fewer filters than the direct query it wrote for the
@@ -65,16 +68,44 @@ def grouped_by_bare_columns(sql: str, dialect: str) -> str | None:
     return regrouped.sql(dialect=dialect)
 
 
+def grouped_by_time(sql: str, time_column: str, dialect: str) -> str | None:
+    """``sql``, a SELECT of aggregates alone (no grouping, no window), with ``time_column``
+    projected first and grouped and ordered by: the series the step asked for, where the
+    model summed the whole range into one row; None when that does not apply."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError:
+        return None
+    if not isinstance(tree, exp.Select) or tree.args.get("group") or tree.find(exp.Window):
+        return None
+    if not tree.expressions or not all(p.find(exp.AggFunc) for p in tree.expressions):
+        return None
+    column = exp.column(time_column)
+    series = tree.copy()
+    series.set("expressions", [column.copy(), *(p.copy() for p in tree.expressions)])
+    series.set("order", None)
+    series.set("limit", None)
+    return series.group_by(column.copy(), copy=False).order_by(column.copy()).sql(dialect=dialect)
+
+
 def regrouped_series(
-    item: Evidence, database: Database, *, max_rows: int, timeout_s: float
+    item: Evidence,
+    database: Database,
+    *,
+    max_rows: int,
+    timeout_s: float,
+    time_column: str = "",
 ) -> Evidence:
     """A series step's evidence with its one-row answer regrouped
-    (:func:`grouped_by_bare_columns`) when that returns more rows; ``item`` itself
-    otherwise (enough rows already, no SQL, nothing to regroup, the regrouped query failed
-    or gave no more rows)."""
+    (:func:`grouped_by_bare_columns`; with ``time_column``, a sum of the whole range by
+    :func:`grouped_by_time`) when that returns more rows; ``item`` itself otherwise (enough
+    rows already, no SQL, nothing to regroup, the regrouped query failed or gave no more
+    rows)."""
     if not item.sql or item.row_count >= MIN_SERIES_ROWS:
         return item
-    fixed = grouped_by_bare_columns(item.sql, database.dialect)
+    fixed, how = grouped_by_bare_columns(item.sql, database.dialect), "its non-aggregate columns"
+    if fixed is None and time_column:
+        fixed, how = grouped_by_time(item.sql, time_column, database.dialect), time_column
     if fixed is None:
         return item
     results = database.execute(fixed, max_rows=max_rows, timeout_s=timeout_s)
@@ -90,8 +121,7 @@ def regrouped_series(
             "row_count": results.row_count,
             "truncated": results.truncated,
             "error": None,
-            "repair": f"the query returned {item.row_count} row(s) for a series: grouped by "
-            "its non-aggregate columns",
+            "repair": f"the query returned {item.row_count} row(s) for a series: grouped by {how}",
         }
     )
 

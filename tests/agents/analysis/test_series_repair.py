@@ -13,6 +13,7 @@ from agents.analysis.run import AnalysisOptions, Analyst
 from agents.analysis.series_repair import (
     filters,
     grouped_by_bare_columns,
+    grouped_by_time,
     history_of,
     regrouped_series,
     series_from_direct,
@@ -233,3 +234,23 @@ def test_the_analyst_makes_the_history_from_its_direct_query(database):
     history = next(e for e in analysis.evidence if "as history" in e.question)
     assert history.repair and "q1" in history.repair
     assert history.rows[0] == ["202501", 156.0] and history.row_count == 12
+
+
+def test_a_sum_over_the_whole_range_is_grouped_by_the_step_s_time_column(database):
+    summed = (
+        "SELECT SUM(amount) AS revenue FROM income WHERE region = 'EUR' "
+        "AND item = 'Revenue' AND period BETWEEN '202501' AND '202512' ORDER BY period"
+    )
+    assert grouped_by_time(summed, "period", "sqlite") == (
+        "SELECT period, SUM(amount) AS revenue FROM income WHERE region = 'EUR' "
+        "AND item = 'Revenue' AND period BETWEEN '202501' AND '202512' "
+        "GROUP BY period ORDER BY period"
+    )
+    assert grouped_by_time("SELECT period, SUM(amount) FROM income", "period", "sqlite") is None
+    item = _evidence(database, "q2", summed)
+    assert item.row_count == 1
+    # without the step's time column only bare columns are regrouped: none here
+    assert regrouped_series(item, database, max_rows=100, timeout_s=5) is item
+    fixed = regrouped_series(item, database, max_rows=100, timeout_s=5, time_column="period")
+    assert fixed.row_count == 12 and fixed.rows[0] == ["202501", 156.0]
+    assert fixed.repair and fixed.repair.endswith("grouped by period")
