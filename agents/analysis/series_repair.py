@@ -39,16 +39,24 @@ log = logging.getLogger(__name__)
 MIN_SERIES_ROWS = 3
 
 
-def grouped_by_bare_columns(sql: str, dialect: str) -> str | None:
-    """``sql`` with a GROUP BY of its projected non-aggregate expressions (and, when it has
-    none, an ORDER BY of the first of them), or None when that does not apply: the query
-    does not parse, is not one plain SELECT, already groups, has no aggregate or no bare
-    column beside one, or uses a window function."""
+def _plain_select(sql: str, dialect: str) -> exp.Select | None:
+    """``sql`` parsed, when it is one SELECT that neither groups nor uses a window."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return None
     if not isinstance(tree, exp.Select) or tree.args.get("group") or tree.find(exp.Window):
+        return None
+    return tree
+
+
+def grouped_by_bare_columns(sql: str, dialect: str) -> str | None:
+    """``sql`` with a GROUP BY of its projected non-aggregate expressions (and, when it has
+    none, an ORDER BY of the first of them), or None when that does not apply: the query
+    does not parse, is not one plain SELECT, already groups, has no aggregate or no bare
+    column beside one, or uses a window function."""
+    tree = _plain_select(sql, dialect)
+    if tree is None:
         return None
     bare: list[exp.Expression] = []
     aggregated = False
@@ -72,11 +80,8 @@ def grouped_by_time(sql: str, time_column: str, dialect: str) -> str | None:
     """``sql``, a SELECT of aggregates alone (no grouping, no window), with ``time_column``
     projected first and grouped and ordered by: the series the step asked for, where the
     model summed the whole range into one row; None when that does not apply."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except SqlglotError:
-        return None
-    if not isinstance(tree, exp.Select) or tree.args.get("group") or tree.find(exp.Window):
+    tree = _plain_select(sql, dialect)
+    if tree is None:
         return None
     if not tree.expressions or not all(p.find(exp.AggFunc) for p in tree.expressions):
         return None
@@ -131,11 +136,8 @@ def series_from_direct(sql: str, time_column: str, dialect: str) -> str | None:
     column taken out of the WHERE (an AND of conditions), the column projected first and
     grouped and ordered by; None when ``sql`` is not one plain SELECT of aggregates alone
     (no grouping, no window, no bare column) filtering ``time_column``."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except SqlglotError:
-        return None
-    if not isinstance(tree, exp.Select) or tree.args.get("group") or tree.find(exp.Window):
+    tree = _plain_select(sql, dialect)
+    if tree is None:
         return None
     source = tree.args.get("from_")
     if source is None or not isinstance(source.this, exp.Table) or tree.args.get("joins"):
