@@ -34,6 +34,7 @@ from sqlglot.errors import SqlglotError
 
 from agents.analysis.models import Evidence
 from kb.target.database import Database
+from kb.target.results import Results
 
 log = logging.getLogger(__name__)
 MIN_SERIES_ROWS = 3
@@ -118,17 +119,8 @@ def regrouped_series(
         log.info("series %s: the regrouped query gave no more rows (%s)", item.id, results.error)
         return item
     log.info("series %s: regrouped, %d rows (was %d)", item.id, results.row_count, item.row_count)
-    return item.model_copy(
-        update={
-            "sql": fixed,
-            "columns": list(results.columns),
-            "rows": [list(row) for row in results.rows],
-            "row_count": results.row_count,
-            "truncated": results.truncated,
-            "error": None,
-            "repair": f"the query returned {item.row_count} row(s) for a series: grouped by {how}",
-        }
-    )
+    why = f"the query returned {item.row_count} row(s) for a series: grouped by {how}"
+    return _replaced(item, fixed, results, why)
 
 
 def series_from_direct(sql: str, time_column: str, dialect: str) -> str | None:
@@ -204,16 +196,24 @@ def history_of(
     if not results.ok or results.row_count < MIN_SERIES_ROWS:
         return item
     log.info("series %s: from %s's query (%d filters, own %d)", item.id, direct.id, mine, own)
+    why = (
+        f"the series made from {direct.id}'s query, its filters kept and its period grouped "
+        f"({mine} filters; the step's own query had {own})"
+    )
+    return _replaced(item, derived, results, why)
+
+
+def _replaced(item: Evidence, sql: str, results: Results, repair: str) -> Evidence:
+    """``item`` answered by ``sql``'s ``results`` instead, ``repair`` saying why."""
     return item.model_copy(
         update={
-            "sql": derived,
+            "sql": sql,
             "columns": list(results.columns),
             "rows": [list(row) for row in results.rows],
             "row_count": results.row_count,
             "truncated": results.truncated,
             "error": None,
-            "repair": f"the series made from {direct.id}'s query, its filters kept and its "
-            f"period grouped ({mine} filters; the step's own query had {own})",
+            "repair": repair,
         }
     )
 
