@@ -136,10 +136,7 @@ def series_from_direct(sql: str, time_column: str, dialect: str) -> str | None:
         return None  # one table: a join's conditions are not the question's filters alone
     if not all(p.find(exp.AggFunc) for p in tree.expressions):
         return None
-    where = tree.args.get("where")
-    if where is None:
-        return None
-    conditions = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    conditions = _conditions(tree)
     on_time = [c for c in conditions if _names_column(c, time_column)]
     if not on_time or any(c.find(exp.Or) for c in on_time):
         return None
@@ -162,11 +159,9 @@ def filters(sql: str | None, time_column: str, dialect: str) -> int:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return 0
-    where = tree.args.get("where") if isinstance(tree, exp.Select) else None
-    if where is None:
+    if not isinstance(tree, exp.Select):
         return 0
-    conditions = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
-    return sum(1 for c in conditions if not _names_column(c, time_column))
+    return sum(1 for c in _conditions(tree) if not _names_column(c, time_column))
 
 
 def history_of(
@@ -220,3 +215,11 @@ def _replaced(item: Evidence, sql: str, results: Results, repair: str) -> Eviden
 
 def _names_column(condition: exp.Expression, name: str) -> bool:
     return any(c.name.casefold() == name.casefold() for c in condition.find_all(exp.Column))
+
+
+def _conditions(select: exp.Select) -> list[exp.Expression]:
+    """The conditions the WHERE of ``select`` ANDs (none without a WHERE)."""
+    where = select.args.get("where")
+    if where is None:
+        return []
+    return list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]

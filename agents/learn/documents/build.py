@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, get_args
 
 from sqlglot import expressions as exp
 
@@ -55,6 +55,7 @@ from ukf import (
     SynonymUKF,
     TaxonomyUKF,
 )
+from ukf.types.semantics import RuleKind
 
 MINER = "documents"
 MINER_VERSION = 1
@@ -321,7 +322,7 @@ def _rule(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
     if profile:
         triggers["user_profile_match"] = profile
     kind = item.get("kind")
-    if kind not in ("temporal", "validity", "intent", "general"):
+    if kind not in get_args(RuleKind):  # the model's items name no kind
         kind = "temporal" if "time" in when else "general"
     built.entries.append(
         RuleUKF.create(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.learn.documents.build import Origin
+from agents.learn.mine.day_spans import value_span
 from agents.learn.mine.schema_view import SchemaView
 from agents.rag.calendar import CalendarError, ReportingCalendar
 from agents.rag.time_phrases import MONTHS
@@ -149,13 +150,12 @@ def period_format(view: SchemaView) -> str | None:
         if shape:  # profiled as dates written in that format
             return shape
         bounds = view.value_range(entry)
-        if bounds is None:
-            continue
-        texts = [str(b) for b in bounds]
-        if all(re.fullmatch(r"\d{4}(0[1-9]|1[0-2])", t) for t in texts):
-            return "YYYYMM"
-        if all(re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", t) for t in texts):
-            return "YYYY-MM"
+        spans = [value_span(str(b)) for b in bounds or ()]
+        shapes = {found[0] for found in spans if found is not None}
+        if len(spans) == 2 and None not in spans and len(shapes) == 1:
+            shape = shapes.pop()
+            if shape in ("YYYYMM", "YYYY-MM"):
+                return shape
     return None
 
 

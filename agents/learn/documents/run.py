@@ -175,15 +175,10 @@ def extract_documents(
         if plan.unchanged:
             report.documents.append(plan.summary("unchanged"))
             continue
-        plan.tables = table_pass(plan.document, view, _origin_for(plan, report.job_id, database))
+        origin_for = _origin_for(plan, report.job_id, database)
+        plan.tables = table_pass(plan.document, view, origin_for)
         plan.structured = structured_pass(plan.document, view)
-        plan.calendar = calendar_pass(
-            plan.document,
-            view,
-            lambda locator, plan=plan: Origin(
-                report.job_id, database, plan.document, plan.entry_id, locator
-            ),
-        )
+        plan.calendar = calendar_pass(plan.document, view, origin_for)
         for key, locator, text in plan.todo:
             skip = _skip(key, plan, extractor is None, skip_covered_tables)
             if key in plan.sections:
@@ -284,8 +279,11 @@ def _skip(key: str, plan: _Plan, no_llm: bool, skip_covered: bool) -> str | None
     return TABLES_COVERED if skip_covered and section in plan.tables.covered_sections else None
 
 
-def _origin_for(plan: _Plan, job_id: str, database: str) -> Callable[[str, int, int], Origin]:
-    def origin(locator: str, table: int, row: int) -> Origin:
+def _origin_for(plan: _Plan, job_id: str, database: str) -> Callable[..., Origin]:
+    """The :class:`Origin` of a section of ``plan``'s document by its locator (and, for the
+    table pass, the table's and the row's number)."""
+
+    def origin(locator: str, table: int | None = None, row: int | None = None) -> Origin:
         return Origin(job_id, database, plan.document, plan.entry_id, locator, table, row)
 
     return origin
@@ -331,9 +329,9 @@ def _finish(
     done = [s["items"] for s in plan.sections.values() if s.get("status") == "done"]
     known = metric_names(done) | _stored_metric_names(store, view.database)
     known |= plan.structured.metric_names
+    origin_for = _origin_for(plan, report.job_id, view.database)
     for locator, items in plan.structured.sections:
-        origin = Origin(report.job_id, view.database, plan.document, plan.entry_id, locator)
-        part = build_entries(items, view, origin, known)
+        part = build_entries(items, view, origin_for(locator), known)
         built.entries += part.entries
         built.dropped.update(part.dropped)
     for key, locator, _text in plan.todo:
@@ -344,8 +342,7 @@ def _finish(
             failure = {"document": plan.document.name, "locator": locator}
             report.failed_parts.append({**failure, "error": str(state.get("error", ""))})
             continue
-        origin = Origin(report.job_id, view.database, plan.document, plan.entry_id, locator)
-        part = build_entries(state["items"], view, origin, known)
+        part = build_entries(state["items"], view, origin_for(locator), known)
         built.entries += part.entries
         built.dropped.update(part.dropped)
         built.unchecked_values += part.unchecked_values

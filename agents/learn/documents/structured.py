@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from agents.learn.mine.schema_view import SchemaView
 from kb.documents import Block, Document, Section
+from ukf.types.semantics import RuleKind
 
-RULE_KINDS = ("temporal", "validity", "intent", "general")
+RULE_KINDS: tuple[str, ...] = get_args(RuleKind)
 MAX_NAME_WORDS = 8
 _KINDED = re.compile(
     r"^(?P<name>.{2,100}?)\s*\((?P<kind>" + "|".join(RULE_KINDS) + r")\)\s*:\s*(?P<text>\S.*)$",

@@ -51,6 +51,28 @@ def database(tmp_path):
     db.close()
 
 
+def _answer(database: Database, question: str, sql: str) -> Answer:
+    """What the chain answers when it writes ``sql`` for ``question``."""
+    ran = database.execute(sql)
+    return Answer(
+        id="a",
+        question=question,
+        database="income",
+        sql=sql,
+        columns=ran.columns,
+        rows=[list(r) for r in ran.rows],
+        row_count=ran.row_count,
+        executed=True,
+    )
+
+
+def _reply(messages, options) -> str:
+    """The scripted model: a one-step plan, then a narrative with no finding."""
+    if "Split the analyst's question" in messages[-1]["content"]:
+        return json.dumps({"steps": [{"question": "Revenue in 2025", "purpose": "level"}]})
+    return json.dumps({"short_answer": "About 230.", "findings": [], "caveats": []})
+
+
 def test_the_grouping_an_aggregate_beside_a_bare_column_meant_is_added():
     fixed = grouped_by_bare_columns(UNGROUPED, "sqlite")
     assert fixed is not None
@@ -103,33 +125,18 @@ def test_the_forecast_is_made_from_the_regrouped_history(database):
     months to fit, and the evidence says what was changed."""
 
     def chain(question: str) -> Answer:
-        sql = UNGROUPED if "as history" in question else "SELECT 1 AS x"
-        ran = database.execute(sql)
-        return Answer(
-            id="a",
-            question=question,
-            database="income",
-            sql=sql,
-            columns=ran.columns,
-            rows=[list(r) for r in ran.rows],
-            row_count=ran.row_count,
-            executed=True,
+        return _answer(
+            database, question, UNGROUPED if "as history" in question else "SELECT 1 AS x"
         )
 
-    def reply(messages, options):
-        prompt = messages[-1]["content"]
-        if "Split the analyst's question" in prompt:
-            return json.dumps({"steps": [{"question": "Revenue in 2025", "purpose": "level"}]})
-        return json.dumps({"short_answer": "About 230.", "findings": [], "caveats": []})
-
     options = AnalysisOptions(max_steps=3, max_seconds=60)
-    with_repair = Analyst(chain, ScriptedLLM([reply]), options, database=database)
+    with_repair = Analyst(chain, ScriptedLLM([_reply]), options, database=database)
     analysis = with_repair.analyze(QUESTION, schema_text=SCHEMA)
     history = next(e for e in analysis.evidence if "as history" in e.question)
     assert history.row_count == 12 and history.repair
     assert any(f["tool"] == "forecast" and f["evidence"] == history.id for f in analysis.facts)
 
-    without = Analyst(chain, ScriptedLLM([reply]), options).analyze(QUESTION, schema_text=SCHEMA)
+    without = Analyst(chain, ScriptedLLM([_reply]), options).analyze(QUESTION, schema_text=SCHEMA)
     history = next(e for e in without.evidence if "as history" in e.question)
     assert history.row_count == 1 and history.repair is None
     assert not any(f["tool"] == "forecast" for f in without.facts)
@@ -209,27 +216,10 @@ def test_the_analyst_makes_the_history_from_its_direct_query(database):
     loose = "SELECT period, SUM(amount) AS revenue FROM income WHERE region = 'EUR' GROUP BY period"
 
     def chain(question: str) -> Answer:
-        sql = loose if "as history" in question else DIRECT
-        ran = database.execute(sql)
-        rows = [list(r) for r in ran.rows]
-        return Answer(
-            id="a",
-            question=question,
-            database="income",
-            sql=sql,
-            columns=ran.columns,
-            rows=rows,
-            row_count=ran.row_count,
-            executed=True,
-        )
-
-    def reply(messages, options):
-        if "Split the analyst's question" in messages[-1]["content"]:
-            return json.dumps({"steps": [{"question": "Revenue in 2025", "purpose": "level"}]})
-        return json.dumps({"short_answer": "About 230.", "findings": [], "caveats": []})
+        return _answer(database, question, loose if "as history" in question else DIRECT)
 
     options = AnalysisOptions(max_steps=3, max_seconds=60)
-    analyst = Analyst(chain, ScriptedLLM([reply]), options, database=database)
+    analyst = Analyst(chain, ScriptedLLM([_reply]), options, database=database)
     analysis = analyst.analyze(QUESTION, schema_text=SCHEMA)
     history = next(e for e in analysis.evidence if "as history" in e.question)
     assert history.repair and "q1" in history.repair

@@ -16,9 +16,8 @@ from agents.learn.documents.calendar_pass import section_calendar
 from agents.learn.mine.schema_view import SchemaView
 from agents.rag.calendar import ReportingCalendar
 from kb.documents import read_document
-from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
-from kb.target.database import Database
+from tests.agents.learn.conftest import profiled
 
 CALENDAR_PAGE = """# Calendar
 
@@ -52,10 +51,8 @@ def view(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, SchemaView]]:
             for region in ("EU", "US")
         ]
         connection.executemany("INSERT INTO income VALUES (?, ?, ?, ?, ?)", rows)
-    store = KnowledgeStore(f"sqlite:///{tmp_path / 'k.db'}")
-    with Database(f"sqlite:///{path}") as database:
-        options = ProfileOptions(progress=False)
-        profile_database(database, store, database_name="ledger", options=options)
+    store, database = profiled(tmp_path, path, "ledger")
+    database.close()
     yield store, SchemaView(store, "ledger")
     store.close()
 

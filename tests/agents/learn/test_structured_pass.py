@@ -15,9 +15,9 @@ from agents.learn.documents import LLMSectionExtractor, extract_documents
 from agents.learn.documents.structured import structured_pass
 from agents.learn.mine.schema_view import SchemaView
 from kb.documents import read_document
-from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
 from kb.target.database import Database
+from tests.agents.learn.conftest import profiled
 from tests.agents.scripted import ScriptedLLM
 
 HANDBOOK = """# Reporting rules
@@ -79,11 +79,7 @@ def ledger(tmp_path: Path) -> Iterator[tuple[KnowledgeStore, Database]]:
             for item in ("Revenue", "Cost")
         ]
         connection.executemany("INSERT INTO income VALUES (?, ?, ?, ?, ?)", rows)
-    store = KnowledgeStore(f"sqlite:///{tmp_path / 'k.db'}")
-    database = Database(f"sqlite:///{path}")
-    profile_database(
-        database, store, database_name="ledger", options=ProfileOptions(progress=False)
-    )
+    store, database = profiled(tmp_path, path, "ledger")
     yield store, database
     database.close()
     store.close()
