@@ -30,7 +30,6 @@ and its provenance in ``metadata["document"]``: path, content hash and section l
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -39,7 +38,17 @@ from typing import Any, get_args
 
 from sqlglot import expressions as exp
 
-from agents.learn.documents.formula import STAND_IN, FormulaError, check_formula
+from agents.learn.documents.formula import FormulaError, check_formula
+from agents.learn.documents.item_checks import (
+    Drop,
+    check_literals,
+    element_names,
+    fold,
+    formula_columns,
+    schema_column,
+    text_of,
+    words_of,
+)
 from agents.learn.documents.rule_triggers import time_window
 from agents.learn.mine.candidates import CANDIDATE
 from agents.learn.mine.entries import MINED_COLLECTION, phrase_name, qualified
@@ -130,65 +139,29 @@ def build_entries(
         for item in items.get(kind, []):
             try:
                 if EXAMPLE_TABLE in json.dumps(item).casefold():
-                    raise _Drop("copied_example")
+                    raise Drop("copied_example")
                 builder(item, view, origin, built)
-            except _Drop as drop:
+            except Drop as drop:
                 built.dropped[drop.reason] += 1
     return built
 
 
-class _Drop(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _text(item: dict[str, Any], key: str) -> str:
-    value = item.get(key)
-    return " ".join(str(value).split()) if isinstance(value, str | int | float) else ""
-
-
-def _words(item: dict[str, Any], key: str) -> list[str]:
-    value = item.get(key)
-    words = value if isinstance(value, list) else []
-    return list(dict.fromkeys(w for w in (" ".join(str(v).split()) for v in words) if w))
-
-
-def _columns(view: SchemaView, table: str, column: str) -> list[BaseUKF]:
-    """A formula's column: the table's, or every table's that has one so named (a document's
-    formula over "report_item_level1" holds for each brand's income table)."""
-    if table:
-        return [_column(view, table, column)]
-    found = [view.column(t, column) for t in sorted(view.tables)]
-    owners = [entry for entry in found if entry is not None]
-    if not owners:
-        raise _Drop("unknown_column")
-    return owners
-
-
-def _column(view: SchemaView, table: str, column: str) -> BaseUKF:
-    found = view.column(table or None, column, among=list(view.tables))
-    if found is None:
-        raise _Drop("unknown_column")
-    return found
-
-
 def _term(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
-    term, table, column = _text(item, "term"), _text(item, "table"), _text(item, "column")
+    term, table, column = text_of(item, "term"), text_of(item, "table"), text_of(item, "column")
     if not term:
-        raise _Drop("empty")
-    aliases = [a for a in _words(item, "aliases") if a.casefold() != term.casefold()]
+        raise Drop("empty")
+    aliases = [a for a in words_of(item, "aliases") if a.casefold() != term.casefold()]
     target: BaseUKF | None
     if column:
-        target = _column(view, table, column)
+        target = schema_column(view, table, column)
     elif table:
         target = view.table(table)
         if target is None:
-            raise _Drop("unknown_table")
+            raise Drop("unknown_table")
     else:
-        meaning = _text(item, "meaning")
+        meaning = text_of(item, "meaning")
         if not meaning:
-            raise _Drop("no_meaning")
+            raise Drop("no_meaning")
         built.entries.append(
             KnowledgeUKF.create(
                 term,
@@ -202,11 +175,11 @@ def _term(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
         )
         return
     label = qualified(target)
-    others = _element_names(view) - {_fold(target.name)}
-    phrases = [p for p in (term, *aliases) if _fold(p) not in {_fold(target.name), _fold(label)}]
+    others = element_names(view) - {fold(target.name)}
+    phrases = [p for p in (term, *aliases) if fold(p) not in {fold(target.name), fold(label)}]
     if not phrases:
-        raise _Drop("repeats_name")
-    clashing = [p for p in phrases if _fold(p) in others]
+        raise Drop("repeats_name")
+    clashing = [p for p in phrases if fold(p) in others]
     if clashing:
         built.dropped["names_other_element"] += len(clashing)
     phrases = [p for p in phrases if p not in clashing]
@@ -218,7 +191,7 @@ def _term(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
                 target_name=label,
                 database=origin.database,
                 collection=MINED_COLLECTION,
-                description=_text(item, "meaning"),
+                description=text_of(item, "meaning"),
                 **origin.fields("term"),
             )
         )
@@ -231,23 +204,23 @@ def _metric(
     built: Built,
     metric_names: Collection[str] = (),
 ) -> None:
-    name, formula = _text(item, "name"), _text(item, "formula")
+    name, formula = text_of(item, "name"), text_of(item, "formula")
     if not name or not formula:
-        raise _Drop("empty")
+        raise Drop("empty")
     others = [n for n in metric_names if n.casefold() != name.casefold()]
     try:
-        checked = check_formula(formula, lambda t, c: _columns(view, t, c), others)
+        checked = check_formula(formula, lambda t, c: formula_columns(view, t, c), others)
         if checked.condition is not None:
-            _check_literals(checked.condition, view)
+            check_literals(checked.condition, view)
     except FormulaError as error:
-        raise _Drop(error.reason) from None
+        raise Drop(error.reason) from None
     if checked.lone_column:  # a name for one column: a synonym of it, as a term's is
         if len(checked.columns) != 1:
-            raise _Drop("not_a_measure")
+            raise Drop("not_a_measure")
         where = checked.columns[0].content_resources
         term = {
             "term": name,
-            "aliases": _words(item, "aliases"),
+            "aliases": words_of(item, "aliases"),
             "meaning": item.get("description"),
         }
         _term(
@@ -259,7 +232,7 @@ def _metric(
         return
     kind: type[PredicateUKF] | type[MetricUKF] = MetricUKF
     if checked.is_condition:  # a filter, not a measure
-        _check_literals(checked.expression, view)
+        check_literals(checked.expression, view)
         kind = PredicateUKF
     resources: dict[str, Any] = {"columns": [qualified(c) for c in checked.columns]}
     if checked.placeholders:
@@ -272,8 +245,8 @@ def _metric(
             formula,
             database=origin.database,
             columns=checked.columns,
-            description=_text(item, "description"),
-            synonyms=[a for a in _words(item, "aliases") if a.casefold() != name.casefold()],
+            description=text_of(item, "description"),
+            synonyms=[a for a in words_of(item, "aliases") if a.casefold() != name.casefold()],
             content_resources=resources,
             **origin.fields("metric"),
         )
@@ -286,31 +259,15 @@ def metric_names(sections: Iterable[dict[str, list[dict[str, Any]]]]) -> set[str
     for items in sections:
         for item in items.get("metrics", []):
             if isinstance(item, dict):
-                names.update(n for n in [_text(item, "name"), *_words(item, "aliases")] if n)
+                names.update(n for n in [text_of(item, "name"), *words_of(item, "aliases")] if n)
     return names
 
 
-def _check_literals(condition: exp.Expression, view: SchemaView) -> None:
-    """Each ``column = 'value'`` / ``column IN (...)`` of a parsed condition names a value the
-    column holds (:class:`_Drop` ``value_not_found`` otherwise; unchecked values pass)."""
-    for node in condition.find_all(exp.EQ, exp.In):
-        column = node.this if isinstance(node.this, exp.Column) else None
-        values = node.expressions if isinstance(node, exp.In) else [node.expression]
-        if column is None or column.name.startswith(STAND_IN):
-            continue
-        owners = _columns(view, column.table, column.name)
-        for value in values:
-            literal = isinstance(value, exp.Literal) and value.is_string
-            checks = [view.value_check(entry, value.this) for entry in owners] if literal else []
-            if checks and all(check == "missing" for check in checks):
-                raise _Drop("value_not_found")
-
-
 def _rule(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
-    name, rule = _text(item, "name"), _text(item, "rule")
+    name, rule = text_of(item, "name"), text_of(item, "rule")
     if not name or not rule:
-        raise _Drop("empty")
-    when = {k: _text(item, k) for k in ("time", "role", "region") if _text(item, k)}
+        raise Drop("empty")
+    when = {k: text_of(item, k) for k in ("time", "role", "region") if text_of(item, k)}
     triggers: dict[str, dict[str, Any]] = {}
     window = time_window(when.get("time", ""))
     if window:
@@ -338,16 +295,16 @@ def _rule(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) 
 
 
 def _value(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
-    phrase, value = _text(item, "phrase"), _text(item, "value")
+    phrase, value = text_of(item, "phrase"), text_of(item, "value")
     if not phrase or not value:
-        raise _Drop("empty")
-    column = _column(view, _text(item, "table"), _text(item, "column"))
+        raise Drop("empty")
+    column = schema_column(view, text_of(item, "table"), text_of(item, "column"))
     r = column.content_resources
     enum = view.enum(column, value)
     if enum is not None:
         stored = enum.content_resources.get("value")
-        if _fold(phrase) == _fold(str(stored)):
-            raise _Drop("repeats_name")
+        if fold(phrase) == fold(str(stored)):
+            raise Drop("repeats_name")
         built.entries.append(
             SynonymUKF.create(
                 phrase_name(phrase),
@@ -361,7 +318,7 @@ def _value(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built)
         return
     check = view.value_check(column, value)
     if check == "missing":
-        raise _Drop("value_not_found")
+        raise Drop("value_not_found")
     built.unchecked_values += check == "unchecked"
     literal = exp.convert(value).sql()
     built.entries.append(
@@ -376,18 +333,18 @@ def _value(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built)
 
 
 def _taxonomy(item: dict[str, Any], view: SchemaView, origin: Origin, built: Built) -> None:
-    name = _text(item, "name")
+    name = text_of(item, "name")
     levels = item.get("levels")
     levels = levels if isinstance(levels, list) else []
     if not name:
-        raise _Drop("empty")
+        raise Drop("empty")
     columns = [
-        _column(view, _text(level, "table"), _text(level, "column"))
+        schema_column(view, text_of(level, "table"), text_of(level, "column"))
         for level in levels
         if isinstance(level, dict)
     ]
     if len({c.id for c in columns}) < 2:
-        raise _Drop("too_few_levels")
+        raise Drop("too_few_levels")
     fields = origin.fields("taxonomy")
     sources = fields.pop("parents")  # TaxonomyUKF.create's ``parents`` are its levels' parents
     taxonomy = TaxonomyUKF.create(
@@ -398,14 +355,3 @@ def _taxonomy(item: dict[str, Any], view: SchemaView, origin: Origin, built: Bui
         **fields,
     )
     built.entries.append(taxonomy.clone(parents=sources))
-
-
-def _element_names(view: SchemaView) -> set[str]:
-    """Every table and column name of the schema, folded: a term that is one of them names
-    that element, not another one."""
-    names = {_fold(str(t.content_resources.get("table") or t.name)) for t in view.tables.values()}
-    return names | {_fold(str(c.content_resources["column"])) for c in view.columns.values()}
-
-
-def _fold(text: str) -> str:
-    return " ".join(re.split(r"[\s_\-.]+", text)).strip().casefold()

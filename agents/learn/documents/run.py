@@ -51,6 +51,7 @@ from agents.learn.documents.extractor import SectionExtractor, SectionFailed
 from agents.learn.documents.glossary_links import glossary_index, with_glossary_synonyms
 from agents.learn.documents.parts import schema_text, section_parts
 from agents.learn.documents.retract import merge_view, retract
+from agents.learn.documents.stored import stored_glossary, stored_metric_names
 from agents.learn.documents.structured import StructuredPass, structured_pass
 from agents.learn.documents.tables import TablePass, TableStats, table_pass
 from agents.learn.mine.candidates import activate as activate_ids
@@ -327,7 +328,7 @@ def _finish(
     built = Built(entries=[*plan.tables.entries, *plan.calendar])
     report.tables.add(plan.tables.stats)
     done = [s["items"] for s in plan.sections.values() if s.get("status") == "done"]
-    known = metric_names(done) | _stored_metric_names(store, view.database)
+    known = metric_names(done) | stored_metric_names(store, view.database)
     known |= plan.structured.metric_names
     origin_for = _origin_for(plan, report.job_id, view.database)
     for locator, items in plan.structured.sections:
@@ -348,7 +349,7 @@ def _finish(
         built.unchecked_values += part.unchecked_values
     entries = _unique(built.entries)
     glossary = [e for e in entries if e.type == "knowledge" and e.collection == GLOSSARY_COLLECTION]
-    glossary += _stored_glossary(store, view.database)
+    glossary += stored_glossary(store, view.database)
     entries = with_glossary_synonyms(entries, glossary_index(glossary))
     report.extracted.update(kind_of(e) for e in entries)
     report.dropped.update(built.dropped)
@@ -391,22 +392,3 @@ def _unique(entries: list[BaseUKF]) -> list[BaseUKF]:
     for entry in entries:
         seen.setdefault((entry.id, entry.content_hash), entry)
     return list(seen.values())
-
-
-def _stored_metric_names(store: KnowledgeStore, database: str) -> set[str]:
-    """Names and synonyms of the database's metrics already in the knowledge base (any
-    state): a document's formula may build on them."""
-    stored = store.iterate(type="metric", tags={"DATABASE": database}, active=None)
-    return {n for entry in stored for n in [entry.name, *entry.synonyms] if n}
-
-
-def _stored_glossary(store: KnowledgeStore, database: str) -> list[BaseUKF]:
-    """The database's glossary entries already in the knowledge base (any state)."""
-    return list(
-        store.iterate(
-            type="knowledge",
-            collection=GLOSSARY_COLLECTION,
-            tags={"DATABASE": database},
-            active=None,
-        )
-    )
