@@ -54,9 +54,14 @@ def test_a_reply_has_the_log_probability_of_each_token_it_generated(llama):
     _check(llama, free.logprobs, free.text)
     fenced = llama.chat(ASK, max_tokens=64, reply_prefix=FENCE, stop=["```"]).completions[0]
     _check(llama, fenced.logprobs, fenced.text[len(FENCE) :])
-    # the same prompt again: llama.cpp evaluates its last token once more, which is no reply's
+    # the same prompt again: llama.cpp evaluates its last token once more, which is no reply's.
+    # The values agree to a few hundredths only: that token is evaluated in a batch of another
+    # shape, which on some CPUs' kernels (AMD EPYC here) moves a log probability by up to 0.03;
+    # a reply's values shifted by one token would differ by far more.
     again = llama.chat(ASK, max_tokens=64, reply_prefix=FENCE, stop=["```"]).completions[0]
-    assert again.text == fenced.text and again.logprobs == pytest.approx(fenced.logprobs)
+    assert again.text == fenced.text and again.logprobs is not None
+    assert len(again.logprobs) == len(fenced.logprobs or ())
+    assert again.logprobs == pytest.approx(fenced.logprobs, abs=0.1)
     short = llama.chat(ASK, max_tokens=4).completions[0]
     assert short.finish_reason == "length" and short.logprobs is not None
     assert len(short.logprobs) == 3  # the last token is never evaluated

@@ -53,8 +53,9 @@ class Teacher(ScriptedLLM):
         answers = {q: explanation for q, _, explanation in PAIRS}
 
         def reply(messages: list[dict[str, str]], _options: dict[str, Any]) -> str:
-            user = next(m["content"] for m in messages if m["role"] == "user")
-            return answers[user.splitlines()[0].removeprefix("Question: ")]
+            # the asked question's turn is the last in that form (the worked example's first)
+            asked = [m["content"] for m in messages if m["content"].startswith("Question: ")]
+            return answers[asked[-1].splitlines()[0].removeprefix("Question: ")]
 
         super().__init__([reply], name="teacher")
         self.stall_at, self.stalled = stall_at, threading.Event()
