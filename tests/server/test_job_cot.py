@@ -53,7 +53,7 @@ class Teacher(ScriptedLLM):
         answers = {q: explanation for q, _, explanation in PAIRS}
 
         def reply(messages: list[dict[str, str]], _options: dict[str, Any]) -> str:
-            # the asked question's turn is the last in that form (the worked example's first)
+            # the asked question's turn is the last in that form (a retry's reasons follow it)
             asked = [m["content"] for m in messages if m["content"].startswith("Question: ")]
             return answers[asked[-1].splitlines()[0].removeprefix("Question: ")]
 

@@ -3,12 +3,10 @@
 :class:`CotWriter` asks its LLM (a collaborator: the teacher tier, any
 :class:`agents.llm.base.LLM`) for short numbered steps tying the question's phrases to the
 SQL's parts (``prompts/cot_system.j2``, ``cot_user.j2``, which lists those parts as the
-checker reads them). One worked example comes first in the same form (``cot_example.j2``:
-its question, SQL and parts list as a user turn, its steps as the assistant's), so the model
-sees the list answered with the question's words rather than copied. The reply is checked
-with :func:`agents.learn.cot.check.check_cot`; when it fails, the writer asks once more in
-the same conversation with the checker's reasons (``cot_retry.j2``). Only a passing
-explanation is returned as text; a failing one comes back with its verdict and no text.
+checker reads them), checks the reply with :func:`agents.learn.cot.check.check_cot`, and, when
+it fails, asks once more in the same conversation with the checker's reasons
+(``cot_retry.j2``). Only a passing explanation is returned as text; a failing one comes back
+with its verdict and no text.
 
 The templates live in ``agents/learn/cot/prompts/``; they are rendered with the same Jinja
 settings as :mod:`agents.templates` (strict, trimmed), which looks only one folder deep.
@@ -23,7 +21,7 @@ from dataclasses import dataclass, field
 from agents.learn.cot.check import CotVerdict, check_cot, steps_of
 from agents.learn.cot.sql_parts import read_sql
 from agents.llm.base import LLM, LLMCancelledError, LLMError, Message
-from agents.templates import render, template
+from agents.templates import render
 
 log = logging.getLogger(__name__)
 
@@ -57,17 +55,6 @@ def sql_parts(sql: str, dialect: str = "sqlite") -> list[str]:
     parts += [f"ordering by {shown}" for shown, _, _ in parsed.ordering]
     parts += [f"computed {shown}" for shown, _, _ in parsed.aggregates]
     return parts
-
-
-def example_turns(dialect: str = "sqlite") -> list[Message]:
-    """The worked example (``prompts/cot_example.j2``) as a user and an assistant turn."""
-    example = template("cot_example.j2")
-    question, sql = str(example.module.question), str(example.module.sql)  # type: ignore[attr-defined]
-    user = render("cot_user.j2", question=question, sql=sql, parts=sql_parts(sql, dialect))
-    return [
-        {"role": "user", "content": user},
-        {"role": "assistant", "content": example.render().strip()},
-    ]
 
 
 class CotWriter:
@@ -106,7 +93,6 @@ class CotWriter:
         names = list(schema_names)
         messages: list[Message] = [
             {"role": "system", "content": render("cot_system.j2")},
-            *example_turns(dialect),
             {
                 "role": "user",
                 "content": render(

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from agents.learn.cot import CotWriter, checked_cot, cot_experiences, cot_record, profile_cot
-from agents.learn.cot.check import check_cot
 from agents.llm.base import Cancellation, LLMCancelledError
 from indices.embeddings import HashingEmbedder
 from indices.vector import VectorIndex
@@ -45,8 +44,8 @@ def _experiences(**fields: Any) -> list[ExperienceUKF]:
 
 
 def _question(messages: list[dict[str, str]]) -> str:
-    """The asked question: the last user turn in the question's form (the worked example's
-    turn comes first, a retry's reasons after)."""
+    """The asked question: the last user turn in the question's form (a retry's reasons
+    come after it)."""
     asked = [m["content"] for m in messages if m["content"].startswith("Question: ")]
     return asked[-1].splitlines()[0].removeprefix("Question: ")
 
@@ -174,16 +173,3 @@ def test_the_checked_cot_is_its_own_vector_space(sqlite_store):
     )
     best = store.get(hits[0].ukf_id)
     assert best.name == "Which singers are from France?"
-
-
-def test_the_worked_example_comes_in_the_questions_form_and_passes_the_checker():
-    llm = teacher()
-    CotWriter(llm).write("How many singers are there?", "SELECT count(*) FROM singer")
-    messages = llm.calls[0][0]
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
-    example, steps = messages[1]["content"], messages[2]["content"]
-    lines = example.splitlines()
-    assert lines[0] == "Question: How many singers from France are older than 30?"
-    assert "- filter country = 'France'" in lines  # the parts list, as the question's turn has it
-    sql = lines[1].removeprefix("SQL: ")
-    assert check_cot(lines[0].removeprefix("Question: "), sql, steps).passed
