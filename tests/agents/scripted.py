@@ -51,6 +51,13 @@ class ScriptedLLM:
         )
 
 
+def asked_question(messages: Sequence[Message]) -> str:
+    """The question a CoT writer's prompt asks about: the last turn in the ``Question: ...``
+    form (a retry's reasons come after it)."""
+    asked = [str(m["content"]) for m in messages if str(m["content"]).startswith("Question: ")]
+    return asked[-1].splitlines()[0].removeprefix("Question: ")
+
+
 def sql_reply(sql: str, reasoning: str = "scripted") -> str:
     return f"```sql\n-- Tables: any\n-- Reasoning: {reasoning}\n{sql}\n```"
 

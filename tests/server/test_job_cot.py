@@ -22,7 +22,7 @@ from server.job_kinds import JobKind, runners_for
 from server.state import build_state
 from server.worker import JobWorker
 from tests.agents.learn.conftest import SPIDER, labeled
-from tests.agents.scripted import ScriptedLLM
+from tests.agents.scripted import ScriptedLLM, asked_question
 from tests.server.conftest import Server, make_settings, running_server
 
 DATABASE = "concert_singer"
@@ -53,9 +53,7 @@ class Teacher(ScriptedLLM):
         answers = {q: explanation for q, _, explanation in PAIRS}
 
         def reply(messages: list[dict[str, str]], _options: dict[str, Any]) -> str:
-            # the asked question's turn is the last in that form (a retry's reasons follow it)
-            asked = [m["content"] for m in messages if m["content"].startswith("Question: ")]
-            return answers[asked[-1].splitlines()[0].removeprefix("Question: ")]
+            return answers[asked_question(messages)]
 
         super().__init__([reply], name="teacher")
         self.stall_at, self.stalled = stall_at, threading.Event()

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from agents.learn.documents.build import GLOSSARY_COLLECTION, Origin
+from agents.learn.documents.item_checks import element_names, fold
 from agents.learn.documents.table_codes import StoredValue, stored_column
 from agents.learn.mine.entries import MINED_COLLECTION, phrase_name, qualified
 from agents.learn.mine.schema_view import SchemaView
@@ -169,7 +170,7 @@ class _TableReader:
         self.header = [_header(c) for c in block.rows[0]]
         self.rows = [[_clean(c) for c in row] for row in block.rows[1:]]
         self.entries: list[BaseUKF] = []
-        self.elements = _element_names(view)
+        self.elements = element_names(view)
         width = len(self.header)
         self.keys = [i for i in range(width) if self._is_key(i)]
         self.stored = {i: c for i in self.keys if (c := self._stored_column(i)) is not None}
@@ -278,11 +279,11 @@ class _TableReader:
             reason = "price"
         elif len(phrase.split()) > MAX_WORDS:
             reason = "long"
-        elif _fold(phrase) == _fold(_anchor_value(anchor)):
+        elif fold(phrase) == fold(_anchor_value(anchor)):
             reason = "repeats_anchor"
         elif stored and all(table != home for table, _column in stored):
             reason = "enum_value"
-        elif _fold(phrase) in self.elements:
+        elif fold(phrase) in self.elements:
             reason = "element_name"
         if reason is not None:
             self.stats.skipped[reason] += 1
@@ -302,12 +303,12 @@ class _TableReader:
         for i, cell in enumerate(row):
             if i < len(self.header) and _ALIAS.search(self.header[i]) and cell:
                 aliases += [p.strip() for p in re.split(r"[;,]", cell) if p.strip()]
-        aliases = [a for a in dict.fromkeys(aliases) if _fold(a) != _fold(term)]
+        aliases = [a for a in dict.fromkeys(aliases) if fold(a) != fold(term)]
         if not columns and not stands:
             self.stats.skipped["no_column"] += 1  # a word's meaning may name an element
             return
         if not columns or len(columns) > MAX_COLUMN_SYNONYMS:
-            if not columns and _fold(term) in self.elements:
+            if not columns and fold(term) in self.elements:
                 self.stats.skipped["element_name"] += 1
                 return
             content = f"{term} ({stands}): {meaning}" if stands else f"{term}: {meaning}"
@@ -325,9 +326,9 @@ class _TableReader:
             self.stats.glossary_knowledge += 1
             return
         for column in columns:
-            own = {_fold(str(column.content_resources["column"])), _fold(qualified(column))}
+            own = {fold(str(column.content_resources["column"])), fold(qualified(column))}
             for phrase in [term, *aliases]:
-                if _fold(phrase) in own or _fold(phrase) in self.elements:
+                if fold(phrase) in own or fold(phrase) in self.elements:
                     self.stats.skipped["element_name"] += 1
                     continue
                 self.entries.append(
@@ -378,12 +379,3 @@ def _value_synonym(phrase: str, enum: BaseUKF, origin: Origin) -> SynonymUKF:
         collection=MINED_COLLECTION,
         **origin.fields("table_row"),
     )
-
-
-def _element_names(view: SchemaView) -> set[str]:
-    names = {_fold(str(t.content_resources.get("table") or t.name)) for t in view.tables.values()}
-    return names | {_fold(str(c.content_resources["column"])) for c in view.columns.values()}
-
-
-def _fold(text: str) -> str:
-    return " ".join(re.split(r"[\s_\-.]+", text)).strip().casefold()

@@ -14,7 +14,7 @@ from agents.llm.base import Cancellation, LLMCancelledError
 from indices.embeddings import HashingEmbedder
 from indices.vector import VectorIndex
 from kb.store import KnowledgeStore
-from tests.agents.scripted import ScriptedLLM
+from tests.agents.scripted import ScriptedLLM, asked_question
 from ukf import ExperienceUKF
 
 PAIRS = {
@@ -43,18 +43,11 @@ def _experiences(**fields: Any) -> list[ExperienceUKF]:
     ]
 
 
-def _question(messages: list[dict[str, str]]) -> str:
-    """The asked question: the last user turn in the question's form (a retry's reasons
-    come after it)."""
-    asked = [m["content"] for m in messages if m["content"].startswith("Question: ")]
-    return asked[-1].splitlines()[0].removeprefix("Question: ")
-
-
 def teacher(wrong_first: set[str] = frozenset(), always_wrong: set[str] = frozenset()) -> Any:
     """Explains right, except: wrong at first for ``wrong_first``, always for ``always_wrong``."""
 
     def reply(messages: list[dict[str, str]], _options: dict[str, Any]) -> str:
-        question = _question(messages)
+        question = asked_question(messages)
         retried = messages[-1]["content"].startswith("These steps do not match")
         if question in always_wrong or (question in wrong_first and not retried):
             return WRONG
