@@ -100,6 +100,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["cot"] = {"limit": args.cot_limit}
         if args.cot_scope != "all":  # only then, as above
             manifest["cot"]["scope"] = args.cot_scope
+        if args.cot_without_knowledge:  # only then, as above
+            manifest["cot"]["knowledge"] = False
     if args.mine_every:  # only then: earlier runs' manifests stay valid for resuming
         manifest["mine_every"] = args.mine_every
         manifest["mine_gate"] = (
@@ -213,7 +215,11 @@ def _profile_cot(
     profile = getattr(system, "profile_cot", None)
     if profile is None:
         raise ValueError(f"system {args.system!r} does not show CoT (--cot)")
-    report = profile(limit=args.cot_limit, asked=asked if args.cot_scope == "asked" else None)
+    report = profile(
+        limit=args.cot_limit,
+        asked=asked if args.cot_scope == "asked" else None,
+        with_knowledge=not args.cot_without_knowledge,
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     data = json.dumps(report.to_dict(), indent=2, sort_keys=True)
     (out_dir / "cot_report.json").write_text(data + "\n")

@@ -118,13 +118,18 @@ class AlmanacLearning:
         return reports
 
     def profile_cot(
-        self, limit: int | None = None, asked: Sequence[Example] | None = None
+        self,
+        limit: int | None = None,
+        asked: Sequence[Example] | None = None,
+        *,
+        with_knowledge: bool = True,
     ) -> CotReport:
         """Checked CoT for the labeled experiences of the prepared databases that have none,
         the default model as teacher (``limit``: ask about at most that many). With
         ``asked``, only the examples those questions retrieve (:meth:`examples_of`), most
         retrieved first: the prompts they get are those of a knowledge base whose every
-        experience is explained, since only retrieved examples are shown."""
+        experience is explained, since only retrieved examples are shown. ``with_knowledge``:
+        show the teacher the knowledge behind filters a question does not name."""
         store, prepared = self.workspace.store, set(self.workspace.databases)
         if asked is None:
             experiences = [
@@ -139,7 +144,12 @@ class AlmanacLearning:
                 bar.update(done - bar.n)
 
             report = profile_cot(
-                store, experiences, CotWriter(self.llm), limit=limit, progress=step
+                store,
+                experiences,
+                CotWriter(self.llm),
+                with_knowledge=with_knowledge,
+                limit=limit,
+                progress=step,
             )
         self.workspace.indices.refresh()
         return report

@@ -269,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
         " retrieve as their examples (asked: the same prompts at a fraction of the teacher's"
         " calls; GeoQuery's 500+ train questions take hours on two cores)",
     )
+    cot.add_argument(
+        "--cot-without-knowledge",
+        action="store_true",
+        help="--cot: show the teacher only the question and the SQL, not the knowledge behind"
+        " filters the question does not name",
+    )
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")
     compare = commands.add_parser(

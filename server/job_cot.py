@@ -63,6 +63,10 @@ class CotParams(BaseModel):
     tier: str | None = Field(default=None, description="the teacher LLM tier; default tier")
     limit: int | None = Field(default=None, gt=0, description="ask about at most this many")
     retry_failed: bool = Field(default=False, description="ask again where this model failed")
+    with_knowledge: bool = Field(
+        default=True,
+        description="show the teacher the knowledge behind filters the question does not name",
+    )
     dry_run: bool = False
 
 
@@ -98,6 +102,7 @@ def run_cot(state: AppState, context: JobContext, params: CotParams) -> dict[str
         experiences,
         writer,
         retry_failed=params.retry_failed,
+        with_knowledge=params.with_knowledge,
         limit=params.limit,
         apply=not params.dry_run,
         job_id=context.job_id,

@@ -7,9 +7,10 @@ An explanation (short numbered steps) is accepted when
 - every name it gives is in the SQL: backticked text is read with sqlglot's tokenizer (each
   identifier must be a table, column, alias or function of the SQL, each string or number a
   literal of it), quoted text must be a literal or a name of the SQL or a phrase of the
-  question, bare identifier-like words (``Song_release_year``, ``t.c``) that are table or
-  column names of the profiled schema must be in the SQL, and bare numbers must be literals of
-  the SQL (``LIMIT`` included) or numbers of the question;
+  question (or a name of the knowledge the writer was shown), bare identifier-like words
+  (``Song_release_year``, ``t.c``) that are table or column names of the profiled schema
+  must be in the SQL, and bare numbers must be literals of the SQL (``LIMIT`` included) or
+  numbers of the question;
 - every part of the SQL is explained: each filter (an atomic ``WHERE``/``HAVING`` condition
   that is not a join: one of its columns named and each of its literals given), each join
   (both tables named, and the join column or a joining word), each grouping and ordering
@@ -125,10 +126,13 @@ def check_cot(
     *,
     dialect: str = "sqlite",
     schema_names: Iterable[str] = (),
+    phrases: Iterable[str] = (),
 ) -> CotVerdict:
     """Check ``explanation`` of ``sql`` (answering ``question``) as the module docstring
     says; ``schema_names``: the profiled tables and columns of the database (bare words
-    that name one of them must be in the SQL)."""
+    that name one of them must be in the SQL); ``phrases``: further phrases a quoted or
+    backticked mention may be, as the question's own (the names of the knowledge the writer
+    was shown)."""
     parsed = read_sql(sql, dialect)
     verdict = CotVerdict()
     steps = steps_of(explanation)
@@ -145,7 +149,8 @@ def check_cot(
         verdict.problems.append(
             f"copied the SQL's parts list, not the question's phrases: {copied[0]!r}"
         )
-    verdict.absent = _absent_names(text, question, parsed, schema, dialect)
+    allowed = "\n".join([question, *phrases])
+    verdict.absent = _absent_names(text, allowed, parsed, schema, dialect)
     verdict.unexplained = _unexplained(lower, parsed)
     return verdict
 

@@ -5,12 +5,15 @@ step-by-step explanation from a :class:`agents.learn.cot.writer.CotWriter`, chec
 its SQL and the profiled schema of its database; the outcome is stored on the experience
 (:mod:`agents.learn.cot.record`: the steps when they pass, only the verdict when not).
 
-Running it again skips an experience that has a passing CoT for its current SQL, and one whose
-SQL the same model already failed on (``retry_failed`` asks again). The records are written
-every ``checkpoint`` experiences and when the run stops (cancelled, or any error), so a run
-that resumes starts where the last write left off. A write never overwrites what another
-writer changed on the same experience since it was read (feedback, a corrected SQL): it is a
-compare-and-set (:meth:`kb.store.KnowledgeStore.compare_and_set`), read again and retried
+Running it again skips an experience that has a passing CoT for its current SQL, and one
+whose SQL the same model already failed on (``retry_failed`` asks again). The writer is
+shown the knowledge behind the filters an experience's question does not name
+(:class:`agents.learn.cot.knowledge.CotKnowledgeLookup`; the record keeps those entries'
+ids). The records are written every ``checkpoint`` experiences and when the run stops
+(cancelled, or any error), so a run that resumes starts where the last write left off. A
+write never overwrites what another writer changed on the same experience since it was read
+(feedback, a corrected SQL): it is a compare-and-set
+(:meth:`kb.store.KnowledgeStore.compare_and_set`), read again and retried
 on a change. The :class:`CotReport` counts what was written, passed, failed (by reason) and
 skipped (by reason).
 """
@@ -27,8 +30,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agents.learn.cot.check import CotVerdict
+from agents.learn.cot.knowledge import CotKnowledge, CotKnowledgeLookup
 from agents.learn.cot.record import COT, cot_record, sql_hash, with_cot
-from agents.learn.cot.sql_parts import CotCheckError
+from agents.learn.cot.sql_parts import CotCheckError, read_sql
 from agents.learn.cot.writer import CotAttempt, CotWriter
 from agents.learn.mine.schema_view import SchemaView
 from agents.llm.base import Cancellation, LLMCancelledError, current_cancellation
@@ -142,6 +146,7 @@ def profile_cot(
     writer: CotWriter,
     *,
     retry_failed: bool = False,
+    with_knowledge: bool = True,
     limit: int | None = None,
     apply: bool = True,
     checkpoint: int = 5,
@@ -154,6 +159,8 @@ def profile_cot(
     Args:
         writer: the teacher tier's :class:`CotWriter`.
         retry_failed: ask again where this model failed before.
+        with_knowledge: show the writer the knowledge behind filters the question does not
+            name (False: only the question and the SQL).
         limit: ask about at most this many experiences (the others are left for later).
         apply: store the outcomes (False: report only).
         checkpoint: write the outcomes every this many experiences (and when stopping).
@@ -178,18 +185,19 @@ def profile_cot(
             report.skipped[reason] += 1
     token = cancellation if cancellation is not None else current_cancellation()
     views: dict[str, set[str]] = {}
+    lookup = CotKnowledgeLookup(store) if with_knowledge else None
     pending: dict[str, dict[str, Any]] = {}
     try:
         for done, experience in enumerate(todo, 1):
             if token is not None:
                 token.raise_if_cancelled("CoT profiling")
             names = _schema_names(store, experience, views)
-            attempt = _write(writer, experience, names)
+            attempt, shown = _write(writer, experience, names, lookup)
             if token is not None:
                 token.raise_if_cancelled("CoT profiling")  # an attempt cut short is none
             report.asked += 1
             report.attempts += attempt.attempts
-            record = _record(experience, attempt, report.job_id)
+            record = _record(experience, attempt, report.job_id, shown)
             if attempt.passed:
                 report.passed += 1
                 report.retried_passed += attempt.attempts > 1
@@ -218,16 +226,32 @@ def profile_cot(
     return report
 
 
-def _write(writer: CotWriter, experience: ExperienceUKF, names: set[str]) -> CotAttempt:
+def _write(
+    writer: CotWriter,
+    experience: ExperienceUKF,
+    names: set[str],
+    lookup: CotKnowledgeLookup | None,
+) -> tuple[CotAttempt, list[CotKnowledge]]:
+    """The writer's attempt at ``experience`` and the knowledge it was shown."""
     assert experience.sql is not None
     dialect = experience.content_resources.get("dialect") or "sqlite"
+    shown: list[CotKnowledge] = []
     try:
-        return writer.write(
-            experience.question, experience.sql, dialect=dialect, schema_names=names
+        if lookup is not None:
+            database = next(iter(experience.tag_values("DATABASE")), None)
+            parts = read_sql(experience.sql, dialect)
+            shown = lookup.for_sql(experience.question, parts, database)
+        attempt = writer.write(
+            experience.question,
+            experience.sql,
+            dialect=dialect,
+            schema_names=names,
+            knowledge=shown,
         )
     except CotCheckError as exc:
         verdict = CotVerdict(problems=[f"unreadable SQL: {exc}"])
-        return CotAttempt(None, [], verdict, 0, writer.model, str(exc))
+        attempt = CotAttempt(None, [], verdict, 0, writer.model, str(exc))
+    return attempt, shown
 
 
 def _schema_names(
@@ -243,7 +267,9 @@ def _schema_names(
     return views[database]
 
 
-def _record(experience: ExperienceUKF, attempt: CotAttempt, job_id: str) -> dict[str, Any]:
+def _record(
+    experience: ExperienceUKF, attempt: CotAttempt, job_id: str, shown: list[CotKnowledge]
+) -> dict[str, Any]:
     assert experience.sql is not None
     record: dict[str, Any] = {
         "sql_hash": sql_hash(experience.sql),
@@ -256,6 +282,8 @@ def _record(experience: ExperienceUKF, attempt: CotAttempt, job_id: str) -> dict
     }
     if attempt.passed:
         record |= {"text": attempt.text, "steps": list(attempt.steps)}
+    if shown:
+        record["knowledge"] = [k.id for k in shown]
     if attempt.error:
         record["error"] = attempt.error[:300]
     return record

@@ -3,10 +3,11 @@
 :class:`CotWriter` asks its LLM (a collaborator: the teacher tier, any
 :class:`agents.llm.base.LLM`) for short numbered steps tying the question's phrases to the
 SQL's parts (``prompts/cot_system.j2``, ``cot_user.j2``, which lists those parts as the
-checker reads them), checks the reply with :func:`agents.learn.cot.check.check_cot`, and, when
-it fails, asks once more in the same conversation with the checker's reasons
-(``cot_retry.j2``). Only a passing explanation is returned as text; a failing one comes back
-with its verdict and no text.
+checker reads them and the knowledge behind filters the question does not name, from
+:mod:`agents.learn.cot.knowledge`), checks the reply with
+:func:`agents.learn.cot.check.check_cot`, and, when it fails, asks once more in the same
+conversation with the checker's reasons (``cot_retry.j2``). Only a passing explanation is
+returned as text; a failing one comes back with its verdict and no text.
 
 The templates live in ``agents/learn/cot/prompts/``; they are rendered with the same Jinja
 settings as :mod:`agents.templates` (strict, trimmed), which looks only one folder deep.
@@ -15,10 +16,11 @@ settings as :mod:`agents.templates` (strict, trimmed), which looks only one fold
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agents.learn.cot.check import CotVerdict, check_cot, steps_of
+from agents.learn.cot.knowledge import CotKnowledge, knowledge_phrases
 from agents.learn.cot.sql_parts import read_sql
 from agents.llm.base import LLM, LLMCancelledError, LLMError, Message
 from agents.templates import render
@@ -86,17 +88,25 @@ class CotWriter:
         *,
         dialect: str = "sqlite",
         schema_names: Iterable[str] = (),
+        knowledge: Sequence[CotKnowledge] = (),
     ) -> CotAttempt:
         """A checked explanation of ``sql`` answering ``question`` (the checker's
         :class:`agents.learn.cot.sql_parts.CotCheckError` when ``sql`` does not parse; a model
-        error ends the attempts, cancellation is raised)."""
+        error ends the attempts, cancellation is raised). ``knowledge``: the entries behind
+        filters the question does not name, shown to the model; the checker accepts their
+        names quoted."""
         names = list(schema_names)
+        phrases = knowledge_phrases(knowledge)
         messages: list[Message] = [
             {"role": "system", "content": render("cot_system.j2")},
             {
                 "role": "user",
                 "content": render(
-                    "cot_user.j2", question=question, sql=sql, parts=sql_parts(sql, dialect)
+                    "cot_user.j2",
+                    question=question,
+                    sql=sql,
+                    parts=sql_parts(sql, dialect),
+                    knowledge=[k.line for k in knowledge],
                 ),
             },
         ]
@@ -113,7 +123,9 @@ class CotWriter:
                 return CotAttempt(None, [], verdict, attempt, self.model, str(exc), replies)
             replies.append(reply)
             steps = steps_of(reply)
-            verdict = check_cot(question, sql, reply, dialect=dialect, schema_names=names)
+            verdict = check_cot(
+                question, sql, reply, dialect=dialect, schema_names=names, phrases=phrases
+            )
             if verdict.passed:
                 text = "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
                 return CotAttempt(text, steps, verdict, attempt, self.model, replies=replies)
