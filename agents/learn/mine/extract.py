@@ -32,194 +32,23 @@ with its reason; a fact naming an unknown column or value is *dropped* and count
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
-
-from agents.learn.mine import day_spans, entries
-from agents.learn.mine import periods as time_periods
-from agents.learn.mine.align import Phrase, QuestionView, name_lemmas
-from agents.learn.mine.numbers import (
-    NumberMention,
-    is_threshold,
-    match_comparison,
-    number_mentions,
-)
-from agents.learn.mine.pairer import Pairer, PairItem
+from agents.learn.mine import entries
+from agents.learn.mine.align import Phrase, QuestionView
+from agents.learn.mine.extract_numbers import NumberSteps
+from agents.learn.mine.extract_state import VALUE_OPS, ExperienceMining
+from agents.learn.mine.pairer import Pairer
 from agents.learn.mine.schema_view import SchemaView
-from agents.learn.mine.sql_facts import (
-    ColumnRef,
-    PredicateFact,
-    SqlFacts,
-    SqlFactsError,
-    sql_facts,
-)
+from agents.learn.mine.sql_facts import ColumnRef, PredicateFact, SqlFactsError, sql_facts
 from indices.normalize import Lemmatizer
 from indices.string import StringIndex
 from kb.target.sql_guard import sqlglot_dialect
 from ukf import BaseUKF, ExperienceUKF
 
-VALUE_OPS = frozenset({"=", "IN", "LIKE"})
+__all__ = ["ExperienceMining", "mine_experience"]
 
 
-def phrase_key(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-@dataclass
-class ExperienceMining:
-    """What mining one experience gave: entries, or why it was skipped; drops by reason."""
-
-    experience_id: str
-    entries: list[BaseUKF] = field(default_factory=list)
-    dropped: Counter[str] = field(default_factory=Counter)
-    known: int = 0
-    unpaired: int = 0
-    unchecked_values: int = 0
-    skipped: str | None = None
-
-
-@dataclass
-class _Pending:
-    item: PairItem
-    target: BaseUKF
-    extra: list[BaseUKF] = field(default_factory=list)
-    condition: str = ""
-    value: str = ""
-
-
-class _ExperienceMiner:
-    def __init__(
-        self,
-        experience: ExperienceUKF,
-        facts: SqlFacts,
-        view: SchemaView,
-        question: QuestionView,
-        prov: entries.Provenance,
-    ) -> None:
-        self.experience, self.facts, self.view = experience, facts, view
-        self.q, self.prov = question, prov
-        self.out = ExperienceMining(experience.id)
-        self.pending: list[_Pending] = []
-        self.known_ids = {uid for match in question.known for uid in match.ukf_ids}
-        self._unknown_columns: set[ColumnRef] = set()
-        self.claimed: set[PredicateFact] = set()  # read as a period or a comparison
-        self.named: set[str] = set()  # columns a period or a comparison entry names
-
-    # ------------------------------------------------------------------ helpers
-    def column(self, ref: ColumnRef) -> BaseUKF | None:
-        found = self.view.column(ref[0], ref[1], among=self.facts.tables)
-        if found is None and ref not in self._unknown_columns:
-            self._unknown_columns.add(ref)
-            self.out.dropped["unknown_column"] += 1
-        return found
-
-    def emit(self, entry: BaseUKF, phrase: Phrase | None = None) -> None:
-        if phrase is not None:
-            self.q.claim(phrase)
-        if all(e.id != entry.id for e in self.out.entries):
-            self.out.entries.append(entry)
-
-    def park(
-        self,
-        kind: str,
-        label: str,
-        target: BaseUKF,
-        *,
-        extra: list[BaseUKF] | None = None,
-        condition: str = "",
-        value: str = "",
-    ) -> None:
-        """Leave an element for the pairer (item keys ``i1``, ``i2``... in order)."""
-        item = PairItem(f"i{len(self.pending) + 1}", kind, label, target.description[:120])
-        self.pending.append(_Pending(item, target, list(extra or []), condition, value))
-
-    # ------------------------------------------------------------------- steps
-    def periods(self) -> None:
-        when = self.experience.context.aware_query_time or self.experience.timestamp
-        calendar = self.view.calendar
-        phrases = time_periods.period_phrases(self.experience.question, when, calendar)
-        found = time_periods.column_periods(self.facts.predicates)
-        for match in time_periods.match_periods(phrases, found, calendar):
-            self.claimed.update(match.period.predicates)
-            said = match.phrase
-            self.q.claim(Phrase(said.text, said.start, said.end, ()))
-            if said.kind == "period":  # "period 202307": the phrase is the value itself
-                self.out.known += 1
-                continue
-            column = self.column((match.period.table, match.period.column))
-            if column is None:
-                continue
-            check = day_spans.range_check(self.view.value_range(column), match.period.span)
-            if check == "missing":
-                self.out.dropped["period_out_of_range"] += 1
-                continue
-            self.out.unchecked_values += check == "unchecked"
-            self.named.add(column.id)
-            self.emit(time_periods.period_entry(match, column, self.prov, self.view.calendar, when))
-
-    def comparisons(self) -> None:
-        mentions = number_mentions(self.experience.question)
-        for pred in self.facts.predicates:
-            if pred in self.claimed:
-                continue
-            mention = match_comparison(pred, mentions)
-            if mention is None and not is_threshold(pred, mentions):
-                continue
-            self.claimed.add(pred)
-            column = self.column((pred.table, pred.column))
-            if column is None:
-                continue
-            if not self.view.is_numeric(column):
-                self.out.dropped["comparison_not_numeric"] += 1
-            elif mention is None:
-                self._threshold(pred, column)
-            else:
-                mentions.remove(mention)
-                self._comparison(pred, mention, column)
-
-    def _threshold(self, pred: PredicateFact, column: BaseUKF) -> None:
-        """A constant the question does not say: the word before the table's name is its
-        phrase ("**major** cities" → ``city.population > 150000``)."""
-        table = column.content_resources["table"]
-        phrase = self.q.word_before(name_lemmas(table, self.q.lemmatizer))
-        before = self.q.question[: phrase.start].split()[-1:] if phrase else []
-        if phrase is None or [w.casefold() for w in before] in (["not"], ["no"], ["non"]):
-            self.out.unpaired += 1  # unnamed, or negated ("not major cities": <= 150000)
-            return
-        condition = pred.condition(table)
-        resources = {"column": entries.qualified(column), "op": pred.op, "value": pred.values[0]}
-        self.named.add(column.id)
-        self.emit(entries.comparison(phrase.text, condition, column, resources, self.prov), phrase)
-
-    def _comparison(self, pred: PredicateFact, mention: NumberMention, column: BaseUKF) -> None:
-        qualified = entries.qualified(column)
-        example = f"{mention.comparator} {mention.text}".strip()
-        if mention.comparator and not mention.generic:
-            phrase = Phrase(mention.comparator, mention.comparator_start, mention.start, ())
-            condition = f"{qualified} {pred.op} N (N: the number after {mention.comparator!r})"
-            resources = {"column": qualified, "op": pred.op, "comparator": mention.comparator}
-        else:
-            unit = self.q.words_after(mention.end)
-            if unit is None:  # "population over 10 million": the column names itself, or not
-                if self.q.align(column.name) is None:
-                    self.out.unpaired += 1
-                else:
-                    self.out.known += 1
-                return
-            if self.q.is_covered(unit) or self._is_own_name(unit, column.name):
-                self.q.claim(unit)
-                self.out.known += 1
-                return
-            phrase = unit
-            example += f" {unit.text}"
-            condition = f"{qualified} compared with N, the number of {unit.text!r} asked about"
-            resources = {"column": qualified, "unit": phrase_key(unit.text)}
-        self.named.add(column.id)
-        description = f"e.g. {example!r} → {pred.condition(column.content_resources['table'])}"
-        entry = entries.comparison(
-            phrase.text, condition, column, resources, self.prov, description=description
-        )
-        self.emit(entry, phrase)
+class _ExperienceMiner(NumberSteps):
+    """Steps 1 to 6 of the module docstring (step 0 in :class:`NumberSteps`)."""
 
     def values(self) -> None:
         for pred in self.facts.predicates:
@@ -301,7 +130,7 @@ class _ExperienceMiner:
             table = self.view.table(name)
             if table is not None and table.id not in self.known_ids:
                 phrase = self.q.align(table.name)
-                if phrase is not None and not self._is_own_name(phrase, table.name):
+                if phrase is not None and not self.is_own_name(phrase, table.name):
                     label = entries.qualified(table)
                     self.emit(
                         entries.synonym(phrase.text, table, label, self.prov, "lexical"), phrase
@@ -316,15 +145,12 @@ class _ExperienceMiner:
         phrase = self.q.align(element.name)
         if phrase is None:
             self.park(kind, entries.qualified(element), element)
-        elif self._is_own_name(phrase, element.name):
+        elif self.is_own_name(phrase, element.name):
             self.q.claim(phrase)
             self.out.known += 1
         else:
             label = entries.qualified(element)
             self.emit(entries.synonym(phrase.text, element, label, self.prov, "lexical"), phrase)
-
-    def _is_own_name(self, phrase: Phrase, name: str) -> bool:
-        return phrase.lemmas == name_lemmas(name, self.q.lemmatizer)
 
     def joins(self) -> None:
         for join in self.facts.joins:
@@ -369,7 +195,7 @@ class _ExperienceMiner:
                 self._value_entry(phrase, target, pending.value, pending.condition, "llm")
             elif kind == "formula":
                 self._metric(phrase, pending.item.label, pending.extra, "llm")
-            elif self._is_own_name(phrase, target.name):
+            elif self.is_own_name(phrase, target.name):
                 self.out.known += 1
             else:
                 label = pending.item.label
