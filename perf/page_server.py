@@ -28,7 +28,7 @@ from kb.profile.profiler import ProfileOptions, profile_database
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from perf.fixtures import InstantOpenAI, ask_env
-from perf.server import free_port
+from perf.http_load import free_port
 from server.settings import Settings
 from server.state import open_keys
 

@@ -33,25 +33,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.perf.store import generate, percentile
+from bench.perf.store import generate
 from kb.store import KnowledgeStore
-from perf.fixtures import ask_env, instant_llm, profile_target, sales_target, stored_feedback
-from perf.sql_flood import FloodReport, flood
+from perf.fixtures import ask_env, instant_llm, profile_target, sales_target
+from perf.http_load import Scenario, drive, free_port, report_line
+from perf.server_flood import report_flood, run_flooded
 from server.settings import Settings
 from server.state import open_keys
 from ukf import BaseUKF
@@ -61,21 +60,6 @@ QUESTION_TEMPLATES = (
     "what was the {phrase} last quarter?",
     "compare {phrase} across regions",
 )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One kind of request: its method and path, and a body maker (seeded per request)."""
-
-    method: str
-    path: str
-    body: Callable[[random.Random], dict[str, Any]]
 
 
 @dataclass
@@ -108,86 +92,10 @@ SCENARIOS: dict[str, Callable[[Corpus], Scenario]] = {
 }
 
 
-@dataclass
-class Measured:
-    latencies: list[float] = field(default_factory=list)
-    errors: dict[int, int] = field(default_factory=dict)
-    seconds: float = 0.0
-
-
 def _corpus(entries: list[BaseUKF]) -> Corpus:
     phrases = [s for e in entries if e.type in ("column", "enum") for s in e.synonyms]
     tables = [e.name for e in entries if e.type == "table"]
     return Corpus(phrases=phrases, tables=tables)
-
-
-def _raw_request(method: str, path: str, body: dict[str, Any], key: str, port: int) -> bytes:
-    payload = json.dumps(body).encode()
-    head = (
-        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(payload)}\r\n\r\n"
-    )
-    return head.encode() + payload
-
-
-async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: bytes) -> int:
-    writer.write(raw)
-    await writer.drain()
-    status = int((await reader.readline()).split()[1])
-    length = 0
-    while (line := await reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    await reader.readexactly(length)
-    return status
-
-
-async def _drive(
-    scenario: Scenario, key: str, port: int, clients: int, requests: int, seed: int
-) -> Measured:
-    measured = Measured()
-    remaining = requests
-
-    async def client(index: int) -> None:
-        nonlocal remaining
-        rng = random.Random(seed * 1000 + index)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            while remaining > 0:
-                remaining -= 1
-                raw = _raw_request(scenario.method, scenario.path, scenario.body(rng), key, port)
-                started = time.perf_counter()
-                status = await _exchange(reader, writer, raw)
-                measured.latencies.append(time.perf_counter() - started)
-                if status != 200:
-                    measured.errors[status] = measured.errors.get(status, 0) + 1
-        finally:
-            writer.close()
-
-    started = time.perf_counter()
-    await asyncio.gather(*(client(i) for i in range(clients)))
-    measured.seconds = time.perf_counter() - started
-    return measured
-
-
-@dataclass
-class Flooded:
-    """One scenario run while the flood ran, and what the flood got."""
-
-    measured: Measured
-    flood: FloodReport
-    stored: dict[str, int]  # labeled feedback experiences and feedback audit records written
-
-    @property
-    def lost(self) -> int:
-        """Feedbacks answered 200 but not stored or not audited."""
-        return self.flood.statuses.get(200, 0) - min(self.stored.values())
-
-    @property
-    def fivehundreds(self) -> int:
-        return self.measured.errors.get(500, 0) + self.flood.statuses.get(500, 0)
 
 
 def _fill(
@@ -253,67 +161,6 @@ def _serve(
     raise SystemExit("almanac serve did not become healthy within 120 s")
 
 
-async def _drive_flooded(
-    scenario: Scenario,
-    key: str,
-    port: int,
-    clients: int,
-    requests: int,
-    seed: int,
-    flood_key: str,
-    workers: int,
-) -> tuple[Measured, FloodReport]:
-    """:func:`_drive` while ``workers`` flood slow corrected SQL with ``flood_key``."""
-    stop = asyncio.Event()
-    flooding = asyncio.create_task(flood(f"http://127.0.0.1:{port}", flood_key, workers, stop))
-    await asyncio.sleep(1.0)  # the flood is running before the load starts
-    if flooding.done():
-        await flooding  # it failed: raise its error
-    try:
-        measured = await _drive(scenario, key, port, clients, requests, seed)
-    finally:
-        stop.set()
-    return measured, await flooding
-
-
-def _report(name: str, clients: int, measured: Measured, label: str = "") -> str:
-    lat = measured.latencies
-    rate = len(lat) / measured.seconds if measured.seconds else 0.0
-    errors = _counts(measured.errors) or "none"
-    label = f"{label:<14} " if label else ""
-    return (
-        f"{name:<14} {clients:>3} clients  {label}{rate:8.1f} req/s  "
-        f"p50 {percentile(lat, 0.5) * 1000:6.2f} ms  p95 {percentile(lat, 0.95) * 1000:6.2f} ms  "
-        f"p99 {percentile(lat, 0.99) * 1000:6.2f} ms  (n={len(lat)}, errors: {errors})"
-    )
-
-
-def _counts(statuses: dict[int, int]) -> str:
-    return ", ".join(f"{code}×{n}" for code, n in sorted(statuses.items()))
-
-
-def _report_flood(
-    name: str, clients: int, workers: int, without: Measured, flooded: Flooded
-) -> list[str]:
-    """The lines a scenario adds with ``--flood``: both runs, the p99 ratio, the flood."""
-    base_p99 = percentile(without.latencies, 0.99)
-    flood_p99 = percentile(flooded.measured.latencies, 0.99)
-    ratio = flood_p99 / base_p99 if base_p99 else float("inf")
-    report = flooded.flood
-    answered = report.seconds or [0.0]
-    ok, lost = report.statuses.get(200, 0), flooded.lost
-    return [
-        _report(name, clients, without, "without flood"),
-        _report(name, clients, flooded.measured, f"flood of {workers}"),
-        f"{name:<14} p99 {base_p99 * 1000:.2f} ms without the flood, {flood_p99 * 1000:.2f} ms "
-        f"with it: {ratio:.2f}x (issue 20: within 3x)",
-        f"{name:<14} flood statuses {_counts(report.statuses) or 'none'}; answered posts p50 "
-        f"{percentile(answered, 0.5):.2f} s, max {max(answered):.2f} s; feedback answered 200 "
-        f"{ok}, stored {flooded.stored['experiences']}, audited {flooded.stored['audit']}: "
-        f"{'nothing lost' if lost == 0 else f'{lost} LOST'}",
-    ]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=16)
@@ -363,16 +210,16 @@ def main(argv: list[str] | None = None) -> int:
                 )
             for name in args.scenario or sorted(SCENARIOS):
                 scenario = SCENARIOS[name](corpus)
-                asyncio.run(_drive(scenario, key, port, args.clients, args.warmup, args.seed))
+                asyncio.run(drive(scenario, key, port, args.clients, args.warmup, args.seed))
                 measured = asyncio.run(
-                    _drive(scenario, key, port, args.clients, args.requests, args.seed + 1)
+                    drive(scenario, key, port, args.clients, args.requests, args.seed + 1)
                 )
                 failed |= measured.errors.get(500, 0) > 0
                 if flood_key is None:
-                    print(_report(name, args.clients, measured))
+                    print(report_line(name, args.clients, measured))
                     continue
-                flooded = _run_flooded(scenario, key, port, args, flood_key, data_dir, store_url)
-                for line in _report_flood(name, args.clients, args.flood, measured, flooded):
+                flooded = run_flooded(scenario, key, port, args, flood_key, data_dir, store_url)
+                for line in report_flood(name, args.clients, args.flood, measured, flooded):
                     print(line, flush=True)
                 failed |= flooded.fivehundreds > 0 or flooded.lost != 0
         finally:
@@ -383,38 +230,6 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         print("FAILED: an answer was 500 or a feedback answered 200 was not stored")
     return 1 if failed else 0
-
-
-def _run_flooded(
-    scenario: Scenario,
-    key: str,
-    port: int,
-    args: argparse.Namespace,
-    flood_key: str,
-    data_dir: Path,
-    store_url: str,
-) -> Flooded:
-    """The scenario's measured run (same requests) again, with the flood beside it."""
-    store, engine, _ = open_keys(Settings(data_dir=data_dir, store_url=store_url))
-    try:
-        before = stored_feedback(store, engine)
-        measured, report = asyncio.run(
-            _drive_flooded(
-                scenario,
-                key,
-                port,
-                args.clients,
-                args.requests,
-                args.seed + 1,
-                flood_key,
-                args.flood,
-            )
-        )
-        after = stored_feedback(store, engine)
-    finally:
-        engine.dispose()
-        store.close()
-    return Flooded(measured, report, {k: after[k] - before[k] for k in after})
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from perf.fixtures import (
     sales_target,
     stored_feedback,
 )
-from perf.server import free_port
+from perf.http_load import free_port
 from perf.sql_flood import FloodReport, ProbeReport, flood, probe
 from server.settings import Settings
 from server.state import open_keys
