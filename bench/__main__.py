@@ -100,8 +100,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["cot"] = {"limit": args.cot_limit}
         if args.cot_scope != "all":  # only then, as above
             manifest["cot"]["scope"] = args.cot_scope
-        if args.cot_without_knowledge:  # only then, as above
-            manifest["cot"]["knowledge"] = False
+        if args.cot_with_knowledge:  # only then, as above
+            manifest["cot"]["knowledge"] = True
     if args.mine_every:  # only then: earlier runs' manifests stay valid for resuming
         manifest["mine_every"] = args.mine_every
         manifest["mine_gate"] = (
@@ -218,7 +218,7 @@ def _profile_cot(
     report = profile(
         limit=args.cot_limit,
         asked=asked if args.cot_scope == "asked" else None,
-        with_knowledge=not args.cot_without_knowledge,
+        with_knowledge=args.cot_with_knowledge,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     data = json.dumps(report.to_dict(), indent=2, sort_keys=True)

@@ -122,14 +122,14 @@ class AlmanacLearning:
         limit: int | None = None,
         asked: Sequence[Example] | None = None,
         *,
-        with_knowledge: bool = True,
+        with_knowledge: bool = False,
     ) -> CotReport:
         """Checked CoT for the labeled experiences of the prepared databases that have none,
         the default model as teacher (``limit``: ask about at most that many). With
         ``asked``, only the examples those questions retrieve (:meth:`examples_of`), most
         retrieved first: the prompts they get are those of a knowledge base whose every
         experience is explained, since only retrieved examples are shown. ``with_knowledge``:
-        show the teacher the knowledge behind filters a question does not name."""
+        also show the teacher the knowledge behind filters a question does not name."""
         store, prepared = self.workspace.store, set(self.workspace.databases)
         if asked is None:
             experiences = [

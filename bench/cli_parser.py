@@ -270,10 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
         " calls; GeoQuery's 500+ train questions take hours on two cores)",
     )
     cot.add_argument(
-        "--cot-without-knowledge",
+        "--cot-with-knowledge",
         action="store_true",
-        help="--cot: show the teacher only the question and the SQL, not the knowledge behind"
-        " filters the question does not name",
+        help="--cot: also show the teacher the knowledge behind filters the question does not"
+        " name (agents/learn/cot/knowledge.py)",
     )
     run.add_argument("--out", type=Path, help="output folder (default bench/out/DATASET-SYSTEM)")
     run.add_argument("--fresh", action="store_true", help="discard earlier results in --out")

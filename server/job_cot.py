@@ -64,8 +64,8 @@ class CotParams(BaseModel):
     limit: int | None = Field(default=None, gt=0, description="ask about at most this many")
     retry_failed: bool = Field(default=False, description="ask again where this model failed")
     with_knowledge: bool = Field(
-        default=True,
-        description="show the teacher the knowledge behind filters the question does not name",
+        default=False,
+        description="also show the teacher the knowledge behind filters the question does not name",
     )
     dry_run: bool = False
 

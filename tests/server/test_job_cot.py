@@ -171,10 +171,10 @@ def test_the_teacher_is_shown_the_knowledge_behind_a_filter_unless_told_not_to(c
     french = PredicateUKF.create("French singers", "country = 'France'", database=DATABASE)
     server.state.store.upsert(french)
     shown = "predicate \"French singers\": country = 'France'"
-    bare = server.wait_job(_submit(server, {"dry_run": True, "with_knowledge": False}))
+    bare = server.wait_job(_submit(server, {"dry_run": True}))
     assert bare["state"] == "succeeded", bare
     assert not any(shown in call[0][1]["content"] for call in teacher.calls)
-    told = server.wait_job(_submit(server, {"dry_run": True}))
+    told = server.wait_job(_submit(server, {"dry_run": True, "with_knowledge": True}))
     assert told["state"] == "succeeded" and told["result"]["passed"] == 3, told
     prompts = [call[0][1]["content"] for call in teacher.calls[3:]]
     assert [shown in p for p in prompts].count(True) == 1  # only the France question's
@@ -242,5 +242,5 @@ def test_the_cli_explains_what_is_missing_and_prints_the_report(tmp_path, capsys
         out.startswith("CoT by teacher: 1 passed (100% of those asked)") and len(teacher.calls) == 3
     )
     assert run_cot_command(parser.parse_args(["cot", "--limit", "0"]), settings, llm=teacher) == 2
-    bare = parser.parse_args(["cot", "--without-knowledge", "--retry-failed", "--dry-run"])
-    assert bare.without_knowledge and run_cot_command(bare, settings, llm=teacher) == 0
+    told = parser.parse_args(["cot", "--with-knowledge", "--retry-failed", "--dry-run"])
+    assert told.with_knowledge and run_cot_command(told, settings, llm=teacher) == 0

@@ -13,6 +13,11 @@ and synonyms whose phrase the question uses. The writer
 shows them to the model (each with its name, which the checker then accepts in quotes) and
 the CoT record keeps their ids.
 
+Off by default (``profile_cot(with_knowledge=True)``, ``--cot-with-knowledge``): with the
+1.5B as teacher, AutoFin's 61 explained SQL passed the checker 16 times with the knowledge
+shown against 23 without (the model copied the entries' words, ``REV_VEH`` or "rule", into
+its steps, names the checker refuses).
+
 An entry *gives* a value when the value occurs in its text as a whole word, case-sensitively;
 a value of one or two characters (``'A'``) only quoted or after ``=``, so that English words
 ("A management view") do not count.

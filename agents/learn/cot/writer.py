@@ -3,7 +3,7 @@
 :class:`CotWriter` asks its LLM (a collaborator: the teacher tier, any
 :class:`agents.llm.base.LLM`) for short numbered steps tying the question's phrases to the
 SQL's parts (``prompts/cot_system.j2``, ``cot_user.j2``, which lists those parts as the
-checker reads them and the knowledge behind filters the question does not name, from
+checker reads them and, when given, the knowledge behind filters the question does not name, from
 :mod:`agents.learn.cot.knowledge`), checks the reply with
 :func:`agents.learn.cot.check.check_cot`, and, when it fails, asks once more in the same
 conversation with the checker's reasons (``cot_retry.j2``). Only a passing explanation is

@@ -109,7 +109,7 @@ def test_the_writer_is_shown_the_knowledge_and_the_record_keeps_its_ids(store):
         return good
 
     llm = ScriptedLLM([reply], name="teacher")
-    report = profile_cot(store, [experience], CotWriter(llm), job_id="k1")
+    report = profile_cot(store, [experience], CotWriter(llm), with_knowledge=True, job_id="k1")
     assert (report.asked, report.passed) == (1, 1), report.to_dict()
     prompt = llm.calls[0][0][1]["content"]
     assert "Knowledge the SQL follows" in prompt
@@ -122,6 +122,6 @@ def test_the_writer_is_shown_the_knowledge_and_the_record_keeps_its_ids(store):
 
     # without the knowledge the same reply names a rule the writer was never shown
     bare = ScriptedLLM([reply], name="bare teacher")
-    plain = profile_cot(store, [experience], CotWriter(bare), with_knowledge=False, apply=False)
+    plain = profile_cot(store, [experience], CotWriter(bare), apply=False)  # the default
     assert "Knowledge the SQL follows" not in bare.calls[0][0][1]["content"]
     assert plain.passed == 0 and plain.failed == 1
