@@ -40,7 +40,7 @@ class Flooded:
         return self.measured.errors.get(500, 0) + self.flood.statuses.get(500, 0)
 
 
-async def drive_flooded(
+async def _drive_flooded(
     scenario: Scenario,
     key: str,
     port: int,
@@ -78,7 +78,7 @@ def run_flooded(
     try:
         before = stored_feedback(store, engine)
         measured, report = asyncio.run(
-            drive_flooded(
+            _drive_flooded(
                 scenario,
                 key,
                 port,

@@ -6,7 +6,7 @@ A verified SQL often filters on what its question never says: the reporting rule
 "retail"), a synonym's value (``model_code = 'NV100'`` for "Sprite"). A writer shown only the
 question and the SQL cannot tie such a filter to any words, so it skips it and the
 explanation fails the checker. :class:`CotKnowledgeLookup` finds, for each filter whose
-column or string values the question does not name, the knowledge entries of the database
+column or values the question does not name, the knowledge entries of the database
 that state that filter: rules, metrics, predicates and glossary entries that name its
 column and give each of its values (numbers included: a filter no entry states gets none),
 and synonyms whose phrase the question uses. The writer
@@ -65,7 +65,6 @@ class CotKnowledge:
 class _Entry:
     knowledge: CotKnowledge
     body: str  # what it says, searched for columns and values
-    lower: str
 
 
 class CotKnowledgeLookup:
@@ -122,11 +121,12 @@ def _entry(entry: BaseUKF) -> _Entry:
         text = text[: TEXT_CHARS - 1].rstrip() + "…"
     phrases = tuple(dict.fromkeys(p for p in (entry.name, *entry.synonyms) if p))
     knowledge = CotKnowledge(entry.id, entry.type, entry.name, text, phrases)
-    return _Entry(knowledge, body, body.lower())
+    return _Entry(knowledge, body)
 
 
 def _implicit(asked: str, columns: list[str], values: list[str]) -> bool:
-    """The question names neither the filter's column nor (each of) its string values."""
+    """The question does not name both the filter's column and each of its values (one of
+    them is left for the knowledge to explain)."""
     column_named = any(_said_in(asked, c) for c in columns)
     values_named = all(_phrase_in(asked, v.strip("%")) for v in values)
     return not (column_named and values_named)
@@ -139,7 +139,8 @@ def _states(entry: _Entry, columns: list[str], values: list[str], asked: str) ->
         _phrase_in(asked, p) for p in entry.knowledge.phrases
     ):
         return False
-    if not any(_word_in(entry.lower, c.lower()) for c in columns):
+    lower = entry.body.lower()
+    if not any(_word_in(lower, c.lower()) for c in columns):
         return False
     return all(_gives(entry.body, v) for v in values)
 
