@@ -1,13 +1,12 @@
 """The ``mine`` job over HTTP on GeoQuery (real SQLite store and target): candidates with the
 job id, the report as the job's result, progress and cancellation (inside the pairer's LLM
-call), parameters and roles refused, a workspace key's scope, and a job whose worker died
-resumed without duplicates (compared with one uninterrupted run)."""
+call), parameters and roles refused, a workspace key's scope, and the gate (a helpful
+candidate activated, a misleading one rejected, cancellation inside it). A worker that died
+mid-job: ``test_job_mine_resume.py``; the real small model: ``test_job_mine_real_model.py``."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,19 +15,13 @@ import pytest
 from agents.learn.mine import is_candidate
 from agents.learn.mine.labeled import MiningReport
 from agents.llm.base import LLMCancelledError, current_cancellation
-from agents.llm.models import TEST_MODEL, default_data_dir, pull
 from bench.datasets import load_dataset
 from bench.mine_throughput import experiences_of
-from indices.embeddings import HashingEmbedder
-from kb.profile.profiler import ProfileOptions, profile_database
-from server.job_kinds import runners_for
 from server.job_mine import LIST_LIMIT, job_result
-from server.state import build_state
-from server.worker import JobContext, JobWorker
 from tests.agents.learn.conftest import GEOQUERY, labeled
 from tests.agents.learn.test_gate import GOLD, model_reading_knowledge
 from tests.agents.scripted import ScriptedLLM, sql_reply
-from tests.server.conftest import Server, make_settings, running_server
+from tests.server.conftest import Server
 from ukf import BaseUKF, ExperienceUKF
 
 DATABASE = "geography"
@@ -339,175 +332,6 @@ def test_gate_parameters(geo):
     assert other["state"] == "failed" and "cannot be measured" in other["error"], other
     dry = geo.wait_job(_submit(geo, {"gate": True, "dry_run": True}))  # dry: no gate
     assert dry["state"] == "succeeded" and "gate" not in dry["result"], dry
-
-
-# ------------------------------------------------------------------------------- resume
-class WorkerDiedError(RuntimeError):
-    pass
-
-
-class DyingContext(JobContext):
-    """A job context whose worker dies after ``experiences`` experiences, or (None) right
-    after the merge wrote, before the job could finish."""
-
-    def __init__(self, *args: Any, experiences: int | None) -> None:
-        super().__init__(*args)
-        self.experiences = experiences
-
-    def progress(self, fraction: float | None, message: str | None = None) -> None:
-        done = message or ""
-        if self.experiences is not None and done.startswith(f"mined {self.experiences}/"):
-            raise WorkerDiedError(done)
-        super().progress(fraction, message)
-
-    def log(self, line: str, level: str = "info") -> None:
-        if self.experiences is None and line.startswith("labeled: mined "):
-            raise WorkerDiedError("after the merge")
-        super().log(line, level)
-
-
-def _comparable(store: Any) -> dict[str, Any]:
-    found = {}
-    for entry in _mined(store):
-        data = entry.to_dict()
-        for moving in ("timestamp", "last_verified"):
-            data.pop(moving, None)
-        data["parents"] = sorted(data["parents"])
-        data["metadata"]["mining"].pop("job_id")
-        found[entry.id] = data
-    return found
-
-
-@pytest.fixture()
-def idle_servers(tmp_path, experiences) -> Iterator[Any]:
-    """Servers without job workers over GeoQuery, each with its own profiled store."""
-    with ExitStack() as stack:
-
-        def start(name: str) -> Server:
-            folder = tmp_path / name
-            folder.mkdir()
-            settings = make_settings(
-                folder,
-                f"sqlite:///{folder / 'knowledge.db'}",
-                target_url=f"sqlite:///{GEOQUERY}",
-                target_name=DATABASE,
-                jobs={"workers": 0},
-            )
-            state = build_state(settings, embedder=HashingEmbedder(), llms=None)
-            server = stack.enter_context(running_server(state))
-            assert state.target is not None
-            options = ProfileOptions(progress=False)
-            profile_database(state.target, state.store, database_name=DATABASE, options=options)
-            state.store.upsert_many(experiences)
-            return server
-
-        yield start
-
-
-def _run_once(server: Server, context_type: type[JobContext] = JobContext, **kw: Any) -> Any:
-    state = server.state
-    worker_id = f"worker-{context_type.__name__}"
-    job = state.jobs.claim(worker_id, ["mine"])
-    assert job is not None
-    context = context_type(state.jobs, job, worker_id, threading.Event(), **kw)
-    return context.run(runners_for(state)["mine"])
-
-
-@pytest.mark.parametrize("dies", [COUNT // 2, None], ids=["mid-way", "after-the-merge"])
-def test_a_job_whose_worker_died_resumes_without_duplicates(idle_servers, dies):
-    whole = idle_servers("whole")
-    _submit(whole, {})
-    single = _run_once(whole)
-    assert single["merge"]["inserted"] > 0
-
-    broken = idle_servers("broken")
-    job_id = _submit(broken, {})
-    with pytest.raises(WorkerDiedError):
-        _run_once(broken, DyingContext, experiences=dies)
-    written = _mined(broken.state.store)
-    assert len(written) == (0 if dies else single["merge"]["inserted"])
-
-    assert broken.state.jobs.recover(lease_s=0.0) == [(job_id, "queued")]
-    worker = JobWorker(broken.state.jobs, runners_for(broken.state), poll_s=0.05)
-    worker.start()
-    try:
-        job = broken.wait_job(job_id)
-    finally:
-        worker.stop()
-    assert job["state"] == "succeeded" and job["attempts"] == 2, job
-    resumed = job["result"]
-    assert resumed["merge"].get("inserted", 0) == (single["merge"]["inserted"] if dies else 0)
-    assert _comparable(broken.state.store) == _comparable(whole.state.store)
-    assert {e.metadata["mining"]["job_id"] for e in _mined(broken.state.store)} == {job_id}
-
-
-def _real_model_state(tmp_path: Any, **overrides: Any) -> Any:
-    """A server state on GeoQuery whose one tier is the real 0.5B test model (``overrides``:
-    more settings)."""
-    pull(TEST_MODEL, default_data_dir(), progress=False)
-    (tmp_path / "models").symlink_to(default_data_dir() / "models")
-    settings = make_settings(
-        tmp_path,
-        f"sqlite:///{tmp_path / 'knowledge.db'}",
-        target_url=f"sqlite:///{GEOQUERY}",
-        target_name=DATABASE,
-        llm_tiers=[{"name": "default", "model": TEST_MODEL}],
-        **overrides,
-    )
-    return build_state(settings, embedder=HashingEmbedder())
-
-
-@pytest.mark.slow
-def test_the_real_small_model_pairs_through_the_describe_tier(tmp_path, experiences):
-    """End to end: the pairer is the describe tier of the server's own LLM tiers (the real
-    0.5B test model), built as describe jobs build theirs."""
-    state = _real_model_state(tmp_path)
-    with running_server(state) as server:
-        assert server.wait_job(_submit(server, {}, kind="profile"))["state"] == "succeeded"
-        size = labeled(
-            "what is the size of texas",
-            "SELECT area FROM state WHERE state_name = 'texas'",
-            database=DATABASE,
-        )
-        state.store.upsert_many([size])
-        job = server.wait_job(_submit(server, {"llm_pairer": True}), timeout=600)
-        assert job["state"] == "succeeded", job
-        assert job["result"]["pairer_calls"] == 1 and job["result"]["experiences"] == 1
-        (entry,) = _mined(state.store)
-        assert (entry.name, entry.content) == ("size", "size means state.area")
-        assert entry.metadata["mining"]["how"] == "llm"
-        assert entry.metadata["mining"]["job_id"] == job["id"]
-
-
-@pytest.mark.slow
-def test_the_gate_runs_with_the_servers_real_small_model(tmp_path):
-    """End to end: the gate asks the held questions with the server's own ask tier (the
-    real 0.5B test model, background turns at the LLM gate) and decides every candidate."""
-    if not GEOQUERY.is_file():
-        pytest.skip(f"benchmark database {GEOQUERY} not found (set ALMANAC_BENCH_DATA)")
-    state = _real_model_state(tmp_path)
-    with running_server(state) as server:
-        assert server.wait_job(_submit(server, {}, kind="profile"))["state"] == "succeeded"
-        state.store.upsert_many(
-            [labeled(q, sql, DATABASE, verified=True) for q, sql in GOLD.items()]
-        )
-        since = state.store.version
-        source = labeled(
-            "how many people live in NC",
-            "SELECT s.population FROM state AS s WHERE s.state_name = 'north carolina'",
-            DATABASE,
-            verified=True,
-        )
-        state.store.upsert_many([source])
-        job = server.wait_job(_submit(server, {"since_version": since, "gate": True}), timeout=900)
-        assert job["state"] == "succeeded", job
-        gate = job["result"]["gate"]
-        assert gate["held"] == 3 and gate["asked"] >= 3 and not gate["cancelled"]
-        decided = set(gate["activated"]) | set(gate["rejected"])
-        assert decided == set(job["result"]["candidate_ids"]) and decided
-        for entry in state.store.get_many(sorted(decided)).values():
-            assert entry.metadata["mining"]["status"] in ("active", "rejected")
-            assert "ex_with" in entry.metadata["mining"]["gate"]
 
 
 def test_long_lists_in_the_result_are_cut_and_counted() -> None:

@@ -16,7 +16,8 @@ from tests.agents.learn.conftest import GEOQUERY, labeled
 from tests.agents.learn.test_gate import knowledge_of
 from tests.agents.scripted import ScriptedLLM, ShareCalibrator, sql_reply
 from tests.server.conftest import Server, running_server
-from tests.server.test_job_mine import DATABASE, OneTier, _mined, _real_model_state, _submit
+from tests.server.test_job_mine import DATABASE, OneTier, _mined, _submit
+from tests.server.test_job_mine_real_model import _real_model_state
 from ukf import ExperienceUKF
 
 HOUSTON = "how many people live in houston"
