@@ -19,7 +19,10 @@ key and the file, before the model or the data are read. Example (YAML)::
 ignored). ``max_steps`` (> 0) caps the run whatever ``epochs`` says. ``gradient_checkpointing``
 (on by default, as trl's) recomputes the forward pass in the backward one to save activation
 memory; ``false`` saves that recomputation (about a quarter of a LoRA step's compute) where
-memory is plentiful, e.g. a CPU run with tens of GB of RAM.
+memory is plentiful, e.g. a CPU run with tens of GB of RAM. ``lora.top_layers: N`` puts the
+adapter on the last N transformer layers only: with checkpointing off, the layers below them
+need no backward pass and keep no activations for one, so a step costs less time and memory
+(at most the model's number of layers; checked against the base model's ``config.json``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class LoraSettings(BaseModel):
     rank: int = Field(16, gt=0)
     alpha: int = Field(32, gt=0)
     dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    top_layers: int | None = Field(None, gt=0)
     target_modules: list[str] = Field(
         default_factory=lambda: [
             "q_proj",

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from distill.checkpoints import check_checkpoint, last_checkpoint
-from distill.config import TrainConfig
+from distill.config import ConfigError, TrainConfig
 from distill.dataset import MANIFEST, TRAIN, VALIDATION, EmptyDatasetError, read_tuples
 from distill.progress import ProgressCallback, StepHook
 
@@ -78,6 +78,26 @@ def check_base_model(path: Path) -> None:
         )
     if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")):
         raise UnknownBaseModelError(f"base model {path} has no tokenizer (tokenizer.json)")
+
+
+def adapted_layers(config: TrainConfig) -> list[int] | None:
+    """The transformer layers the LoRA adapter goes on: the last ``lora.top_layers`` of the
+    base model's, or None (all). :class:`ConfigError` when the model has fewer layers."""
+    top = config.lora.top_layers
+    if top is None or config.full_finetune:
+        return None
+    try:
+        model = json.loads((config.base_model / "config.json").read_text())
+        layers = int(model["num_hidden_layers"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UnknownBaseModelError(
+            f"base model {config.base_model}: no num_hidden_layers in config.json ({exc})"
+        ) from None
+    if top > layers:
+        raise ConfigError(
+            f"lora.top_layers is {top} but base model {config.base_model} has {layers} layers"
+        )
+    return list(range(layers - top, layers))
 
 
 def device_for(config: TrainConfig) -> str:
@@ -156,6 +176,7 @@ def train(
     from transformers import AutoTokenizer
 
     check_base_model(config.base_model)
+    layers = adapted_layers(config)
     device = device_for(config)
     resumed_from = last_checkpoint(config.output_dir) if resume else None
     if resumed_from is not None:
@@ -167,7 +188,9 @@ def train(
     callback = ProgressCallback(
         config.output_dir / METRICS, dropped_over_length=dropped, on_step=on_step
     )
-    trainer = _trainer(config, device, tokenizer, train_rows, validation_rows, callback)
+    trainer = _trainer(
+        config, device, tokenizer, train_rows, validation_rows, callback, layers=layers
+    )
     trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
     result = TrainResult(
         config.output_dir,
@@ -194,6 +217,8 @@ def _trainer(
     train_rows: list[dict],
     validation_rows: list[dict],
     callback: ProgressCallback,
+    *,
+    layers: list[int] | None = None,
 ) -> Any:
     import torch
     from datasets import Dataset
@@ -230,6 +255,8 @@ def _trainer(
             lora_alpha=config.lora.alpha,
             lora_dropout=config.lora.dropout,
             target_modules=config.lora.target_modules,
+            layers_to_transform=layers,
+            layers_pattern="layers" if layers is not None else None,
             task_type="CAUSAL_LM",
         )
     return SFTTrainer(

@@ -9,7 +9,7 @@ from transformers import AutoTokenizer
 
 from distill.config import TrainConfig
 from distill.progress import ProgressCallback
-from distill.train import _trainer, pairs, train
+from distill.train import _trainer, adapted_layers, pairs, train
 from tests.distill.tiny import tiny_student
 
 MESSAGES = [
@@ -62,3 +62,35 @@ def test_gradient_checkpointing_is_on_unless_the_config_turns_it_off(tmp_path: P
         trainer = _trainer(config, "cpu", tokenizer, rows, [], ProgressCallback(tmp_path / "m"))
         assert trainer.args.gradient_checkpointing is setting
     assert TrainConfig(base_model=base, data=tmp_path, output_dir=tmp_path).gradient_checkpointing
+
+
+def test_top_layers_puts_the_adapter_on_the_last_layers_only(tmp_path: Path):
+    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
+    data = tmp_path / "data"
+    data.mkdir()
+    line = json.dumps({"messages": MESSAGES, "target": TARGET})
+    (data / "train.jsonl").write_text(f"{line}\n{line}\n")
+    config = TrainConfig(
+        base_model=base,
+        data=data,
+        output_dir=tmp_path / "run",
+        max_steps=2,
+        gradient_checkpointing=False,
+        lora={"rank": 4, "alpha": 8, "top_layers": 1},
+    )
+    assert adapted_layers(config) == [1]  # the tiny model has layers 0 and 1
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    rows = pairs([{"messages": MESSAGES, "target": TARGET}])
+    trainer = _trainer(
+        config, "cpu", tokenizer, rows, [], ProgressCallback(tmp_path / "m"), layers=[1]
+    )
+    trained = [name for name, p in trainer.model.named_parameters() if p.requires_grad]
+    assert trained and all(".layers.1." in name and "lora_" in name for name in trained)
+    result = train(config)
+    assert result.steps == 2 and len(result.losses) == 2
+    adapter = json.loads((tmp_path / "run" / "final" / "adapter_config.json").read_text())
+    assert adapter["layers_to_transform"] == [1]
+    everything = config.model_copy(
+        update={"lora": config.lora.model_copy(update={"top_layers": None})}
+    )
+    assert adapted_layers(everything) is None

@@ -112,3 +112,13 @@ def test_a_corrupted_checkpoint_is_a_clear_error(tmp_path, base):
     (checkpoint / "trainer_state.json").write_text("{not json")
     with pytest.raises(CorruptCheckpointError, match=r"trainer_state\.json unreadable"):
         train(config)
+
+
+def test_more_top_layers_than_the_model_has_is_refused_before_training(tmp_path, base):
+    data = dataset(tmp_path / "data", [row()])
+    config = TrainConfig(
+        base_model=base, data=data, output_dir=tmp_path / "run", lora={"top_layers": 3}
+    )
+    with pytest.raises(ConfigError, match=r"lora.top_layers is 3 but base model .* has 2 layers"):
+        train(config)
+    assert not (tmp_path / "run").exists()
