@@ -1,9 +1,11 @@
 """The embedded backend: llama.cpp in-process over a GGUF file (see :mod:`agents.llm.models`).
 
 One generation at a time per model (llama.cpp contexts are not thread-safe); ``timeout`` is
-enforced between streamed tokens. A ``reply_prefix`` is continued for real: the GGUF's own chat
-template is rendered with the assistant turn opened, the prefix appended, and the model
-completes it (the prompt cache still reuses the longest shared prefix of tokens).
+enforced between streamed tokens and inside a prompt's prefill (below), so a long prompt on a
+busy machine cannot hold the model for minutes past it. A ``reply_prefix`` is continued for
+real: the GGUF's own chat template is rendered with the assistant turn opened, the prefix
+appended, and the model completes it (the prompt cache still reuses the longest shared prefix
+of tokens).
 
 With a :class:`agents.llm.prompt_cache.PromptStateCache`, the context state after a call is
 kept on disk and restored before a later prompt that starts the same way, in this process or
@@ -16,11 +18,13 @@ for little more than the time of one (:mod:`agents.llm.parallel_decode`).
 A call stops within about a second once the current :class:`~agents.llm.base.Cancellation`
 is cancelled: while it waits for the model (another caller may hold it for a minute), while
 it generates (the token is looked at before each new token), and while it prefills: under a
-token, a prompt is evaluated with llama.cpp's abort callback installed, which llama.cpp calls
-after each node of the compute graph (a few hundred per batch; each call takes the GIL, so the
-callback is installed only for a cancellable prefill). llama.cpp drops the aborted batch
-from the KV cache and llama-cpp-python records only the batches it finished, so the next call
-reuses that prefix as usual and answers exactly as if nothing had been cancelled.
+token or with a timeout, a prompt is evaluated with llama.cpp's abort callback installed, which
+llama.cpp calls after each node of the compute graph (a few hundred per batch; each call takes
+the GIL, so the callback is installed only for a prefill that can be cancelled or time out);
+past the deadline the call raises :class:`~agents.llm.base.LLMTimeoutError`. llama.cpp drops
+the aborted batch from the KV cache and llama-cpp-python records only the batches it
+finished, so the next call reuses that prefix as usual and answers exactly as if nothing had
+been cancelled.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ class LlamaCppLLM:
         self._template = chat_template(self._llama)
         self._lock = threading.Lock()
         self._logprobs: TokenLogprobs | None = None  # the generation under way, if any
+        self._deadline: float | None = None  # the call under way's, if it has a timeout
         self.prompt_cache = prompt_cache
         self.parallel_sequences = sequence_capacity(self._llama)
         self.variants_together = self._template is not None and self.parallel_sequences > 1
@@ -126,7 +131,7 @@ class LlamaCppLLM:
         if self._template is not None and (prefill or self.prompt_cache is not None):
             templated = self._templated(messages, prefix if prefill else None)
         prompt = templated[0] if templated and self.prompt_cache is not None else []
-        with self._model_held():
+        with self._model_held(), self._until(deadline):
             for sample in range(n):
                 options = _Sampling(temperature, max_tokens, base_seed + sample, deadline)
                 reused = self._restore(prompt)
@@ -194,7 +199,7 @@ class LlamaCppLLM:
             )
             for v in variants
         ]
-        with self._model_held():
+        with self._model_held(), self._until(deadline):
             reused = self._restore(prompt) if self.prompt_cache is not None else None
             try:
                 replies = decode_parallel(
@@ -231,30 +236,48 @@ class LlamaCppLLM:
         finally:
             self._lock.release()
 
+    @contextlib.contextmanager
+    def _until(self, deadline: float | None) -> Iterator[None]:
+        """``deadline`` (``time.perf_counter``) bounds the prefills of the call under way."""
+        self._deadline = deadline
+        try:
+            yield
+        finally:
+            self._deadline = None
+
     def _eval_cancellable(self, tokens: Sequence[int]) -> None:
-        """``Llama.eval``, aborted inside llama.cpp when the current token is cancelled while
-        it evaluates a prompt (:class:`LLMCancelledError`). llama-cpp-python updates
-        ``n_tokens`` and ``input_ids`` only after a batch it finished, and llama.cpp removes an
-        aborted batch from the KV cache, so the context stays consistent.
+        """``Llama.eval``, aborted inside llama.cpp when the current token is cancelled
+        (:class:`LLMCancelledError`) or the call's deadline passes (:class:`LLMTimeoutError`)
+        while it evaluates a prompt. llama-cpp-python updates ``n_tokens`` and ``input_ids``
+        only after a batch it finished, and llama.cpp removes an aborted batch from the KV
+        cache, so the context stays consistent.
 
         During a ``chat`` generation ``tokens`` are first shown to its :class:`TokenLogprobs`
         (a generated token's log probability is read from the logits it was drawn from)."""
         if self._logprobs is not None:
             self._logprobs.before_eval(tokens)
-        token = current_cancellation()
-        if token is None:
+        token, deadline = current_cancellation(), self._deadline
+        if token is not None:
+            token.raise_if_cancelled(f"{self.name}: evaluating")
+        # a generated token: looked at between tokens is soon enough
+        if len(tokens) < 2 or (token is None and deadline is None):
             self._eval_whole(tokens)
             return
-        token.raise_if_cancelled(f"{self.name}: evaluating")
-        if len(tokens) < 2:  # a generated token: looked at between tokens is soon enough
-            self._eval_whole(tokens)
-            return
-        with aborted_by(self._llama, token):
+        self._raise_if_late(deadline, len(tokens))
+        with aborted_by(self._llama, token, deadline):
             try:
                 self._eval_whole(tokens)
             except RuntimeError:  # "llama_decode returned 2": aborted
-                token.raise_if_cancelled(f"{self.name}: prefill of {len(tokens)} tokens")
+                if token is not None:
+                    token.raise_if_cancelled(f"{self.name}: prefill of {len(tokens)} tokens")
+                self._raise_if_late(deadline, len(tokens))
                 raise
+
+    def _raise_if_late(self, deadline: float | None, tokens: int) -> None:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise LLMTimeoutError(
+                f"{self.name}: no answer within the timeout (prefill of {tokens} tokens)"
+            )
 
     def _last_logits(self) -> Any:
         """The logits of the context's last evaluated token (a view, not a copy)."""

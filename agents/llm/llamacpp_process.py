@@ -5,6 +5,7 @@ while a model loads."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,12 +13,20 @@ from agents.llm.base import Cancellation
 
 
 @contextlib.contextmanager
-def aborted_by(llama: Any, token: Cancellation) -> Iterator[None]:
-    """llama.cpp's abort callback on ``llama``'s context, true once ``token`` is cancelled."""
+def aborted_by(
+    llama: Any, token: Cancellation | None, deadline: float | None = None
+) -> Iterator[None]:
+    """llama.cpp's abort callback on ``llama``'s context, true once ``token`` is cancelled or
+    ``deadline`` (``time.perf_counter``) has passed."""
     import llama_cpp
 
+    def abort(_data: Any) -> bool:
+        if token is not None and token.cancelled:
+            return True
+        return deadline is not None and time.perf_counter() > deadline
+
     context = llama._ctx.ctx
-    callback = llama_cpp.ggml_abort_callback(lambda _data: token.cancelled)
+    callback = llama_cpp.ggml_abort_callback(abort)
     llama_cpp.llama_set_abort_callback(context, callback, None)
     try:
         yield

@@ -1,5 +1,6 @@
 """Cancelling an LLM call: within seconds while it prefills, generates or waits for the model,
-and the model answers the next call exactly as if nothing had been cancelled.
+and the model answers the next call exactly as if nothing had been cancelled; a call's timeout
+stops its prefill the same way.
 
 The embedded model is the real 0.5B test model; the prompt is long enough that prefilling it
 takes longer than the half second after which it is cancelled.
@@ -22,6 +23,7 @@ from agents.llm.base import (
     Completion,
     LLMCancelledError,
     LLMError,
+    LLMTimeoutError,
     ResilientLLM,
     cancellation_scope,
     current_cancellation,
@@ -87,6 +89,19 @@ def test_a_cancel_during_prefill_stops_it_and_the_next_call_answers_the_same(lla
     assert llama._llama.n_tokens < prompt_tokens  # stopped part-way through the prompt
     again = llama.chat(LONG, max_tokens=24)
     assert again.text == reference.text
+
+
+@pytest.mark.slow
+def test_a_timeout_during_prefill_stops_it_there_and_the_next_call_answers_the_same(
+    llama, reference
+):
+    llama.chat(OTHER, max_tokens=1)
+    started = time.monotonic()
+    with pytest.raises(LLMTimeoutError, match="prefill") as stopped:
+        llama.chat(LONG, max_tokens=24, timeout=0.5)
+    assert time.monotonic() - started < STOPPED_WITHIN_S, stopped.value
+    assert llama._llama.n_tokens < reference.prompt_tokens  # stopped part-way through it
+    assert llama.chat(LONG, max_tokens=24).text == reference.text
 
 
 @pytest.mark.slow
