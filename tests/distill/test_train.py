@@ -19,6 +19,16 @@ MESSAGES = [
 TARGET = "```sql\nSELECT count(*) FROM singer\n```"
 
 
+def base_and_data(tmp_path: Path) -> tuple[Path, Path]:
+    """A tiny student and a dataset of the same tuple twice."""
+    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
+    data = tmp_path / "data"
+    data.mkdir()
+    line = json.dumps({"messages": MESSAGES, "target": TARGET})
+    (data / "train.jsonl").write_text(f"{line}\n{line}\n")
+    return base, data
+
+
 def test_the_loss_counts_the_target_tokens_only(tmp_path: Path):
     base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
@@ -33,11 +43,7 @@ def test_the_loss_counts_the_target_tokens_only(tmp_path: Path):
 
 
 def test_full_fine_tuning_saves_a_whole_model(tmp_path: Path):
-    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
-    data = tmp_path / "data"
-    data.mkdir()
-    line = json.dumps({"messages": MESSAGES, "target": TARGET})
-    (data / "train.jsonl").write_text(f"{line}\n{line}\n")
+    base, data = base_and_data(tmp_path)
     config = TrainConfig(
         base_model=base, data=data, output_dir=tmp_path / "run", full_finetune=True, max_steps=2
     )
@@ -65,11 +71,7 @@ def test_gradient_checkpointing_is_on_unless_the_config_turns_it_off(tmp_path: P
 
 
 def test_top_layers_puts_the_adapter_on_the_last_layers_only(tmp_path: Path):
-    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
-    data = tmp_path / "data"
-    data.mkdir()
-    line = json.dumps({"messages": MESSAGES, "target": TARGET})
-    (data / "train.jsonl").write_text(f"{line}\n{line}\n")
+    base, data = base_and_data(tmp_path)
     config = TrainConfig(
         base_model=base,
         data=data,
