@@ -71,6 +71,19 @@ def add_analyze_command(commands: Any) -> None:
     analyze.add_argument("--model", help="the model: packaged name or GGUF path")
     analyze.add_argument("--threads", type=int, help="llama.cpp threads")
     analyze.add_argument("--llm-cache", type=Path, help="response cache file (reruns are free)")
+    analyze.add_argument(
+        "--prompt-cache",
+        type=Path,
+        help="folder of llama.cpp prompt states, as the server keeps them (a prompt that starts"
+        " like an earlier one, e.g. the chain's schema after the planner's prompt, is not"
+        " prefilled again)",
+    )
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The model options the systems are made with (None: the default), as ``almanac``
+    takes them."""
+    return {k: getattr(args, k) for k in ("model", "threads", "llm_cache", "prompt_cache")}
 
 
 def analyze_command(args: argparse.Namespace) -> int:
@@ -98,7 +111,7 @@ def analyze_command(args: argparse.Namespace) -> int:
         ask_goal=not args.skip_goal,
         narrative_reserve_s=args.narrative_reserve_s,
     )
-    options = {k: getattr(args, k) for k in ("model", "threads", "llm_cache")}
+    options = model_options(args)
     manifest = {"benchmark": args.benchmark, "system": args.system, "tasks": len(tasks)}
     manifest.update(bounds.__dict__)
     manifest.update({k: str(v) if v is not None else None for k, v in options.items()})

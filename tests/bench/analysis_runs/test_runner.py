@@ -4,6 +4,7 @@ recorded while the run goes on, and the one-SQL baseline asking exactly one quer
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from dataclasses import replace
@@ -192,3 +193,18 @@ def test_with_ask_goal_the_analyst_asks_the_goal_first(tasks, tmp_path):
     [record] = run_tasks(tasks[:1], system("almanac-analysis", llm, ask_goal=True), tmp_path)
     questions = [e["question"] for e in record.analysis["evidence"]]
     assert questions == [tasks[0].goal, SUB_QUESTIONS[0]] and record.sql_calls == 2
+
+
+def test_the_model_options_reach_the_systems_prompt_cache_included(tmp_path):
+    from bench.analysis_runs.cli import add_analyze_command, model_options
+
+    parser = argparse.ArgumentParser()
+    add_analyze_command(parser.add_subparsers(dest="command"))
+    args = ["analyze", "insightbench", "--system", "one-sql", "--out", str(tmp_path)]
+    given = parser.parse_args([*args, "--prompt-cache", str(tmp_path / "pc"), "--threads", "2"])
+    assert model_options(given) == {
+        "model": None,
+        "threads": 2,
+        "llm_cache": None,
+        "prompt_cache": tmp_path / "pc",
+    }
