@@ -40,7 +40,7 @@ from bench.report import alternative_lines, mean_scores, timeout_line, write_rep
 from bench.run import MiningSystem, RunConfig, Runner, write_run_manifest
 from bench.sampling import shuffled, stratified_sample
 from bench.stream_mining import StreamMiningOptions
-from bench.synthesis import write_synthesis
+from bench.synthesis import synthesis_transforms, write_synthesis
 from bench.systems import System, make_system
 
 
@@ -65,6 +65,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise ValueError("--mine-every mines what a stream observes: add --stream or --learn-split")
     if (args.synthesize or args.examples_per_db is not None) and not args.learn_split:
         raise ValueError("--synthesize and --examples-per-db need --learn-split")
+    synthesis_transforms(args.synthesize_transforms)  # a typo stops the run before it starts
     system = make_system(args.system, **_system_options(args))
     if args.mine_every:
         _enable_mining(system, args)
@@ -195,8 +196,12 @@ def _synthesize(
     synthesize = getattr(system, "synthesize", None)
     if synthesize is None:
         raise ValueError(f"system {args.system!r} does not synthesize (--synthesize)")
+    transforms = synthesis_transforms(args.synthesize_transforms)
     reports = synthesize(
-        args.synthesize, per_source=args.synthesize_per_source, databases=databases
+        args.synthesize,
+        per_source=args.synthesize_per_source,
+        databases=databases,
+        transforms=transforms,
     )
     totals = write_synthesis(out_dir, reports)
     print(

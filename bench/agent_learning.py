@@ -25,6 +25,7 @@ from agents.learn.cot import CotReport, CotWriter, cot_experiences, profile_cot
 from agents.learn.gate import PipelineFactory
 from agents.learn.mine.pairer import LLMPairer
 from agents.learn.synth import (
+    TRANSFORMS,
     QuestionWriter,
     SynthesisReport,
     SynthOptions,
@@ -86,13 +87,18 @@ class AlmanacLearning:
         return pipeline.ask(experience.question, experience.context, AskOptions(n=n))
 
     def synthesize(
-        self, limit: int, *, per_source: int = 6, databases: set[str] | None = None
+        self,
+        limit: int,
+        *,
+        per_source: int = 6,
+        databases: set[str] | None = None,
+        transforms: tuple[str, ...] = TRANSFORMS,
     ) -> dict[str, SynthesisReport]:
         """Up to ``limit`` synthetic pairs from the labeled experiences (the revealed
         examples) of ``databases`` (None: every prepared one), spread evenly over them (a
-        database that yields fewer leaves its share to the next); each question written by
-        the default model and back-checked by the chain as the unlabeled vote asks it
-        (n = 1, not logged)."""
+        database that yields fewer leaves its share to the next), by ``transforms``; each
+        question written by the default model and back-checked by the chain as the
+        unlabeled vote asks it (n = 1, not logged)."""
         store = self.workspace.store
         grouped: dict[str, list[ExperienceUKF]] = {}
         for source in synthesis_sources(store):
@@ -111,7 +117,7 @@ class AlmanacLearning:
                 targets={name: self.workspace.databases[name]},
                 writer=writer,
                 ask=lambda draft: self._vote(draft, 1),
-                options=SynthOptions(limit=share, per_source=per_source),
+                options=SynthOptions(limit=share, per_source=per_source, transforms=transforms),
             )
             left -= len(reports[name].stored_ids)
         self.workspace.indices.refresh()

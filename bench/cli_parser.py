@@ -246,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="variants tried per revealed example (default 6)",
     )
     synthesis.add_argument(
+        "--synthesize-transforms",
+        metavar="T,T",
+        help="only these transforms, comma-separated (of filter, group, join, window,"
+        " decompose, vary; default all): e.g. a mix without filter variants",
+    )
+    synthesis.add_argument(
         "--examples-per-db",
         type=int,
         metavar="K",

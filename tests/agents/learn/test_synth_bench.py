@@ -9,12 +9,17 @@ import json
 
 import pytest
 
-from agents.learn.synth import synthetic_experiences
+from agents.learn.synth import TRANSFORMS, synthetic_experiences
 from agents.learn.synth.results import run, same_result
 from bench.__main__ import main as bench_main
 from bench.datasets import load_dataset
 from bench.learn_split import revealed_examples
-from bench.synthesis import SYNTHESIS_LOG, first_per_database, write_synthesis
+from bench.synthesis import (
+    SYNTHESIS_LOG,
+    first_per_database,
+    synthesis_transforms,
+    write_synthesis,
+)
 from bench.systems import Prediction, make_system
 from indices.embeddings import HashingEmbedder
 from tests.agents.scripted import ScriptedLLM
@@ -76,3 +81,25 @@ def test_the_almanac_system_synthesizes_from_what_it_was_shown(spider, tmp_path)
     assert (
         written["databases"]["concert_singer"]["stored_ids"] == reports["concert_singer"].stored_ids
     )
+
+
+def test_synthesize_transforms_chooses_the_variants_and_refuses_unknown_ones(tmp_path, capsys):
+    assert synthesis_transforms(None) == TRANSFORMS
+    assert synthesis_transforms("decompose, join,group") == ("group", "join", "decompose")
+    with pytest.raises(ValueError, match=r"unknown \['filters'\]"):
+        synthesis_transforms("join,filters")
+    run = ["run", "--dataset", "spider_dev", "--system", "almanac", "--limit", "1"]
+    flags = ["--learn-split", "rest", "--synthesize", "3", "--synthesize-transforms", "nope"]
+    assert bench_main([*run, *flags, "--out", str(tmp_path / "out")]) == 2
+    assert "--synthesize-transforms: unknown ['nope']" in capsys.readouterr().err
+
+
+def test_the_almanac_system_synthesizes_only_the_transforms_asked(spider):
+    system = make_system("almanac", llm=ScriptedLLM([reply]), embedder=HashingEmbedder())
+    concert = [e for e in spider.examples if e.database == "concert_singer"][:3]
+    system.prepare({e.database: e.database_url for e in concert})
+    for example in concert:
+        system.observe(example, Prediction(), True)
+    reports = system.synthesize(5, per_source=3, transforms=("group", "join"))
+    assert set(reports["concert_singer"].counts) <= {"group", "join"}
+    assert reports["concert_singer"].counts  # some variant was made
