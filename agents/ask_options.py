@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agents.llm.base import Cancellation, current_cancellation
+
 MAX_QUESTION_CHARS = 2000
 
 
@@ -59,3 +61,16 @@ def checked_question(question: str) -> str:
             f"the question has {len(question)} characters; at most {MAX_QUESTION_CHARS}"
         )
     return question.strip()
+
+
+def deadline_token(deadline: float | None) -> Cancellation | None:
+    """The token that stops a question's model calls at its deadline (a ``monotonic`` time,
+    from :attr:`AskOptions.deadline_s`) and when the caller's own token is cancelled; without
+    a deadline, the caller's token."""
+    if deadline is None:
+        return current_cancellation()
+    return Cancellation(
+        parent=current_cancellation(),
+        deadline=deadline,
+        deadline_reason="the question's deadline passed",
+    )

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from agents.answer import Answer
 from agents.experience_review import FINGERPRINT, PENDING, REVIEW, ExperienceReview, StringSource
 from agents.learn.credit import BlameThreshold, CreditOutcome, apply_verdict, count_for
 from agents.learn.mine.correction import LearnedFact, learn_from_correction
@@ -107,6 +108,27 @@ class ExperienceLog:
         self.strings = strings
         self.review = ExperienceReview(store, agreement=agreement, strings=strings)
         self._lock = threading.Lock()
+
+    def record_answer(self, answer: Answer, context: QueryContext) -> tuple[str, str]:
+        """Store an answered question (its SQL, confidence, signals, abstention, tier, error
+        and the knowledge it used) as :meth:`record` does; (answer id, experience id)."""
+        return self.record(
+            answer.question,
+            context,
+            sql=answer.sql,
+            reasoning=answer.reasoning,
+            columns=answer.columns,
+            extra={
+                "confidence": answer.confidence,
+                "vote_share": answer.vote_share,
+                "signals": answer.signals,
+                "abstained": answer.abstained,
+                "tier": answer.tier,
+                "error": answer.error,
+            },
+            knowledge=[k.id for k in answer.knowledge],
+            answer_extra={"confidence": answer.confidence, "signals": answer.signals},
+        )
 
     def record(
         self,

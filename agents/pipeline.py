@@ -35,13 +35,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from agents.adaptive_trace import AdaptiveTrace
 from agents.answer import Answer, Candidate, StageReport
-from agents.ask_options import AskOptions, QuestionError, checked_question
+from agents.ask_options import AskOptions, QuestionError, checked_question, deadline_token
 from agents.confidence.abstain import abstention
 from agents.confidence.assess import Assessment, ConfidenceAssessor
 from agents.experience_log import ExperienceLog, FeedbackOutcome, Verdict
 from agents.learn.credit import BlameThreshold
-from agents.llm.base import LLM, Cancellation, cancellation_scope, current_cancellation
+from agents.llm.base import LLM, cancellation_scope
 from agents.pipeline_options import PipelineOptions
 from agents.rag.agent import RagAgent, RagContext
 from agents.rag.schema_slice import SchemaCatalog
@@ -165,9 +166,12 @@ class Pipeline:
             templated = self.options.templates and self.templates.outcome(
                 rag, context, answer.knowledge
             )
-            with cancellation_scope(_deadline_token(deadline)):  # stops a model call at it
-                outcome = templated or self._candidates(rag, context, options, emit, deadline)
-            self._fill_from(answer, outcome, options, deadline)
+            trace = AdaptiveTrace(started)
+            with cancellation_scope(deadline_token(deadline)):  # stops a model call at it
+                outcome = templated or self._candidates(
+                    rag, context, options, emit, deadline, trace
+                )
+            self._fill_from(answer, outcome, options, deadline, trace)
             self._assess(answer, rag, outcome, options)
         else:
             self._unexecuted(answer, rag, context)
@@ -202,7 +206,9 @@ class Pipeline:
         )
 
     # ------------------------------------------------------------------ stages
-    def _cascade(self, rag: RagContext, options: AskOptions, deadline: float | None) -> Cascade:
+    def _cascade(
+        self, rag: RagContext, options: AskOptions, deadline: float | None, trace: AdaptiveTrace
+    ) -> Cascade:
         pipeline_options = self.options
         if deadline is not None:
             refine = replace(pipeline_options.refine, deadline=deadline)
@@ -213,11 +219,11 @@ class Pipeline:
             adaptive = settings.adaptive and options.n == 1
         stop_rule = None
         if adaptive:
-            target = settings.target
 
-            def stop_rule(found: Sequence[Candidate], voted: VoteOutcome, tiers_asked: int) -> bool:
-                assessed = self.confidence.assess(rag, found, voted, tiers_tried=tiers_asked)
-                return assessed.confidence >= target
+            def assess(found: Sequence[Candidate], voted: VoteOutcome, tiers: int) -> float:
+                return self.confidence.assess(rag, found, voted, tiers_tried=tiers).confidence
+
+            stop_rule = trace.rule(assess, settings.target)
 
         return build_cascade(
             self.tiers,
@@ -236,11 +242,13 @@ class Pipeline:
         options: AskOptions,
         emit: Callable[[Event], None],
         deadline: float | None,
+        trace: AdaptiveTrace,
     ) -> CascadeOutcome:
         def seen(candidate: Candidate) -> None:
             emit({"stage": "candidate", "candidate": candidate.summary().model_dump()})
 
-        outcome = self._cascade(rag, options, deadline).run(rag, context, on_candidate=seen)
+        cascade = self._cascade(rag, options, deadline, trace)
+        outcome = cascade.run(rag, context, on_candidate=seen)
         emit(
             {
                 "stage": "vote",
@@ -258,6 +266,7 @@ class Pipeline:
         outcome: CascadeOutcome,
         options: AskOptions,
         deadline: float | None,
+        trace: AdaptiveTrace,
     ) -> None:
         cands = outcome.candidates
         stopped = deadline is not None and (
@@ -270,7 +279,11 @@ class Pipeline:
                 seconds=sum(c.generate_seconds for c in cands),
                 prompt_tokens=sum(c.prompt_tokens for c in cands),
                 completion_tokens=sum(c.completion_tokens for c in cands),
-                detail={"candidates": len(cands), "tiers": outcome.tiers_tried},
+                detail={
+                    "candidates": len(cands),
+                    "tiers": outcome.tiers_tried,
+                    **({"adaptive": trace.checks} if trace.checks else {}),
+                },
             )
         )
         answer.stages.append(
@@ -367,36 +380,8 @@ class Pipeline:
         if not self.options.log_questions:
             answer.id = f"unlogged-{int(time.time() * 1000)}"
             return
-        answer.id, answer.experience_id = self.experiences.record(
-            answer.question,
-            context,
-            sql=answer.sql,
-            reasoning=answer.reasoning,
-            columns=answer.columns,
-            extra={
-                "confidence": answer.confidence,
-                "vote_share": answer.vote_share,
-                "signals": answer.signals,
-                "abstained": answer.abstained,
-                "tier": answer.tier,
-                "error": answer.error,
-            },
-            knowledge=[k.id for k in answer.knowledge],
-            answer_extra={"confidence": answer.confidence, "signals": answer.signals},
-        )
+        answer.id, answer.experience_id = self.experiences.record_answer(answer, context)
         answer.stages.append(StageReport(stage="log", seconds=time.perf_counter() - started))
-
-
-def _deadline_token(deadline: float | None) -> Cancellation | None:
-    """The token that stops the question's model calls at its deadline (a ``monotonic`` time)
-    and when the caller's own token is cancelled; without a deadline, the caller's token."""
-    if deadline is None:
-        return current_cancellation()
-    return Cancellation(
-        parent=current_cancellation(),
-        deadline=deadline,
-        deadline_reason="the question's deadline passed",
-    )
 
 
 __all__ = ["AskOptions", "ModelTier", "Pipeline", "PipelineOptions", "QuestionError"]

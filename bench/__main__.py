@@ -243,6 +243,7 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         "sequences",
         "prompt_cache",
         "calibrator",
+        "adaptive_target",
     )
     options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if args.sliced_schema:

@@ -31,7 +31,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from agents.answer import CandidateSummary
+from agents.answer import Answer, CandidateSummary
 from agents.confidence.assess import (
     CalibratorSource,
     ConfidenceAssessor,
@@ -171,6 +171,7 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
         # the answers' confidence: the calibrator of --calibrator, else the packaged one
         path = options.get("calibrator")
         self.calibrator = Calibrator.load(Path(path)) if path else packaged_calibrator()
+        self.adaptive_target: float | None = options.get("adaptive_target")
         self.small = (
             load_llm(self.choice.small_model, self.choice) if self.tiers_needed > 1 else None
         )
@@ -227,7 +228,11 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
             database_name,
             dialect=self.workspace.databases[database_name].dialect,
             calibrators=CalibratorSource(fallback=self.calibrator),
-            options=ConfidenceOptions(abstain_below=0.0, adaptive=adaptive),
+            options=ConfidenceOptions(
+                abstain_below=0.0,
+                adaptive=adaptive,
+                **({} if self.adaptive_target is None else {"target": self.adaptive_target}),
+            ),
         )
 
     def predict(self, example: Example, dialect: str) -> Prediction:
@@ -248,11 +253,18 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
                 "prompt_tokens": answer.prompt_tokens,
                 "completion_tokens": answer.completion_tokens,
                 "stages": {s.stage: round(s.seconds, 3) for s in answer.stages},
+                "adaptive": adaptive_checks(answer),
                 "candidates": len(answer.candidates),
                 "knowledge": len(answer.knowledge),
                 "experience_id": answer.experience_id,
             },
         )
+
+
+def adaptive_checks(answer: Answer) -> list[dict[str, float]] | None:
+    """The adaptive stop rule's checks (:mod:`agents.adaptive_trace`), None without one."""
+    generate = next((s for s in answer.stages if s.stage == "generate"), None)
+    return generate.detail.get("adaptive") if generate is not None else None
 
 
 def greedy_alternatives(candidates: list[CandidateSummary]) -> dict[str, str]:

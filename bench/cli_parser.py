@@ -173,6 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument(
         "--calibrator", type=Path, help="confidence calibrator JSON (bench.calibration)"
     )
+    models.add_argument(
+        "--adaptive-target",
+        type=float,
+        metavar="T",
+        help="adaptive systems: draw more samples while the confidence is under T (default"
+        " the server's 0.5); 1.0 samples every question's whole budget, and each answer's"
+        " trace then tells what any lower target would have done (bench/adaptive_sweep.py)",
+    )
     models.add_argument("--threads", type=int, help="llama.cpp threads")
     models.add_argument(
         "--sequences",

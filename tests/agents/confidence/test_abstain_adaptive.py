@@ -121,6 +121,9 @@ def test_adaptive_sampling_stops_at_the_greedy_answer_of_an_easy_question(concer
     pipeline = _pipeline(concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True)
     answer = pipeline.ask("How many singers are from France?")
     assert answer.samples == 1 and len(llm.calls) == 1 and answer.confidence == 0.9
+    (check,) = _adaptive_checks(answer)  # the greedy answer's, which stopped the sampling
+    assert (check["samples"], check["confidence"]) == (1, 0.9)
+    assert 0 < check["at_s"] <= answer.seconds
 
 
 def test_adaptive_sampling_spends_its_budget_on_a_hard_question(concert):
@@ -145,6 +148,15 @@ def test_adaptive_sampling_stops_once_the_samples_agree_enough(concert):
     answer = pipeline.ask("How many wombats sing?")
     # greedy 0.3; two samples split 0.5; the third makes 2/3 >= 0.6
     assert answer.samples == 3 and answer.confidence >= 0.6
+    checks = _adaptive_checks(answer)  # why it drew more: each check's count and confidence
+    assert [c["samples"] for c in checks] == [1, 2, 3]
+    assert checks[0]["confidence"] < 0.6 <= checks[-1]["confidence"]
+    assert [c["at_s"] for c in checks] == sorted(c["at_s"] for c in checks)
+
+
+def _adaptive_checks(answer) -> list[dict[str, float]]:
+    (generate,) = [s for s in answer.stages if s.stage == "generate"]
+    return generate.detail["adaptive"]
 
 
 def test_an_explicit_n_still_draws_n(concert):
@@ -152,6 +164,8 @@ def test_an_explicit_n_still_draws_n(concert):
     pipeline = _pipeline(concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True)
     answer = pipeline.ask("How many singers are there?", options=AskOptions(n=3, adaptive=False))
     assert answer.samples == 3 and answer.vote_share == 1.0
+    (generate,) = [s for s in answer.stages if s.stage == "generate"]
+    assert "adaptive" not in generate.detail  # no stop rule, no trace
 
 
 def test_the_cascade_escalates_while_unsure_and_stops_when_sure(concert):
