@@ -93,9 +93,11 @@ def traced(result: QuestionResult) -> Traced:
         (v for k, v in scores.items() if k.startswith("greedy:")), None
     )
     tail = max(0.0, result.latency_s - float(last["at_s"]))
+    # no check at one candidate: the greedy draw gave none alone, so sampling went on
+    alone = first["samples"] == 1
     return Traced(
         id=result.id,
-        greedy_confidence=float(first["confidence"]),
+        greedy_confidence=float(first["confidence"]) if alone else float("-inf"),
         greedy_correct=_correct(greedy) if escalated else final_correct,
         greedy_seconds=float(first["at_s"]) + tail if escalated else result.latency_s,
         final_correct=final_correct,

@@ -134,3 +134,14 @@ def test_an_adaptive_system_at_target_one_draws_the_budget_and_keeps_the_trace()
     plain = make_system("almanac-adaptive", llm=llm, embedder=HashingEmbedder())
     plain.prepare({example.database: example.database_url})
     assert plain.pipeline_on(example.database).confidence.options.target == 0.5
+
+
+def test_a_greedy_draw_that_gave_no_candidate_escalates_for_every_target():
+    late = result(
+        "a",
+        greedy=(0.8, False, 2.0),
+        final=(True, 9.0),
+        checks=[{"samples": 5, "confidence": 0.8, "at_s": 8.5}],
+    )
+    question = traced(late)
+    assert question.escalated and question.at(0.0) == (True, 9.0, True)
