@@ -65,7 +65,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise ValueError("--mine-every mines what a stream observes: add --stream or --learn-split")
     if (args.synthesize or args.examples_per_db is not None) and not args.learn_split:
         raise ValueError("--synthesize and --examples-per-db need --learn-split")
-    synthesis_transforms(args.synthesize_transforms)  # a typo stops the run before it starts
+    transforms = synthesis_transforms(args.synthesize_transforms)  # a typo stops it here
     system = make_system(args.system, **_system_options(args))
     if args.mine_every:
         _enable_mining(system, args)
@@ -132,7 +132,8 @@ def run_command(args: argparse.Namespace) -> int:
     if args.learn_split:
         learn_split(system, revealed, args, out_dir)
     if args.synthesize:
-        _synthesize(system, args, out_dir, {e.database for e in dataset.examples})
+        databases = {e.database for e in dataset.examples}
+        _synthesize(system, args, out_dir, databases, transforms)
     if args.cot:
         _profile_cot(system, args, out_dir, dataset.examples)
     config = RunConfig(
@@ -189,14 +190,17 @@ def _enable_mining(system: System, args: argparse.Namespace) -> None:
 
 
 def _synthesize(
-    system: System, args: argparse.Namespace, out_dir: Path, databases: set[str]
+    system: System,
+    args: argparse.Namespace,
+    out_dir: Path,
+    databases: set[str],
+    transforms: tuple[str, ...],
 ) -> None:
-    """Synthesize up to ``--synthesize`` pairs from what ``--learn-split`` revealed about
-    ``databases`` (those of the questions answered)."""
+    """Synthesize up to ``--synthesize`` pairs by ``transforms`` from what ``--learn-split``
+    revealed about ``databases`` (those of the questions answered)."""
     synthesize = getattr(system, "synthesize", None)
     if synthesize is None:
         raise ValueError(f"system {args.system!r} does not synthesize (--synthesize)")
-    transforms = synthesis_transforms(args.synthesize_transforms)
     reports = synthesize(
         args.synthesize,
         per_source=args.synthesize_per_source,

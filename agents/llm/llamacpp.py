@@ -51,7 +51,12 @@ from agents.llm.base import (
     current_cancellation,
     raise_if_cancelled,
 )
-from agents.llm.llamacpp_process import aborted_by, chat_template, keep_process_output
+from agents.llm.llamacpp_process import (
+    aborted_by,
+    chat_template,
+    keep_process_output,
+    raise_if_late,
+)
 from agents.llm.logprobs import TokenLogprobs
 from agents.llm.parallel_decode import (
     SequenceRequest,
@@ -131,7 +136,7 @@ class LlamaCppLLM:
         if self._template is not None and (prefill or self.prompt_cache is not None):
             templated = self._templated(messages, prefix if prefill else None)
         prompt = templated[0] if templated and self.prompt_cache is not None else []
-        with self._model_held(), self._until(deadline):
+        with self._model_held(deadline):
             for sample in range(n):
                 options = _Sampling(temperature, max_tokens, base_seed + sample, deadline)
                 reused = self._restore(prompt)
@@ -199,7 +204,7 @@ class LlamaCppLLM:
             )
             for v in variants
         ]
-        with self._model_held(), self._until(deadline):
+        with self._model_held(deadline):
             reused = self._restore(prompt) if self.prompt_cache is not None else None
             try:
                 replies = decode_parallel(
@@ -228,22 +233,16 @@ class LlamaCppLLM:
         ]
 
     @contextlib.contextmanager
-    def _model_held(self) -> Iterator[None]:
-        """The model to this call alone; the wait ends when the call is cancelled."""
+    def _model_held(self, deadline: float | None = None) -> Iterator[None]:
+        """The model to this call alone; the wait ends when the call is cancelled. While it
+        is held, ``deadline`` (``time.perf_counter``) bounds the call's prefills."""
         acquire_cancellable(self._lock, f"{self.name}: waiting for the model")
-        try:
-            yield
-        finally:
-            self._lock.release()
-
-    @contextlib.contextmanager
-    def _until(self, deadline: float | None) -> Iterator[None]:
-        """``deadline`` (``time.perf_counter``) bounds the prefills of the call under way."""
         self._deadline = deadline
         try:
             yield
         finally:
             self._deadline = None
+            self._lock.release()
 
     def _eval_cancellable(self, tokens: Sequence[int]) -> None:
         """``Llama.eval``, aborted inside llama.cpp when the current token is cancelled
@@ -263,21 +262,15 @@ class LlamaCppLLM:
         if len(tokens) < 2 or (token is None and deadline is None):
             self._eval_whole(tokens)
             return
-        self._raise_if_late(deadline, len(tokens))
+        raise_if_late(self.name, deadline, len(tokens))
         with aborted_by(self._llama, token, deadline):
             try:
                 self._eval_whole(tokens)
             except RuntimeError:  # "llama_decode returned 2": aborted
                 if token is not None:
                     token.raise_if_cancelled(f"{self.name}: prefill of {len(tokens)} tokens")
-                self._raise_if_late(deadline, len(tokens))
+                raise_if_late(self.name, deadline, len(tokens))
                 raise
-
-    def _raise_if_late(self, deadline: float | None, tokens: int) -> None:
-        if deadline is not None and time.perf_counter() > deadline:
-            raise LLMTimeoutError(
-                f"{self.name}: no answer within the timeout (prefill of {tokens} tokens)"
-            )
 
     def _last_logits(self) -> Any:
         """The logits of the context's last evaluated token (a view, not a copy)."""

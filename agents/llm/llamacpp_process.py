@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from agents.llm.base import Cancellation
+from agents.llm.base import Cancellation, LLMTimeoutError
 
 
 @contextlib.contextmanager
@@ -32,6 +32,13 @@ def aborted_by(
         yield
     finally:
         llama_cpp.llama_set_abort_callback(context, llama_cpp.ggml_abort_callback(), None)
+
+
+def raise_if_late(name: str, deadline: float | None, tokens: int) -> None:
+    """:class:`LLMTimeoutError` when ``deadline`` (``time.perf_counter``) has passed before or
+    during the prefill of ``tokens`` tokens by model ``name``."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise LLMTimeoutError(f"{name}: no answer within the timeout (prefill of {tokens} tokens)")
 
 
 def chat_template(llama: Any) -> Any:
