@@ -31,7 +31,7 @@ def roles(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, st
     for name in df.columns:
         values = df[name].dropna()
         numeric = pd.to_numeric(values, errors="coerce").notna().all() and len(values) > 0
-        if found["time"] is None and (TIME_NAMES.fullmatch(str(name)) or _dates(values)):
+        if found["time"] is None and (TIME_NAMES.fullmatch(str(name)) or is_dates(values)):
             found["time"] = name
         elif numeric:
             found["measure"] = name
@@ -40,7 +40,8 @@ def roles(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, st
     return found
 
 
-def _dates(values: pd.Series) -> bool:
+def is_dates(values: pd.Series) -> bool:
+    """Whether every value is text that starts like a date (YYYY-MM) and parses as one."""
     if values.empty or pd.api.types.is_numeric_dtype(values):
         return False
     text = values.astype(str)

@@ -17,10 +17,16 @@ from typing import Any
 import pandas as pd
 from pandas.api.types import is_numeric_dtype
 
-from agents.analysis.charts import roles
+from agents.analysis.charts import is_dates, roles
 from agents.analysis.facts import ToolFacts
 from agents.analysis.models import Evidence
-from agents.analysis.timeseries import forecast, season_length, time_series, trend_seasonality
+from agents.analysis.timeseries import (
+    coarse_periods,
+    forecast,
+    season_length,
+    time_series,
+    trend_seasonality,
+)
 from agents.analysis.tools import frame, outliers, period_change, rank_options
 
 log = logging.getLogger(__name__)
@@ -52,9 +58,10 @@ def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], 
     runs: list[tuple[str, Callable[[], ToolFacts]]] = []
     notes: list[str] = []
     if time is not None:
+        instants, time = time, coarse_periods(df, time)
         series = time_series(df, time, measure)
         if kind in {"descriptive", "diagnostic", "predictive"}:
-            for dimension in _dimensions(df, time, measure):
+            for dimension in _dimensions(df, measure, time, instants):
                 runs.append(("period_change", partial(period_change, df, time, measure, dimension)))
         if len(series) >= 3:
             runs.append(("trend_seasonality", lambda: trend_seasonality(series)))
@@ -89,10 +96,18 @@ def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], 
     return results, notes
 
 
-def _dimensions(df: pd.DataFrame, time: str, measure: str) -> list[str | None]:
-    """The breakdowns to decompose a change by: each text column (two at most) and, with
-    two, their combination (a change driven by one region and one model shows there)."""
-    text = [c for c in df.columns if c not in (time, measure) and not is_numeric_dtype(df[c])][:2]
+def _dimensions(df: pd.DataFrame, measure: str, *times: str) -> list[str | None]:
+    """The breakdowns to decompose a change by: each text column (two at most) that is not
+    one of ``times`` or another date, and, with two, their combination (a change driven by
+    one region and one model shows there)."""
+    text = [
+        c
+        for c in df.columns
+        if c != measure
+        and c not in times
+        and not is_numeric_dtype(df[c])
+        and not is_dates(df[c].dropna())  # another timestamp is not a segment
+    ][:2]
     if len(text) == 2:
         combined = " / ".join(text)
         df[combined] = df[text[0]].astype(str) + " / " + df[text[1]].astype(str)

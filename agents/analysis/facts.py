@@ -16,8 +16,16 @@ from agents.analysis.numbers import known_numbers
 
 def shown(value: float | None, spec: str = "g") -> str:
     """A fact's number for a summary: formatted by ``spec``, ``n/a`` when None (a value
-    :func:`rounded` found not finite, such as the p-value of a constant series)."""
-    return "n/a" if value is None else format(value, spec)
+    :func:`rounded` found not finite, such as the p-value of a constant series); from
+    100,000 on with thousands separators instead of an exponent (``1,600,680``, not
+    ``1.60068e+06``), the one decimal :func:`rounded` keeps shown when there is one."""
+    if value is None:
+        return "n/a"
+    if spec in ("g", "+g") and abs(value) >= 1e5 and math.isfinite(value):
+        sign = "+" if spec == "+g" else ""
+        decimals = 0 if float(value).is_integer() else 1
+        return format(value, f"{sign},.{decimals}f")
+    return format(value, spec)
 
 
 def rounded(value: Any) -> Any:
@@ -110,7 +118,13 @@ class PeriodChange(ToolFacts):
         if top is not None and top.share is not None:
             text += (
                 f" The largest part came from {self.dimension} {top.segment} "
-                f"({shown(top.change, '+g')}, {top.share * 100:.3g}% of the change)."
+                f"({shown(top.change, '+g')}, {shown(rounded(top.share * 100))}% of the change)."
+            )
+        elif top is not None and self.change and top.change * self.change > 0:
+            # an average: its segments' changes do not add up to it, so no share is said
+            text += (
+                f" The largest move that way was in {self.dimension} {top.segment} "
+                f"({shown(top.change, '+g')})."
             )
         return text
 
@@ -120,6 +134,22 @@ class Outlier:
     label: str
     value: float
     zscore: float
+
+
+def _stands_out(points: list[Outlier], word: str, measure: str) -> str:
+    """One sentence: ``points`` have a ``word`` (higher, lower) ``measure`` than the rest."""
+    if len(points) == 1:
+        p = points[0]
+        return (
+            f"{p.label} has a {word} {measure} than the others: "
+            f"{shown(p.value)} (z = {shown(p.zscore)})."
+        )
+    listed = ", ".join(f"{p.label} ({shown(p.value)}, z = {shown(p.zscore)})" for p in points[:-1])
+    last = points[-1]
+    return (
+        f"{listed} and {last.label} ({shown(last.value)}, z = {shown(last.zscore)}) "
+        f"have a {word} {measure} than the others."
+    )
 
 
 @dataclass
@@ -137,10 +167,16 @@ class Outliers(ToolFacts):
     def summary(self) -> str:
         if not self.points:
             return f"No outlier in {self.measure} among {self.count} values."
-        listed = ", ".join(
-            f"{p.label} ({shown(p.value)}, z = {shown(p.zscore)})" for p in self.points[:3]
-        )
-        return f"Outliers in {self.measure} (mean {shown(self.mean)}): {listed}."
+        shown_points = self.points[:3]
+        high = [p for p in shown_points if (p.zscore or 0.0) >= 0]
+        low = [p for p in shown_points if (p.zscore or 0.0) < 0]
+        mean = f"the mean of the {self.count} values is {shown(self.mean)}"
+        sentences = [
+            _stands_out(group, word, self.measure)
+            for group, word in ((high, "higher"), (low, "lower"))
+            if group
+        ]
+        return " ".join(sentences)[:-1] + f"; {mean}."
 
 
 @dataclass
@@ -155,20 +191,25 @@ class TrendSeasonality(ToolFacts):
     seasonal_strength: float | None = None
     seasonal_amplitude: float | None = None
     peak_position: str | None = None
+    measure: str | None = None  # the series' name, when it has one
 
     def __post_init__(self) -> None:
         self.tool = "trend_seasonality"
 
     def summary(self) -> str:
+        subject = self.measure or "the series"
+        trend = {"up": "trends upward", "down": "trends downward"}.get(
+            self.direction, "shows no significant trend"
+        )
         text = (
-            f"Over {self.count} periods the trend is {self.direction} "
+            f"Over {self.count} periods {subject} {trend} "
             f"(slope {shown(self.slope)} per period, p = {shown(self.p_value)})."
         )
         if self.seasonal_strength is not None and self.peak_position is not None:
             text += (
-                f" Seasonality of period {self.period} has strength "
-                f"{shown(self.seasonal_strength)},"
-                f" peaking at {self.peak_position}."
+                f" It is seasonal with a cycle of {self.period} periods "
+                f"(strength {shown(self.seasonal_strength)}),"
+                f" peaking in {self.peak_position}."
             )
         return text
 
@@ -187,14 +228,16 @@ class Forecast(ToolFacts):
     count: int
     level: float
     points: list[ForecastPoint] = field(default_factory=list)
+    measure: str | None = None  # the series' name, when it has one
 
     def __post_init__(self) -> None:
         self.tool = "forecast"
 
     def summary(self) -> str:
         first = self.points[0]
+        of = f" of {self.measure}" if self.measure else ""
         return (
-            f"The forecast for {first.label} is {shown(first.value)} "
+            f"The forecast{of} for {first.label} is {shown(first.value)} "
             f"({self.level * 100:g}% interval {shown(first.lower)} to {shown(first.upper)})."
         )
 

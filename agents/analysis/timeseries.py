@@ -19,16 +19,19 @@ from statsmodels.tsa.seasonal import STL
 from statsmodels.tsa.statespace.sarimax import SARIMAX
 
 from agents.analysis.facts import Forecast, ForecastPoint, TrendSeasonality, label, rounded
+from agents.analysis.tools import aggregation
 
 CYCLES = {"M": 12, "Q": 4, "W": 52, "D": 7}
 
 
 def time_series(df: pd.DataFrame, time: str, measure: str) -> pd.Series:
-    """``measure`` summed per value of ``time``, in time order; indexed by periods when the
+    """``measure`` per value of ``time`` (summed, or averaged for an average or a rate:
+    :func:`~agents.analysis.tools.aggregation`), in time order; indexed by periods when the
     times parse as dates of a regular frequency (monthly, quarterly, ...)."""
     if time not in df.columns or measure not in df.columns:
         raise ValueError(f"no column {time!r} or {measure!r} in {list(df.columns)}")
-    series = df.dropna(subset=[time, measure]).groupby(time, sort=True)[measure].sum()
+    rows = df.dropna(subset=[time, measure]).groupby(time, sort=True)[measure]
+    series = rows.agg(aggregation(measure))
     series = series.astype(float)
     if pd.api.types.is_numeric_dtype(series.index):
         years = series.index.astype(int)
@@ -48,6 +51,27 @@ def time_series(df: pd.DataFrame, time: str, measure: str) -> pd.Series:
     if code in {"M", "Q", "Y", "A", "W", "D"}:
         series.index = series.index.to_period("Y" if code == "A" else code)
     return series
+
+
+def coarse_periods(df: pd.DataFrame, time: str, *, most: int = 60) -> str:
+    """The column to analyse ``time`` by: ``time`` itself, or, when its values are instants
+    (a time of day, or more than ``most`` distinct dates) rather than periods, a column
+    ``"<time> (month)"`` (``"<time> (day)"`` when they span under 90 days) added to ``df``
+    holding each row's period, so a change compares two months, not two timestamps."""
+    values = df[time].dropna()
+    if values.empty or pd.api.types.is_numeric_dtype(values):
+        return time
+    try:
+        when = pd.to_datetime(values.astype(str), format="mixed")
+    except (ValueError, TypeError):
+        return time
+    has_clock = bool((when != when.dt.normalize()).any())
+    if not has_clock and when.nunique() <= most:
+        return time
+    monthly = (when.max() - when.min()).days >= 90
+    name = f"{time} ({'month' if monthly else 'day'})"
+    df[name] = when.dt.strftime("%Y-%m" if monthly else "%Y-%m-%d").reindex(df.index)
+    return name
 
 
 def season_length(series: pd.Series) -> int | None:
@@ -76,6 +100,7 @@ def trend_seasonality(series: pd.Series, period: int | None = None) -> TrendSeas
         p_value=rounded(fit.pvalue),
         r_squared=rounded(fit.rvalue**2),
         direction=direction,
+        measure=_name(series),
     )
     period = period or season_length(values)
     if period and period >= 2 and len(values) >= 2 * period:
@@ -129,7 +154,14 @@ def forecast(
         ForecastPoint(labels[i], rounded(mean[i]), rounded(low[i]), rounded(high[i]))
         for i in range(horizon)
     ]
-    return Forecast(method=method, count=len(values), level=level, points=points)
+    return Forecast(
+        method=method, count=len(values), level=level, points=points, measure=_name(series)
+    )
+
+
+def _name(series: pd.Series) -> str | None:
+    """The series' name (the measure :func:`time_series` summed), None when it has none."""
+    return str(series.name) if isinstance(series.name, str) and series.name else None
 
 
 def _future_labels(index: pd.Index, horizon: int) -> list[str]:

@@ -8,6 +8,7 @@ dataclass of rounded facts (:mod:`agents.analysis.facts`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,22 @@ def frame(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pd.DataFrame
     return df
 
 
+# a measure whose name says it is a ratio of something (an average, a rate, a share):
+# summing it over rows means nothing, so it is averaged per period or segment instead
+AVERAGED = re.compile(
+    r"(?:^|[^a-z])(avg|average|mean|median|rate|ratio|percent|pct|percentage|share|score)"
+    r"(?:$|[^a-z])",
+    re.I,
+)
+SUMMED = re.compile(r"(?:^|[^a-z])(total|sum|count|num|number)(?:$|[^a-z])", re.I)
+
+
+def aggregation(measure: str) -> str:
+    """How ``measure`` combines over rows: ``"mean"`` for an average, rate or share (by its
+    name, :data:`AVERAGED`, unless it also says it is a total or a count), else ``"sum"``."""
+    return "mean" if AVERAGED.search(measure) and not SUMMED.search(measure) else "sum"
+
+
 def _require(df: pd.DataFrame, *names: str | None) -> None:
     missing = [n for n in names if n is not None and n not in df.columns]
     if missing:
@@ -53,12 +70,16 @@ def _require(df: pd.DataFrame, *names: str | None) -> None:
 def period_change(
     df: pd.DataFrame, time: str, measure: str, dimension: str | None = None
 ) -> PeriodChange:
-    """The change of ``measure`` (summed per period) between the last two periods of
-    ``time``, and with ``dimension`` each segment's contribution to it, the segments that
-    drove the change first (largest contribution in the direction of the change)."""
+    """The change of ``measure`` (summed per period; averaged when it is an average or a
+    rate, :func:`aggregation`) between the last two periods of ``time``, and with
+    ``dimension`` each segment's change, the segments that drove the change first (largest
+    change in its direction). A sum's change is the sum of its segments' (each one's
+    ``share`` of it); an average's is not (a mix of segments moves it too), so its segments
+    carry no share."""
     _require(df, time, measure, dimension)
+    how = aggregation(measure)
     data = df.dropna(subset=[time, measure])
-    totals = data.groupby(time, sort=True)[measure].sum()
+    totals = data.groupby(time, sort=True)[measure].agg(how)
     if len(totals) < 2:
         raise ValueError(f"period_change needs two periods of {time!r}, got {len(totals)}")
     before, after = totals.index[-2], totals.index[-1]
@@ -67,8 +88,10 @@ def period_change(
     pct = change / abs(previous) * 100 if previous else None
     contributions: list[Contribution] = []
     if dimension is not None:
-        pivot = data.pivot_table(index=dimension, columns=time, values=measure, aggfunc="sum")
-        pivot = pivot.reindex(columns=[before, after]).fillna(0.0)
+        pivot = data.pivot_table(index=dimension, columns=time, values=measure, aggfunc=how)
+        pivot = pivot.reindex(columns=[before, after])
+        # a segment absent from a period sums to 0 there, but has no average there
+        pivot = pivot.fillna(0.0) if how == "sum" else pivot.dropna()
         deltas = pivot[after] - pivot[before]
         sign = -1.0 if change < 0 else 1.0
         for segment in (deltas * sign).sort_values(ascending=False).index:
@@ -79,7 +102,7 @@ def period_change(
                     previous=rounded(float(pivot.at[segment, before])),
                     last=rounded(float(pivot.at[segment, after])),
                     change=rounded(delta),
-                    share=rounded(delta / change) if change else None,
+                    share=rounded(delta / change) if change and how == "sum" else None,
                 )
             )
     return PeriodChange(
@@ -103,12 +126,15 @@ def outliers(
     z_threshold: float = 3.0,
     iqr_factor: float = 3.0,
 ) -> Outliers:
-    """Values of ``measure`` (summed per ``by`` label when given) outside Tukey's far-out
+    """Values of ``measure`` (per ``by`` label when given: summed, or averaged for an
+    average or a rate, :func:`aggregation`) outside Tukey's far-out
     fences (``iqr_factor`` IQR past the quartiles; 1.5 flags several points of any normal
     sample of 30) or with ``|z| >= z_threshold``, largest ``|z|`` first."""
     _require(df, measure, by)
     data = df.dropna(subset=[measure])
-    values = data.groupby(by, sort=False)[measure].sum() if by else data[measure]
+    values = (
+        data.groupby(by, sort=False)[measure].agg(aggregation(measure)) if by else data[measure]
+    )
     values = values.astype(float)
     if len(values) < 3:
         raise ValueError(f"outliers needs at least 3 values of {measure!r}, got {len(values)}")

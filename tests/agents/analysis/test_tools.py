@@ -9,8 +9,8 @@ import pytest
 
 from agents.analysis.compute import compute_facts
 from agents.analysis.models import Evidence
-from agents.analysis.timeseries import forecast, time_series, trend_seasonality
-from agents.analysis.tools import frame, outliers, period_change, rank_options
+from agents.analysis.timeseries import coarse_periods, forecast, time_series, trend_seasonality
+from agents.analysis.tools import aggregation, frame, outliers, period_change, rank_options
 
 MONTHS = [str(p) for p in pd.period_range("2024-01", periods=12, freq="M")]
 
@@ -62,6 +62,18 @@ def test_outliers_find_the_injected_point():
     assert outliers(df.drop(index=17), "orders", "day").points == []
 
 
+def test_an_outlier_is_said_in_plain_words_with_its_numbers():
+    rows = [["Hardware", 336], ["Network", 51], ["Software", 41], ["Database", 40]]
+    rows += [["Inquiry", 32], ["Email", 35], ["Desk", 38], ["Phone", 36]]
+    high = outliers(frame(["category", "incidents"], rows), "incidents", "category")
+    text = high.summary()
+    assert text.startswith("Hardware has a higher incidents than the others: 336 (z = ")
+    assert text.endswith(f"; the mean of the 8 values is {high.mean:g}.")
+    rows = [[f"store {i}", 100 + i] for i in range(12)] + [["store 12", 5]]
+    low = outliers(frame(["store", "orders"], rows), "orders", "store").summary()
+    assert low.startswith("store 12 has a lower orders than the others: 5 (z = -")
+
+
 def seasonal_series(n: int = 48, seed: int = 1) -> pd.Series:
     """A monthly series: level 200, trend +2 a month, a yearly wave peaking in April."""
     rng = np.random.default_rng(seed)
@@ -76,6 +88,16 @@ def test_trend_and_seasonality_are_found_in_a_seasonal_series():
     assert found.direction == "up" and found.p_value < 0.001 and 1.5 < found.slope < 2.5
     assert found.seasonal_strength > 0.9 and found.peak_position == "April"
     assert 40 < found.seasonal_amplitude < 80
+
+
+def test_trend_and_forecast_name_the_measure_they_are_about():
+    series = seasonal_series().rename("revenue")
+    trend = trend_seasonality(series).summary()
+    assert trend.startswith("Over 48 periods revenue trends upward (slope ")
+    assert trend.endswith("peaking in April.")
+    assert forecast(series, 1).summary().startswith("The forecast of revenue for 2025-01 is ")
+    unnamed = trend_seasonality(pd.Series([10.0, 11.0, 9.0, 10.5, 10.0])).summary()
+    assert unnamed.startswith("Over 5 periods the series shows no significant trend")
 
 
 def test_a_short_series_gets_a_linear_trend_only():
@@ -154,3 +176,87 @@ def test_a_change_driven_by_one_region_and_model_is_found_in_their_combination()
     assert set(changes) == {"region", "model", "region / model"}
     assert changes["region / model"].contributions[0].segment == "East / Aurora"
     assert changes["region / model"].contributions[0].share > 0.8
+
+
+def test_instants_are_analysed_by_month_and_are_no_segment():
+    """Incidents closed at one timestamp each (ServiceNow-like rows): the change compares
+    the last two months, not the last two timestamps, and another timestamp column is not
+    a breakdown."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for month in range(1, 7):
+        for n in range(20 + 10 * (month == 6)):
+            closed = f"2024-{month:02d}-{1 + n % 27:02d} {n % 24:02d}:{7 * n % 60:02d}:00"
+            rows.append([closed, "Hardware" if n % 3 else "Network", closed, 1])
+    rng.shuffle(rows)
+    evidence = [
+        Evidence(
+            id="q1",
+            question="incidents closed over time by category",
+            columns=["closed_at", "category", "opened_at", "incidents"],
+            rows=rows,
+        )
+    ]
+    facts, _ = compute_facts(evidence, "diagnostic")
+    changes = [f for f in facts if f.tool == "period_change"]
+    assert changes and {c.dimension for c in changes} == {"category"}
+    change = changes[0]
+    assert (change.previous_period, change.last_period) == ("2024-05", "2024-06")
+    assert (change.previous, change.last, change.change) == (20, 30, 10)
+    trend = next(f for f in facts if f.tool == "trend_seasonality")
+    assert trend.count == 6 and trend.measure == "incidents"
+
+
+def test_periods_are_kept_as_they_are():
+    df = frame(["month", "v"], [[m, 1.0] for m in MONTHS])
+    assert coarse_periods(df, "month") == "month" and list(df.columns) == ["month", "v"]
+    days = frame(["day", "v"], [["2024-03-01 10:00", 1], ["2024-03-02 11:30", 2]])
+    assert coarse_periods(days, "day") == "day (day)"
+    assert days["day (day)"].tolist() == ["2024-03-01", "2024-03-02"]
+
+
+@pytest.mark.parametrize(
+    ("measure", "how"),
+    [
+        ("revenue", "sum"),
+        ("average_resolution_time", "mean"),
+        ("avg_price", "mean"),
+        ("percent_complete", "mean"),
+        ("conversion rate", "mean"),
+        ("total_score", "sum"),
+        ("incident_count", "sum"),
+        ("moderate", "sum"),  # "rate" inside a word is not a rate
+    ],
+)
+def test_an_average_or_a_rate_is_averaged_and_an_amount_summed(measure, how):
+    assert aggregation(measure) == how
+
+
+def test_the_change_of_an_average_averages_the_rows_and_gives_no_shares():
+    columns = ["month", "region", "avg_price"]
+    rows = [["2024-01", "East", 10.0], ["2024-01", "West", 30.0]]
+    rows += [["2024-02", "East", 10.0], ["2024-02", "West", 50.0]]
+    change = period_change(frame(columns, rows), "month", "avg_price", "region")
+    assert (change.previous, change.last, change.change) == (20.0, 30.0, 10.0)
+    assert [(c.segment, c.change) for c in change.contributions] == [("West", 20.0), ("East", 0.0)]
+    assert all(c.share is None for c in change.contributions)
+    assert change.summary().endswith("The largest move that way was in region West (+20).")
+    assert time_series(frame(columns, rows), "month", "avg_price").tolist() == [20.0, 30.0]
+    # a region with no average in one of the months: no change is made up for it
+    rows += [["2024-01", "North", 99.0], ["2024-02", "South", 1.0]]
+    change = period_change(frame(columns, rows), "month", "avg_price", "region")
+    assert {c.segment for c in change.contributions} == {"East", "West"}
+    assert change.change < 0 and "largest" not in change.summary()  # none moved down
+
+
+def test_large_numbers_are_shown_with_separators_and_pass_the_number_check():
+    from agents.analysis.facts import shown
+    from agents.analysis.numbers import unsupported_number
+
+    assert (shown(1600680.0), shown(-71196.0, "+g"), shown(1529490.5, "+g")) == (
+        "1,600,680",
+        "-71196",
+        "+1,529,490.5",
+    )
+    assert shown(0.01234) == "0.01234" and shown(None) == "n/a"
+    assert unsupported_number("went from 1,600,680 to 1,529,490.5", [1600680.0, 1529490.5]) is None
