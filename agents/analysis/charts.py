@@ -8,6 +8,7 @@ or one row, gets no chart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,25 @@ VEGA_LITE = "https://vega.github.io/schema/vega-lite/v5.json"
 MAX_POINTS = 500
 
 
+# a name that says the column is an amount, even when a time word is in it
+# (``avg_processing_time``, ``total_days``, ``resolution_time_hours``)
+AMOUNT_NAMES = re.compile(
+    r"(?:^|_)(avg|average|mean|median|total|sum|min|max|count|num|number|amount|duration|"
+    r"elapsed|hours|minutes|seconds|days|rate)(?:_|$)",
+    re.I,
+)
+# the time words a number can be a period of (a year, a month number, a week)
+PERIOD_NAMES = re.compile(
+    r"(?<![A-Za-z0-9])(\w*_)?(year|month|quarter|week|day|period)(_\w*|s)?(?![A-Za-z0-9])", re.I
+)
+
+
 def roles(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, str | None]:
     """The ``time``, ``category`` and ``measure`` columns of a result (None when absent):
-    the measure is the last numeric column that is not a time; the time a column named like
-    one (date, month, year, ...) or whose text values all parse as dates."""
+    the measure is the last numeric column that is not a time; the time a column whose text
+    values all parse as dates, or one named like a time (date, month, year, ...) that is
+    not named like an amount (``avg_processing_time`` is a measure) and, when it holds
+    numbers, is named like a period and holds whole numbers (a year, a month number)."""
     df = pd.DataFrame([list(r) for r in rows], columns=list(columns)) if rows else None
     found: dict[str, str | None] = {"time": None, "category": None, "measure": None}
     if df is None or df.empty:
@@ -31,13 +47,22 @@ def roles(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, st
     for name in df.columns:
         values = df[name].dropna()
         numeric = pd.to_numeric(values, errors="coerce").notna().all() and len(values) > 0
-        if found["time"] is None and (TIME_NAMES.fullmatch(str(name)) or is_dates(values)):
+        if found["time"] is None and (_named_time(str(name), values, numeric) or is_dates(values)):
             found["time"] = name
         elif numeric:
             found["measure"] = name
         elif found["category"] is None:
             found["category"] = name
     return found
+
+
+def _named_time(name: str, values: pd.Series, numeric: bool) -> bool:
+    if not TIME_NAMES.fullmatch(name) or AMOUNT_NAMES.search(name):
+        return False
+    if not numeric:
+        return True
+    whole = pd.to_numeric(values, errors="coerce")
+    return bool(PERIOD_NAMES.fullmatch(name)) and bool((whole == whole.round()).all())
 
 
 def is_dates(values: pd.Series) -> bool:
