@@ -167,14 +167,7 @@ def checked(
                 "computed facts"
             )
         narrative.by = "facts"
-        narrative.findings = [
-            Finding(
-                text=f.summary(),
-                evidence=[f.evidence],
-                numbers=[v for _, v, _ in numbers_in_text(f.summary())],
-            )
-            for f in facts[:MAX_FINDINGS]
-        ]
+        narrative.findings = fact_findings(facts)
     elif not narrative.findings:
         narrative.by = "none"
     all_known = _held(list(by_id), by_id) + fact_numbers + asked
@@ -194,6 +187,19 @@ def checked(
         if shown is not None:
             finding.chart = chart_spec(shown.columns, shown.rows, title=shown.question)
     return narrative
+
+
+def fact_findings(facts: Sequence[ToolFacts]) -> list[Finding]:
+    """The findings made of the computed facts alone (each fact's summary, citing its
+    evidence), what a narrative falls back to when no finding of the model's stands."""
+    return [
+        Finding(
+            text=f.summary(),
+            evidence=[f.evidence],
+            numbers=[v for _, v, _ in numbers_in_text(f.summary())],
+        )
+        for f in facts[:MAX_FINDINGS]
+    ]
 
 
 def _reply_json(text: str, narrative: Narrative) -> Any:
