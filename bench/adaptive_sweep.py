@@ -23,7 +23,9 @@ greedy answer in the run itself (confidence at or above the run's target) stops 
 for every target.
 
 Each target's line: EX, mean latency, its share of the fixed vote's mean latency, and the
-share of questions that drew more than the greedy answer; ``meets`` marks the targets
+share of questions that drew more than the greedy answer (a question that ran past the
+run's timeout lost its answer and its trace: it counts as it ran, wrong and slow, under
+every target, and as escalated); ``meets`` marks the targets
 within ``--ex-margin`` (default 0.01) of the vote's EX at ``--latency-share`` (default
 0.5) of its latency or less. The latency of a question that would have stopped is an
 estimate from the run (its greedy answer was not timed alone), so the best target found
@@ -80,6 +82,18 @@ class TraceMissingError(ValueError):
 def traced(result: QuestionResult) -> Traced:
     """The question as :class:`Traced`; :class:`TraceMissingError` without a trace."""
     checks = result.system_metadata.get("adaptive")
+    if not checks and result.timed_out_after_s is not None:
+        # its answer was discarded with its trace: how sure its greedy answer was is not
+        # known, so it counts as it ran (wrong, its time) under every target
+        return Traced(
+            id=result.id,
+            greedy_confidence=float("-inf"),
+            greedy_correct=False,
+            greedy_seconds=result.latency_s,
+            final_correct=_correct(result.scores),
+            final_seconds=result.latency_s,
+            escalated=True,
+        )
     if not checks:
         raise TraceMissingError(
             f"question {result.id}: no adaptive trace in its metadata; run it with "

@@ -145,3 +145,12 @@ def test_a_greedy_draw_that_gave_no_candidate_escalates_for_every_target():
     )
     question = traced(late)
     assert question.escalated and question.at(0.0) == (True, 9.0, True)
+
+
+def test_a_question_past_the_timeout_counts_as_it_ran_under_every_target():
+    late = result("t", greedy=None, final=(False, 128.0))
+    late.timed_out_after_s = 120.0
+    question = traced(late)
+    assert question.at(0.0) == question.at(1.0) == (False, 128.0, True)
+    lines, vote_ex, _, count = sweep([*ADAPTIVE, late], [*FIXED, late], [0.0])
+    assert count == 5 and vote_ex == 0.6 and lines[0].ex == 0.4  # a and d stop right at 0
