@@ -182,11 +182,16 @@ def checked(
     narrative.short_answer = short
     said = (" ".join(str(c).split()) for c in _list(parsed.get("caveats")))
     narrative.caveats.extend(c for c in said if c)
-    for finding in narrative.findings:
+    chart_findings(narrative.findings, by_id)
+    return narrative
+
+
+def chart_findings(findings: Sequence[Finding], by_id: dict[str, Evidence]) -> None:
+    """Give each finding the chart of the first evidence it cites (``by_id``: evidence by id)."""
+    for finding in findings:
         shown = by_id.get(finding.evidence[0]) if finding.evidence else None
         if shown is not None:
             finding.chart = chart_spec(shown.columns, shown.rows, title=shown.question)
-    return narrative
 
 
 def fact_findings(facts: Sequence[ToolFacts]) -> list[Finding]:

@@ -21,10 +21,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.analysis.charts import chart_spec
 from agents.analysis.compute import compute_facts, facts_payload
 from agents.analysis.models import Evidence
-from agents.analysis.narrative import fact_findings
+from agents.analysis.narrative import chart_findings, fact_findings
 from bench.analysis_runs.records import TaskRecord, read_records
 
 
@@ -39,11 +38,7 @@ def refacted(record: TaskRecord) -> TaskRecord | None:
     findings = fact_findings(facts)
     if not findings:
         return None
-    by_id = {e.id: e for e in evidence}
-    for finding in findings:
-        cited = by_id.get(finding.evidence[0]) if finding.evidence else None
-        if cited is not None:
-            finding.chart = chart_spec(cited.columns, cited.rows, title=cited.question)
+    chart_findings(findings, {e.id: e for e in evidence})
     texts = [f.text for f in findings]
     short = record.summary
     if not record.insights or record.summary == record.insights[0]:
