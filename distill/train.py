@@ -242,7 +242,7 @@ def _trainer(
         bf16=config.bf16(device),
         use_cpu=device == "cpu",
         max_length=config.max_seq_len,
-        gradient_checkpointing=config.gradient_checkpointing,
+        **_checkpointing_argument(SFTConfig, config.gradient_checkpointing),
         completion_only_loss=True,
         report_to=[],
         seed=config.seed,
@@ -268,6 +268,18 @@ def _trainer(
         peft_config=peft_config,
         callbacks=[callback],
     )
+
+
+def _checkpointing_argument(args_class: type, enabled: bool) -> dict[str, bool]:
+    """The trainer argument that turns activation (gradient) checkpointing on or off:
+    ``activation_checkpointing`` where the installed transformers has it (5.x from when it
+    was renamed; ``gradient_checkpointing`` is its deprecated alias, gone in v6), else the
+    old name. The config keeps its ``gradient_checkpointing`` key either way."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(args_class)}
+    renamed = "activation_checkpointing" in names
+    return {"activation_checkpointing" if renamed else "gradient_checkpointing": enabled}
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
