@@ -113,6 +113,25 @@ def device_for(config: TrainConfig) -> str:
     return device
 
 
+BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of bf16 matrix products
+
+
+def precision_hint(config: TrainConfig, device: str, cpuinfo: str) -> str | None:
+    """A hint when a CPU run trains in fp32 on a CPU whose flags (``cpuinfo``, the text of
+    /proc/cpuinfo) include bf16 matrix products: ``precision: bf16`` is faster there
+    (docs/distillation.md); None otherwise."""
+    if device != "cpu" or config.bf16(device):
+        return None
+    flags = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
+    found = [flag for flag in BF16_CPU_FLAGS if flag in flags.partition(":")[2].split()]
+    if not found:
+        return None
+    return (
+        f"this CPU has {', '.join(found)}: `precision: bf16` trains about 1.6x faster than "
+        "fp32 here (docs/distillation.md); the config keeps fp32"
+    )
+
+
 def pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tuples as trl's conversational prompt-completion records."""
     return [
@@ -178,6 +197,10 @@ def train(
     check_base_model(config.base_model)
     layers = adapted_layers(config)
     device = device_for(config)
+    cpuinfo = Path("/proc/cpuinfo")
+    hint = precision_hint(config, device, cpuinfo.read_text() if cpuinfo.is_file() else "")
+    if hint:
+        log.info(hint)
     resumed_from = last_checkpoint(config.output_dir) if resume else None
     if resumed_from is not None:
         check_checkpoint(resumed_from)
@@ -270,7 +293,7 @@ def _trainer(
     )
 
 
-def _checkpointing_argument(args_class: type, enabled: bool) -> dict[str, bool]:
+def _checkpointing_argument(args_class: type, enabled: bool) -> dict[str, Any]:
     """The trainer argument that turns activation (gradient) checkpointing on or off:
     ``activation_checkpointing`` where the installed transformers has it (5.x from when it
     was renamed; ``gradient_checkpointing`` is its deprecated alias, gone in v6), else the

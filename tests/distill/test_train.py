@@ -101,3 +101,18 @@ def test_top_layers_puts_the_adapter_on_the_last_layers_only(tmp_path: Path):
         update={"lora": config.lora.model_copy(update={"top_layers": None})}
     )
     assert adapted_layers(everything) is None
+
+
+def test_a_cpu_with_bf16_matrix_products_gets_a_hint_when_the_run_is_fp32(tmp_path: Path):
+    from distill.train import precision_hint
+
+    zen4 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\nbugs\t\t: none\n"
+    older = "flags\t\t: fpu avx2 avx512f\nbugs\t\t: avx512_bf16_is_not_a_flag_here\n"
+    fp32 = TrainConfig(base_model=tmp_path, data=tmp_path, output_dir=tmp_path)
+    bf16 = fp32.model_copy(update={"precision": "bf16"})
+    hint = precision_hint(fp32, "cpu", zen4)
+    assert hint and "avx512_bf16" in hint and "precision: bf16" in hint
+    assert precision_hint(fp32, "cpu", older) is None  # only the flags line counts
+    assert precision_hint(bf16, "cpu", zen4) is None  # already bf16
+    assert precision_hint(fp32, "cuda", zen4) is None  # auto is bf16 on a GPU
+    assert precision_hint(fp32, "cpu", "") is None  # no /proc/cpuinfo (not Linux)
