@@ -122,8 +122,9 @@ def precision_hint(config: TrainConfig, device: str, cpuinfo: str) -> str | None
     (docs/distillation.md); None otherwise."""
     if device != "cpu" or config.bf16(device):
         return None
-    flags = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
-    found = [flag for flag in BF16_CPU_FLAGS if flag in flags.partition(":")[2].split()]
+    line = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
+    flags = set(line.partition(":")[2].split())
+    found = [flag for flag in BF16_CPU_FLAGS if flag in flags]
     if not found:
         return None
     return (
