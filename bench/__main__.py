@@ -28,7 +28,7 @@ from bench.compare import (
     render_curves,
     write_comparison,
 )
-from bench.datasets import Example, load_dataset
+from bench.datasets import Dataset, Example, load_dataset, require_databases
 from bench.learn_split import (
     check_learn_options,
     check_unasked,
@@ -61,6 +61,8 @@ def run_command(args: argparse.Namespace) -> int:
     if args.learn_split == REST_SPLIT:
         revealed = rest_of(full, dataset, args.learn_limit)
     check_unasked(revealed, dataset, args)
+    needed = Dataset(dataset.name, [*dataset.examples, *revealed], full.databases)
+    require_databases(needed, source=Path(args.dataset))  # before any model is loaded
     if args.mine_every and not (args.stream or args.learn_split):
         raise ValueError("--mine-every mines what a stream observes: add --stream or --learn-split")
     if (args.synthesize or args.examples_per_db is not None) and not args.learn_split:

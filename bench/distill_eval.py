@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.compare import compare_runs, write_comparison
-from bench.datasets import load_dataset
+from bench.datasets import Dataset, MissingDatabaseError, load_dataset, require_databases
 from bench.report import LABELS
 from bench.run import load_results
 from bench.sampling import stratified_sample
@@ -173,7 +173,9 @@ def select_questions(sample: Sample) -> tuple[str, list[str]]:
         dataset = load_dataset(sample.dataset, **options)
     except FileNotFoundError as exc:
         raise EvalError(f"unknown dataset: {exc}") from None
-    if sample.learn_split and not dataset.filter(split=sample.learn_split).examples:
+    databases = dataset.databases
+    learned = dataset.filter(split=sample.learn_split).examples if sample.learn_split else []
+    if sample.learn_split and not learned:
         raise EvalError(f"dataset {dataset.name} has no {sample.learn_split!r} split to learn")
     if sample.split or sample.limit is not None:
         dataset = dataset.filter(split=sample.split, limit=sample.limit)
@@ -182,6 +184,11 @@ def select_questions(sample: Sample) -> tuple[str, list[str]]:
     ids = [example.id for example in dataset]
     if not ids:
         raise EvalError(f"no questions in {sample.dataset} for {sample.to_dict()}")
+    needed = Dataset(dataset.name, [*dataset.examples, *learned], databases)
+    try:
+        require_databases(needed, source=Path(sample.dataset))
+    except MissingDatabaseError as exc:
+        raise EvalError(str(exc)) from None
     return dataset.name, ids
 
 
