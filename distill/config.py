@@ -23,6 +23,8 @@ memory is plentiful, e.g. a CPU run with tens of GB of RAM. ``lora.top_layers: N
 adapter on the last N transformer layers only: with checkpointing off, the layers below them
 need no backward pass and keep no activations for one, so a step costs less time and memory
 (at most the model's number of layers; checked against the base model's ``config.json``).
+``trim_heap`` (on by default) returns glibc's free heap pages to the system after every step
+of a CPU run, which keeps its resident memory from growing (:mod:`distill.heap`).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class TrainConfig(BaseModel):
     logging_steps: int = Field(1, gt=0)
     seed: int = 0
     gradient_checkpointing: bool = True
+    trim_heap: bool = True
 
     def resolved_device(self, cuda_available: bool) -> str:
         if self.device == "auto":

@@ -11,6 +11,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from distill.heap import resident_mb
+
 log = logging.getLogger("distill.train")
 
 
@@ -19,7 +21,8 @@ StepHook = Callable[[dict[str, Any]], None]
 
 
 class ProgressCallback(TrainerCallback):
-    """Appends one JSON line per log event (step, loss, learning rate, epoch, elapsed, ETA)
+    """Appends one JSON line per log event (step, loss, learning rate, epoch, elapsed, ETA,
+    resident memory)
     and hands each step's row to ``on_step``."""
 
     def __init__(
@@ -60,6 +63,7 @@ class ProgressCallback(TrainerCallback):
             "learning_rate": logs.get("learning_rate"),
             "elapsed_s": round(elapsed, 2),
             "eta_s": None if eta is None else round(eta, 1),
+            "rss_mb": resident_mb(),
         }
         self._write(row)
         eta_text = "?" if eta is None else f"{eta:.0f}s"

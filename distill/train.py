@@ -11,7 +11,8 @@ default) only the adapter trains; ``full_finetune`` trains every weight.
 
 The run directory (``output_dir``) holds ``config.json`` (the config as run), the dataset's
 ``manifest.json``, ``metrics.jsonl`` (one line per logged step: loss, learning rate, epoch,
-elapsed seconds, ETA; then the evaluation), the ``checkpoint-<step>/`` folders and, at the
+elapsed seconds, ETA, resident MB; then the evaluation, then the peak resident memory and the
+heap trims of a CPU run, :mod:`distill.heap`), the ``checkpoint-<step>/`` folders and, at the
 end, ``final/`` (the adapter or the model, with the tokenizer). Several GPUs: the same
 command under ``accelerate launch``.
 """
@@ -29,6 +30,7 @@ from typing import Any
 from distill.checkpoints import check_checkpoint, last_checkpoint
 from distill.config import ConfigError, TrainConfig
 from distill.dataset import MANIFEST, TRAIN, VALIDATION, EmptyDatasetError, read_tuples
+from distill.heap import HeapTrimCallback, heap_trim_callback
 from distill.progress import ProgressCallback, StepHook
 
 log = logging.getLogger(__name__)
@@ -231,7 +233,23 @@ def train(
     trainer.save_model(str(config.output_dir / "final"))
     tokenizer.save_pretrained(str(config.output_dir / "final"))
     result.seconds = time.perf_counter() - started
+    _append(config.output_dir / METRICS, _memory_row(trainer))
     return result
+
+
+def _memory_row(trainer: Any) -> dict[str, Any]:
+    """The run's peak resident memory and what trimming the heap cost (:mod:`distill.heap`)."""
+    import resource
+
+    row: dict[str, Any] = {
+        "event": "memory",
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6, 1),
+    }
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, HeapTrimCallback):
+            row |= {"heap_trims": callback.calls, "heap_trim_s": round(callback.seconds, 2)}
+            log.info("heap trimmed %d times in %.1f s", callback.calls, callback.seconds)
+    return row
 
 
 def _trainer(
@@ -272,6 +290,10 @@ def _trainer(
         seed=config.seed,
         disable_tqdm=True,
     )
+    callbacks: list[Any] = [callback]
+    trim = heap_trim_callback(device, config.trim_heap)
+    if trim is not None:
+        callbacks.append(trim)
     peft_config = None
     if not config.full_finetune:
         peft_config = LoraConfig(
@@ -290,7 +312,7 @@ def _trainer(
         eval_dataset=Dataset.from_list(validation_rows) if validation_rows else None,
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=[callback],
+        callbacks=callbacks,
     )
 
 

@@ -53,6 +53,10 @@ def test_a_few_lora_steps_lower_the_loss(trained):
     logged = [s for s in steps if s["event"] == "step"]
     assert [s["step"] for s in logged] == list(range(1, 9))
     assert logged[-1]["eta_s"] == 0 and logged[0]["eta_s"] > 0
+    assert all(s["rss_mb"] > 0 for s in logged)
+    (memory,) = [s for s in steps if s["event"] == "memory"]
+    assert memory["peak_rss_mb"] >= max(s["rss_mb"] for s in logged)
+    assert memory["heap_trims"] >= 8  # after each step and each validation batch (a CPU run)
 
 
 def test_training_resumes_from_the_last_checkpoint(trained):
