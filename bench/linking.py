@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from tqdm import tqdm
 
-from bench.datasets import Dataset, Example, load_dataset
+from bench.datasets import Dataset, Example, MissingDatabaseError, load_dataset, require_databases
 from bench.skeleton import sql_skeleton
 from bench.sql_elements import Schema, sql_elements
 from indices.embeddings import Embedder, MiniLMEmbedder
@@ -203,6 +203,10 @@ def main(argv: list[str] | None = None) -> None:
     dataset = load_dataset(args.dataset)
     if args.limit:
         dataset = dataset.filter(limit=args.limit)
+    try:
+        require_databases(dataset, source=Path(args.dataset))
+    except MissingDatabaseError as exc:
+        parser.error(str(exc))
     url = args.store or f"sqlite:///{Path(tempfile.mkdtemp(prefix='almanac-linking-')) / 'k.db'}"
     scores = run_linking(dataset, url, RetrievalOptions(budget_tokens=args.budget))
     tokens = sorted(scores.tokens)

@@ -29,7 +29,7 @@ from agents.answer import Answer
 from agents.pipeline import AskOptions, ModelTier, Pipeline
 from agents.warm import warm_pipeline
 from bench.agent_workspace import AgentWorkspace, ModelChoice, load_llm
-from bench.datasets import load_dataset
+from bench.datasets import MissingDatabaseError, load_dataset, require_databases
 from bench.perf.store import percentile
 from bench.sampling import stratified_sample
 
@@ -54,6 +54,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.split:
         dataset = dataset.filter(split=args.split)
     sample = stratified_sample(dataset, args.questions, seed=1)
+    try:
+        require_databases(sample, source=Path(args.dataset))
+    except MissingDatabaseError as exc:
+        parser.error(str(exc))
     choice = ModelChoice(
         model=args.model,
         small_model=args.small_model,

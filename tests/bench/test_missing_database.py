@@ -4,6 +4,7 @@ run answered every question, scored none and printed a table of zeros."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import sqlite3
 from pathlib import Path
@@ -123,3 +124,14 @@ def test_distill_eval_refuses_before_either_model_runs(tmp_path):
     assert load_almanac_jsonl(questions).databases == {
         "shop": f"sqlite:///{(questions.parent / 'shop.sqlite').resolve()}"
     }
+
+
+@pytest.mark.parametrize("module", ["bench.linking", "bench.perf.ask"])
+def test_the_linking_and_latency_benchmarks_refuse_the_same_way(module, tmp_path, capsys):
+    questions = write_questions(tmp_path / "data")
+    with pytest.raises(SystemExit) as stopped:
+        importlib.import_module(module).main(["--dataset", str(questions)])
+    assert stopped.value.code == 2
+    assert f"shop: no database URL, and no {questions.parent / 'shop.sqlite'}" in (
+        capsys.readouterr().err
+    )
