@@ -48,18 +48,11 @@ def database_problems(
     Returns:
         Database id -> reason, sorted by id.
     """
-    urls: dict[str, set[str | None]] = {}
-    for example in examples:
-        urls.setdefault(example.database, set()).add(
-            example.database_url or databases.get(example.database)
-        )
+    used = {(e.database, e.database_url or databases.get(e.database)) for e in examples}
     problems: dict[str, str] = {}
-    for database in sorted(urls):
-        for url in sorted(urls[database], key=lambda u: u or ""):
-            reason = _url_problem(url, database, source)
-            if reason is not None:
-                problems[database] = reason
-                break
+    for database, url in sorted(used, key=lambda pair: (pair[0], pair[1] or "")):
+        if database not in problems and (reason := _url_problem(url, database, source)):
+            problems[database] = reason
     return problems
 
 
