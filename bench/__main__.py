@@ -24,6 +24,7 @@ from bench.cli_parser import REST_SPLIT, build_parser
 from bench.compare import (
     compare_curves,
     compare_runs,
+    compare_tiers,
     render_comparison,
     render_curves,
     write_comparison,
@@ -272,6 +273,9 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
 def compare_command(args: argparse.Namespace) -> int:
     ids, table = compare_runs(args.runs)
     print(render_comparison(ids, table))
+    tiers = compare_tiers(args.runs, ids)
+    if tiers is not None:
+        print(f"\n{tiers}")
     if args.out is not None:
         path = write_comparison(args.runs, args.out, args.window)
         count, curves = compare_curves(args.runs, args.window)

@@ -4,7 +4,9 @@ Runs of the same sample may stop at different points (runs resume, and long ones
 short); comparing their means over different questions would mislead. ``python -m bench
 compare OUT_A OUT_B ...`` keeps the question ids present and scored in every run and prints,
 per run, the mean of each metric, the latency p50/p90 and, against the first run, how many
-questions each one won and lost on execution accuracy.
+questions each one won and lost on execution accuracy. When a run is a cascade it also prints
+every run's latency on the questions each of that run's tiers answered
+(:mod:`bench.compare_tiers`).
 
 For streaming runs (``--stream``, with and without ``--mine-every``) ``--out DIR`` also writes
 ``comparison.md`` with each run's EX over its first 50 and last 100 questions and
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.compare_tiers import render_tier_groups, tier_groups
 from bench.report import (
     LABELS,
     WINDOW,
@@ -90,6 +93,14 @@ def render_comparison(ids: Sequence[str], table: Sequence[RunScores]) -> str:
             f"| {row.won} | {row.lost} |"
         )
     return "\n".join(lines)
+
+
+def compare_tiers(folders: Sequence[Path], ids: Sequence[str]) -> str | None:
+    """The latency-by-tier tables of the cascade runs among ``folders`` (see
+    :mod:`bench.compare_tiers`) over ``ids``; None when no run is a cascade."""
+    runs = [_load(folder) for folder in folders]
+    groups = tier_groups([f.name for f in folders], runs, ids)
+    return render_tier_groups(groups) if groups else None
 
 
 # ---------------------------------------------------------------- streaming runs
@@ -183,6 +194,9 @@ def write_comparison(folders: Sequence[Path], out_dir: Path, window: int = WINDO
     out_dir.mkdir(parents=True, exist_ok=True)
     ids, table = compare_runs(folders)
     sections = [render_comparison(ids, table)]
+    tiers = compare_tiers(folders, ids)
+    if tiers is not None:
+        sections.append(tiers)
     if any(_streamed(folder) for folder in folders):
         count, curves = compare_curves(folders, window)
         plot_curves(curves, out_dir / "learning_curves.png", window)
