@@ -54,13 +54,13 @@ def is_cascade(results: Sequence[QuestionResult]) -> bool:
 def tier_groups(
     names: Sequence[str], runs: Sequence[Sequence[QuestionResult]], ids: Sequence[str]
 ) -> list[TierGroup]:
-    """For every cascade run, its tiers' question groups (among ``ids``) with every run's
-    figures on them, tiers in the order they first answered."""
-    wanted = set(ids)
-    by_id = [{r.id: r for r in run if r.id in wanted} for run in runs]
+    """For every cascade run, its tiers' question groups (among ``ids``, which every run
+    answered: :func:`bench.compare.common_ids`) with every run's figures on them, tiers in the
+    order they first answered."""
+    by_id = [{r.id: r for r in run} for run in runs]
     groups = []
     for name, results in zip(names, by_id, strict=True):
-        kept = [results[i] for i in ids if i in results]
+        kept = [results[i] for i in ids]
         if not is_cascade(kept):
             continue
         tiers: dict[str, list[str]] = {}
@@ -68,7 +68,7 @@ def tier_groups(
             tiers.setdefault(answering_tier(result) or "none", []).append(result.id)
         for tier, members in tiers.items():
             rows = [
-                _row(run_name, [run[i] for i in members if i in run])
+                _row(run_name, [run[i] for i in members])
                 for run_name, run in zip(names, by_id, strict=True)
             ]
             first = rows[0].latency_mean
