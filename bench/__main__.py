@@ -95,6 +95,11 @@ def run_command(args: argparse.Namespace) -> int:
     }
     if args.data_dictionary:  # only then: earlier runs' manifests stay valid for resuming
         manifest["data_dictionary"] = True
+    for key in ("sequences", "small_samples", "calibrator", "adaptive_target"):
+        if getattr(args, key) is not None:  # only when given, as above
+            manifest[key] = str(getattr(args, key)) if key == "calibrator" else getattr(args, key)
+    if args.repair_all:  # only then, as above
+        manifest["repair_all"] = True
     if args.examples_per_db is not None:  # only then, as below
         manifest["examples_per_db"] = args.examples_per_db
     if args.synthesize:

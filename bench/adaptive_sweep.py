@@ -20,7 +20,9 @@ stops at its greedy answer: it is right when the greedy answer is, and its laten
 time its rule decided plus what followed the last decision in the run (assessing and
 logging the answer); every other question is as it ran. A question that stopped at its
 greedy answer in the run itself (confidence at or above the run's target) stops there
-for every target.
+for every target it can speak for: a run at a target under 1.0 knows nothing of what more
+samples would have given those questions, so targets above the lowest greedy confidence it
+stopped at are left out (named under the table).
 
 Each target's line: EX, mean latency, its share of the fixed vote's mean latency, and the
 share of questions that drew more than the greedy answer (a question that ran past the
@@ -120,6 +122,15 @@ def traced(result: QuestionResult) -> Traced:
     )
 
 
+def highest_estimable(questions: Sequence[Traced]) -> float:
+    """The highest target the run can speak for: the lowest greedy confidence among the
+    questions that stopped at their greedy answer in the run (1.0 when none did). Under a
+    higher target such a question would have drawn more samples, and what they would have
+    given is not in the run."""
+    stopped = [q.greedy_confidence for q in questions if not q.escalated]
+    return min(stopped, default=1.0)
+
+
 def sweep(
     adaptive: Sequence[QuestionResult],
     fixed: Sequence[QuestionResult],
@@ -129,7 +140,8 @@ def sweep(
     latency_share: float = 0.5,
 ) -> tuple[list[TargetLine], float, float, int]:
     """Each target's line, and the fixed vote's EX and mean latency, over the scored
-    questions both runs answered (their number last)."""
+    questions both runs answered (their number last). Targets above
+    :func:`highest_estimable` (a run at a target under 1.0) have no line."""
     fixed_by_id = {r.id: r for r in fixed if r.scored}
     questions = [traced(r) for r in adaptive if r.scored and r.id in fixed_by_id]
     if not questions:
@@ -137,8 +149,9 @@ def sweep(
     vote = [fixed_by_id[q.id] for q in questions]
     vote_ex = sum(_correct(r.scores) for r in vote) / len(vote)
     vote_s = sum(r.latency_s for r in vote) / len(vote)
+    ceiling = highest_estimable(questions)
     lines = []
-    for target in targets:
+    for target in (t for t in targets if t <= ceiling):
         outcomes = [q.at(target) for q in questions]
         ex = sum(correct for correct, _, _ in outcomes) / len(outcomes)
         mean_s = sum(seconds for _, seconds, _ in outcomes) / len(outcomes)
@@ -209,6 +222,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     text = report(lines, vote_ex, vote_s, count)
+    left_out = [t for t in args.targets if t not in {line.target for line in lines}]
+    if left_out:
+        text += (
+            f"\n\nTargets {', '.join(f'{t:.2f}' for t in left_out)} left out: the run stopped "
+            "questions at their greedy answer with a confidence under them, and what more "
+            "samples would have given those is not in the run (a run at --adaptive-target 1 "
+            "speaks for every target)."
+        )
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n", encoding="utf-8")

@@ -154,3 +154,28 @@ def test_a_question_past_the_timeout_counts_as_it_ran_under_every_target():
     assert question.at(0.0) == question.at(1.0) == (False, 128.0, True)
     lines, vote_ex, _, count = sweep([*ADAPTIVE, late], [*FIXED, late], [0.0])
     assert count == 5 and vote_ex == 0.6 and lines[0].ex == 0.4  # a and d stop right at 0
+
+
+def test_a_run_under_target_one_speaks_only_for_targets_up_to_its_lowest_stop(
+    tmp_path: Path, capsys
+):
+    stopped = result(
+        "a",
+        greedy=(0.3, True, 2.0),
+        final=(True, 2.5),
+        checks=[{"samples": 1, "confidence": 0.3, "at_s": 2.0}],
+    )
+    run_at_low_target = [stopped, *ADAPTIVE[1:]]  # b (0.6) and d (0.4) drew on: not estimable
+    lines, *_ = sweep(run_at_low_target, FIXED, (0.0, 0.2, 0.3, 0.5, 1.0))
+    assert [line.target for line in lines] == [0.0, 0.2, 0.3]
+    assert lines[-1].escalated_share == 0.25  # at 0.3 only c (0.2) draws on
+    for name, rows in (("adaptive", run_at_low_target), ("fixed", FIXED)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.jsonl").write_text(
+            "".join(r.model_dump_json() + "\n" for r in rows)
+        )
+    args = ["--adaptive", str(tmp_path / "adaptive"), "--fixed", str(tmp_path / "fixed")]
+    assert main([*args, "--targets", "0.1,0.5,0.9"]) == 0
+    printed = capsys.readouterr().out
+    assert "| 0.10 |" in printed and "| 0.50 |" not in printed
+    assert "Targets 0.50, 0.90 left out" in printed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import time
@@ -226,6 +227,14 @@ def test_command_line_writes_results_report_and_plots(shop, tmp_path, capsys):
     for plot in ("scores_by_difficulty.png", "latency.png"):
         assert (out / plot).read_bytes()[:4] == b"\x89PNG"
     assert bench_main([*args, "--stream", "labeled"]) == 2  # another run in the same folder
+    assert "another run" in capsys.readouterr().err
+    # how the answers were drawn is part of what a run is: resuming with other draws is refused
+    sampled = [*args, "--out", str(tmp_path / "sampled"), "--sequences", "5"]
+    assert bench_main([*sampled, "--adaptive-target", "0.1"]) == 0
+    assert json.loads((tmp_path / "sampled" / "run.json").read_text())["adaptive_target"] == 0.1
+    assert bench_main([*sampled, "--adaptive-target", "0.1"]) == 0  # the same run resumes
+    assert bench_main([*sampled, "--adaptive-target", "1.0"]) == 2
+    assert bench_main([*sampled[:-2], "--adaptive-target", "0.1"]) == 2  # no --sequences
     assert "another run" in capsys.readouterr().err
     assert bench_main([*args, "--system", "nope", "--fresh"]) == 2
 
