@@ -69,7 +69,8 @@ def run_command(args: argparse.Namespace) -> int:
     if (args.synthesize or args.examples_per_db is not None) and not args.learn_split:
         raise ValueError("--synthesize and --examples-per-db need --learn-split")
     transforms = synthesis_transforms(args.synthesize_transforms)  # a typo stops it here
-    system = make_system(args.system, **_system_options(args))
+    system_options = _system_options(args)
+    system = make_system(args.system, **system_options)
     if args.mine_every:
         _enable_mining(system, args)
     prepare = getattr(system, "prepare", None)
@@ -95,11 +96,9 @@ def run_command(args: argparse.Namespace) -> int:
     }
     if args.data_dictionary:  # only then: earlier runs' manifests stay valid for resuming
         manifest["data_dictionary"] = True
-    for key in ("sequences", "small_samples", "calibrator", "adaptive_target"):
-        if getattr(args, key) is not None:  # only when given, as above
-            manifest[key] = str(getattr(args, key)) if key == "calibrator" else getattr(args, key)
-    if args.repair_all:  # only then, as above
-        manifest["repair_all"] = True
+    for key in ("sequences", "small_samples", "calibrator", "adaptive_target", "repair_all"):
+        if key in system_options:  # only when given, as above
+            manifest[key] = str(system_options[key]) if key == "calibrator" else system_options[key]
     if args.examples_per_db is not None:  # only then, as below
         manifest["examples_per_db"] = args.examples_per_db
     if args.synthesize:

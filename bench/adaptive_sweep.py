@@ -222,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     text = report(lines, vote_ex, vote_s, count)
-    left_out = [t for t in args.targets if t not in {line.target for line in lines}]
+    shown = {line.target for line in lines}
+    left_out = [t for t in args.targets if t not in shown]
     if left_out:
         text += (
             f"\n\nTargets {', '.join(f'{t:.2f}' for t in left_out)} left out: the run stopped "
