@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -16,6 +15,7 @@ from kb.store import KnowledgeStore
 from server.auth import REFUSED, Authenticator
 from server.cli import main
 from server.keys import ExpiryInPastError, KeyExpiredError, KeyStore, expiry, parse_key
+from tests.support.clock import clock_moved_on
 
 PEPPER = b"expiry-test-pepper-0123456789abc"
 
@@ -26,10 +26,6 @@ def _expire(engine: Engine, key_id: str, at: datetime) -> None:
         conn.execute(
             update(schema.api_keys).where(schema.api_keys.c.id == key_id).values(expires_at=at)
         )
-
-
-def _wait_until(when: datetime) -> None:
-    time.sleep(max(0.0, (when - datetime.now(UTC)).total_seconds()) + 0.05)
 
 
 @pytest.fixture()
@@ -90,13 +86,15 @@ def test_an_expired_key_is_refused_and_only_its_holder_learns_why(keys):
     assert keys.list() == []
 
 
-def test_a_cached_identity_does_not_outlive_its_keys_expiry(keys):
-    soon = datetime.now(UTC) + timedelta(seconds=1.5)
+def test_a_cached_identity_does_not_outlive_its_keys_expiry(keys, monkeypatch):
+    soon = datetime.now(UTC) + timedelta(minutes=10)
     _, secret = keys.create(role="ops", user="olga", expires_at=soon)
     authenticator = Authenticator(keys, cache_s=3600)
     assert authenticator.identify(secret) is not None
     assert authenticator.cached(secret) is not None
-    _wait_until(soon)
+    later = clock_moved_on(timedelta(minutes=11))
+    monkeypatch.setattr("server.auth.datetime", later)
+    monkeypatch.setattr("server.keys.datetime", later)
     assert authenticator.cached(secret) is None, "the cache trusted a key past its expiry"
     assert authenticator.identify(secret) is None
     assert authenticator.refusal(secret).startswith("API key expired at ")
@@ -148,12 +146,15 @@ def test_the_api_makes_and_lists_keys_that_expire(server):
 
 
 def test_an_expired_key_gets_a_401_that_says_so(server, monkeypatch):
-    monkeypatch.setattr(server.state.auth, "cache_s", 60.0)  # the tests' servers cache nothing
-    soon = datetime.now(UTC) + timedelta(seconds=1.5)
+    monkeypatch.setattr(server.state.auth, "cache_s", 3600.0)  # the tests' servers cache nothing
+    soon = datetime.now(UTC) + timedelta(minutes=10)
     secret = server.key("analyst", "ana", expires_at=soon)
     assert server.request("GET", "/v1/me", secret).status_code == 200
-    assert server.state.auth.cached(secret) is not None  # trusted for a minute, but:
-    _wait_until(soon)
+    assert server.state.auth.cached(secret) is not None  # trusted for an hour, but:
+    later = clock_moved_on(timedelta(minutes=11))  # not a sleep: a loaded machine is slow
+    monkeypatch.setattr("server.auth.datetime", later)
+    monkeypatch.setattr("server.keys.datetime", later)
+    assert server.state.auth.cached(secret) is None
     refused = server.request("GET", "/v1/me", secret)
     assert refused.status_code == 401
     detail = refused.json()["detail"]
