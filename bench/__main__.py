@@ -96,6 +96,8 @@ def run_command(args: argparse.Namespace) -> int:
     }
     if args.data_dictionary:  # only then: earlier runs' manifests stay valid for resuming
         manifest["data_dictionary"] = True
+    if args.llm_timeout is not None:  # only when given, as above
+        manifest["llm_timeout"] = args.llm_timeout
     for key in ("sequences", "small_samples", "calibrator", "adaptive_target", "repair_all"):
         if key in system_options:  # only when given, as above
             manifest[key] = str(system_options[key]) if key == "calibrator" else system_options[key]
@@ -257,6 +259,7 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         "adaptive_target",
     )
     options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    options["llm_timeout"] = args.timeout if args.llm_timeout is None else args.llm_timeout
     if args.sliced_schema:
         options["sliced_schema"] = True
     if args.data_dictionary:

@@ -107,18 +107,22 @@ class AlmanacLearning:
                 grouped.setdefault(name, []).append(source)
         writer, reports, left = QuestionWriter(self.llm), {}, limit
         names = sorted(grouped)
-        for index, name in enumerate(tqdm(names, desc="synthesizing", unit="db")):
+        for index, name in enumerate(names):
             share = math.ceil(left / (len(names) - index))
             if share <= 0:
                 break
-            reports[name] = synthesize(
-                store,
-                grouped[name],
-                targets={name: self.workspace.databases[name]},
-                writer=writer,
-                ask=lambda draft: self._vote(draft, 1),
-                options=SynthOptions(limit=share, per_source=per_source, transforms=transforms),
-            )
+            sources = grouped[name]
+            desc = f"synthesizing {name} ({index + 1}/{len(names)}, up to {share} pairs)"
+            with tqdm(total=len(sources), desc=desc, unit="source") as bar:
+                reports[name] = synthesize(
+                    store,
+                    sources,
+                    targets={name: self.workspace.databases[name]},
+                    writer=writer,
+                    ask=lambda draft: self._vote(draft, 1),
+                    options=SynthOptions(limit=share, per_source=per_source, transforms=transforms),
+                    progress=lambda done, _total: bar.update(done - bar.n),
+                )
             left -= len(reports[name].stored_ids)
         self.workspace.indices.refresh()
         return reports

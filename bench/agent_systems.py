@@ -26,6 +26,7 @@ models; see ``bench.agent_workspace.ModelChoice``.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,10 @@ class _LLMSystem:
         )
         # a given ``llm`` (tests: a scripted model) replaces the default model
         self.llm: LLM = options.get("llm") or load_llm(self.choice.model, self.choice)
+        # seconds one model call may take (bench run's --llm-timeout, default its --timeout)
+        self.generate_options = GenerateOptions(
+            timeout_s=options.get("llm_timeout", GenerateOptions.timeout_s)
+        )
         self._lock = threading.Lock()
 
     def prepare(self, databases: dict[str, str]) -> None:
@@ -119,7 +124,7 @@ class DDLOnlySystem(_LLMSystem):
         messages = prompt_messages(
             "baseline_ddl.j2", dialect, schema=schema, question=example.question
         )
-        candidate = SqlGenerator(self.llm, dialect).sample(messages, 0)
+        candidate = SqlGenerator(self.llm, dialect, self.generate_options).sample(messages, 0)
         return Prediction(
             sql=candidate.sql or None, error=candidate.error, metadata=self._metadata(candidate)
         )
@@ -146,7 +151,7 @@ class VannaStyleSystem(_LLMSystem):
             pairs=related.pairs,
             question=example.question,
         )
-        candidate = SqlGenerator(self.llm, dialect).sample(messages, 0)
+        candidate = SqlGenerator(self.llm, dialect, self.generate_options).sample(messages, 0)
         return Prediction(
             sql=candidate.sql or None, error=candidate.error, metadata=self._metadata(candidate)
         )
@@ -196,7 +201,7 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
     def pipeline_options(self) -> PipelineOptions:
         return PipelineOptions(
             rag=RagOptions(stable_schema=self.stable_schema),
-            generate=GenerateOptions(show_cot=self.show_cot),
+            generate=replace(self.generate_options, show_cot=self.show_cot),
             refine=RefineOptions(repair_all=self.repair_all),
         )
 

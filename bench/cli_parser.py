@@ -189,6 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
         "default 1, one after the other; almanac's own default is 5)",
     )
     models.add_argument(
+        "--llm-timeout",
+        type=float,
+        help="seconds one model call of the chain may take, its prefill included (default: "
+        "--timeout; a long schema prompt on a slow CPU can take longer than the chain's own "
+        "120 s, and a call cut off falls back to a plain prompt)",
+    )
+    models.add_argument(
         "--prompt-cache",
         type=Path,
         help="folder of llama.cpp context states kept across questions and runs "
