@@ -4,8 +4,9 @@
 the change in words and the new SQL (prompts: ``agents/learn/synth/prompts/
 synth_question_system.j2`` and ``synth_question.j2``), the answer constrained by a JSON
 schema to ``{"question": ...}``. A reply that is not a usable question (empty, too short or
-too long, SQL, or the source question unchanged) is refused with the reason: the pair is
-dropped and counted as ``question failed``.
+too long, SQL, the source question unchanged, or one that leans on the prompt: "the same
+scenario as the original query") is refused with the reason before any back-check: the pair
+is dropped and counted as ``question failed``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ log = logging.getLogger(__name__)
 
 MIN_CHARS, MAX_CHARS = 8, 300
 _SQL = re.compile(r"```|\bselect\b.+\bfrom\b", re.IGNORECASE | re.DOTALL)
+# what only the writer's prompt shows: "... with the same scenario as the original query"
+# (the 1.5B on AutoFin: such a question cannot be answered alone and failed its back-check
+# after a whole chain call, about a minute on two cores)
+_PROMPT_WORDS = re.compile(
+    r"\b(?:original|previous|source|new|above|given)\s+(?:query|question|sql|statement)\b"
+    r"|\b(?:as|than) (?:in )?the original\b",
+    re.IGNORECASE,
+)
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"question": {"type": "string", "minLength": MIN_CHARS, "maxLength": MAX_CHARS}},
@@ -89,4 +98,7 @@ def _unusable(written: str, source: str) -> str | None:
         return "SQL instead of a question"
     if written.casefold().strip(" ?.") == source.casefold().strip(" ?."):
         return "the source question unchanged"
+    mention = _PROMPT_WORDS.search(written)
+    if mention is not None:
+        return f"refers to what only the prompt shows ({mention.group(0)!r})"
     return None

@@ -209,6 +209,40 @@ def test_a_question_the_model_cannot_write_drops_the_pair(concert):
     assert chain.asked == []
 
 
+@pytest.mark.parametrize(
+    "leaning",
+    [
+        "What is the total for the AU department, with the same scenario as the original query?",
+        "How many singers does the new SQL count?",
+        "Which stadiums hold more concerts than in the original?",
+    ],
+)
+def test_a_question_that_leans_on_the_prompt_is_refused_before_the_back_check(concert, leaning):
+    store, database = concert
+    seed(store, NAMES)
+    chain = Chain()
+    report = synthesize(
+        store,
+        synthesis_sources(store),
+        targets={DB: database},
+        writer=writer(json.dumps({"question": leaning})),
+        ask=chain,
+    )
+    consistent(report)
+    assert report.totals()["stored"] == 0 and report.totals()["question_failed"] > 0
+    assert chain.asked == []  # no chain call spent on it
+    assert any("only the prompt shows" in d["reason"] for d in report.dropped)
+
+
+def test_a_plain_question_naming_an_origin_is_kept():
+    """ "original" alone is an ordinary word ("the original album"); only the prompt's own
+    nouns are refused."""
+    from agents.learn.synth.question import _unusable
+
+    assert _unusable("Which singers sang on the original release of each song?", "x") is None
+    assert _unusable("What is the source of each question in the survey table?", "x") is None
+
+
 def test_a_second_run_stores_nothing_twice_and_asks_nothing_again(concert):
     store, database = concert
     seed(store, NAMES, COUNT_NL)
