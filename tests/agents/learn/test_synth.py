@@ -22,6 +22,7 @@ from agents.learn.synth import (
 )
 from agents.learn.synth.records import MEMORY
 from agents.learn.synth.results import run, same_result
+from agents.learn.synth.variants import Variant
 from agents.llm.base import Cancellation, LLMCancelledError
 from kb.store import KnowledgeStore
 from kb.target.database import Database
@@ -193,31 +194,22 @@ def test_degenerate_and_unchanged_results_are_dropped_before_the_llm(concert):
     assert llm_writer.calls == report.totals()["ran"] - report.totals()["degenerate"]
 
 
-def test_a_question_the_model_cannot_write_drops_the_pair(concert):
-    store, database = concert
-    seed(store, NAMES)
-    chain = Chain()
-    report = synthesize(
-        store,
-        synthesis_sources(store),
-        targets={DB: database},
-        writer=writer("SELECT name FROM singer"),
-        ask=chain,
-    )
-    consistent(report)
-    assert report.totals()["stored"] == 0 and report.totals()["question_failed"] > 0
-    assert chain.asked == []
-
-
 @pytest.mark.parametrize(
-    "leaning",
+    ("reply", "reason"),
     [
-        "What is the total for the AU department, with the same scenario as the original query?",
-        "How many singers does the new SQL count?",
-        "Which stadiums hold more concerts than in the original?",
+        ("SELECT name FROM singer", "no JSON answer"),
+        (json.dumps({"question": "SELECT name FROM singer"}), "SQL instead of a question"),
+        (
+            json.dumps({"question": "The AU total, same scenario as the original query?"}),
+            "only the prompt shows",
+        ),
+        (json.dumps({"question": "How many singers does the new SQL count?"}), "prompt shows"),
+        (json.dumps({"question": "Which stadiums hold more than in the original?"}), "prompt"),
     ],
 )
-def test_a_question_that_leans_on_the_prompt_is_refused_before_the_back_check(concert, leaning):
+def test_a_question_the_model_cannot_write_drops_the_pair_before_the_back_check(
+    concert, reply, reason
+):
     store, database = concert
     seed(store, NAMES)
     chain = Chain()
@@ -225,22 +217,25 @@ def test_a_question_that_leans_on_the_prompt_is_refused_before_the_back_check(co
         store,
         synthesis_sources(store),
         targets={DB: database},
-        writer=writer(json.dumps({"question": leaning})),
+        writer=writer(reply),
         ask=chain,
     )
     consistent(report)
     assert report.totals()["stored"] == 0 and report.totals()["question_failed"] > 0
     assert chain.asked == []  # no chain call spent on it
-    assert any("only the prompt shows" in d["reason"] for d in report.dropped)
+    assert any(reason in d["reason"] for d in report.dropped)
 
 
 def test_a_plain_question_naming_an_origin_is_kept():
-    """ "original" alone is an ordinary word ("the original album"); only the prompt's own
-    nouns are refused."""
-    from agents.learn.synth.question import _unusable
-
-    assert _unusable("Which singers sang on the original release of each song?", "x") is None
-    assert _unusable("What is the source of each question in the survey table?", "x") is None
+    """The word alone is ordinary ("the original release"); only the prompt's own nouns
+    ("the original query", "the new SQL") are refused."""
+    variant = Variant("filter", "SELECT name FROM singer", "added nothing", "SELECT 1")
+    for question in (
+        "Which singers sang on the original release of each song?",
+        "What is the source of each question in the survey table?",
+    ):
+        written = writer(json.dumps({"question": question})).write("Who sang?", variant, ["name"])
+        assert written == question
 
 
 def test_a_second_run_stores_nothing_twice_and_asks_nothing_again(concert):
