@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from tests.browser.conftest import LiveServer, login, shot
-from tests.support.clock import clock_moved_on
+from tests.support.clock import move_key_clock_on
 
 
 def test_the_page_is_served_with_a_strict_content_security_policy(live: LiveServer):
@@ -84,9 +84,7 @@ def test_a_key_that_expires_while_in_use_sends_the_page_back_to_the_login(
     login(page, live, key)
     assert page.locator("#who").inner_text() == "temporary · analyst"
     assert live.state.auth.cached(key) is not None  # checked, and trusted for a minute
-    later = clock_moved_on(timedelta(minutes=11))  # not a sleep: a loaded machine is slow
-    monkeypatch.setattr("server.auth.datetime", later)
-    monkeypatch.setattr("server.keys.datetime", later)
+    move_key_clock_on(monkeypatch, timedelta(minutes=11))  # not a sleep: a loaded machine is slow
     page.click("#nav a[data-view=knowledge]")  # its first call is refused: back to the login
     page.locator("[data-testid=login-status]").filter(has_text="no longer accepted").wait_for()
     assert "expired or revoked" in page.locator("[data-testid=login-status]").inner_text()

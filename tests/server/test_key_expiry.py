@@ -15,7 +15,7 @@ from kb.store import KnowledgeStore
 from server.auth import REFUSED, Authenticator
 from server.cli import main
 from server.keys import ExpiryInPastError, KeyExpiredError, KeyStore, expiry, parse_key
-from tests.support.clock import clock_moved_on
+from tests.support.clock import move_key_clock_on
 
 PEPPER = b"expiry-test-pepper-0123456789abc"
 
@@ -92,9 +92,7 @@ def test_a_cached_identity_does_not_outlive_its_keys_expiry(keys, monkeypatch):
     authenticator = Authenticator(keys, cache_s=3600)
     assert authenticator.identify(secret) is not None
     assert authenticator.cached(secret) is not None
-    later = clock_moved_on(timedelta(minutes=11))
-    monkeypatch.setattr("server.auth.datetime", later)
-    monkeypatch.setattr("server.keys.datetime", later)
+    move_key_clock_on(monkeypatch, timedelta(minutes=11))
     assert authenticator.cached(secret) is None, "the cache trusted a key past its expiry"
     assert authenticator.identify(secret) is None
     assert authenticator.refusal(secret).startswith("API key expired at ")
@@ -151,9 +149,7 @@ def test_an_expired_key_gets_a_401_that_says_so(server, monkeypatch):
     secret = server.key("analyst", "ana", expires_at=soon)
     assert server.request("GET", "/v1/me", secret).status_code == 200
     assert server.state.auth.cached(secret) is not None  # trusted for an hour, but:
-    later = clock_moved_on(timedelta(minutes=11))  # not a sleep: a loaded machine is slow
-    monkeypatch.setattr("server.auth.datetime", later)
-    monkeypatch.setattr("server.keys.datetime", later)
+    move_key_clock_on(monkeypatch, timedelta(minutes=11))  # not a sleep: a loaded machine is slow
     assert server.state.auth.cached(secret) is None
     refused = server.request("GET", "/v1/me", secret)
     assert refused.status_code == 401
