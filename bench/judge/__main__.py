@@ -47,6 +47,17 @@ def add_protocols(parser: argparse.ArgumentParser) -> None:
         command.add_argument("--judge-url", help="OpenAI-compatible judge endpoint")
         command.add_argument("--judge-model", help="the endpoint's model name")
         command.add_argument("--llm-cache", type=Path, help="response cache file (embedded)")
+        command.add_argument(
+            "--threads",
+            type=int,
+            help="llama.cpp threads (embedded; default: llama.cpp's, half the cores to decode)",
+        )
+        command.add_argument(
+            "--prompt-cache",
+            type=Path,
+            help="folder of llama.cpp prompt states (embedded): a judge prompt that starts like "
+            "an earlier one (BI-Bench's schema) is not prefilled again",
+        )
         command.add_argument("--limit", type=int, help="first N tasks or answers")
         if name == "insightbench":
             command.add_argument("--data", type=Path, help="InsightBench folder")
@@ -76,7 +87,10 @@ def make_judge(args: argparse.Namespace) -> LLM:
     from agents.llm.models import DEFAULT_MODEL
     from bench.agent_workspace import ModelChoice, load_llm
 
-    return load_llm(args.model or DEFAULT_MODEL, ModelChoice(llm_cache=args.llm_cache))
+    choice = ModelChoice(
+        llm_cache=args.llm_cache, threads=args.threads, prompt_cache=args.prompt_cache
+    )
+    return load_llm(args.model or DEFAULT_MODEL, choice)
 
 
 def run(args: argparse.Namespace, judge: LLM) -> dict[str, Any]:

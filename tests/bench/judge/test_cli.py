@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.agent_workspace import ModelChoice
 from bench.judge.__main__ import main, make_judge, parser, run
 from tests.bench.judge.judges import GARBAGE, by_prompt
 from tests.bench.judge.test_insightbench_loader import needs_data
@@ -109,6 +110,28 @@ def test_judge_options() -> None:
         )
     )  # fmt: skip
     assert judge.name == "openai:big@http://localhost:9/v1"
+
+
+def test_embedded_judge_options_reach_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded: list[tuple[str, ModelChoice]] = []
+    monkeypatch.setattr(
+        "bench.agent_workspace.load_llm", lambda name, choice: loaded.append((name, choice))
+    )
+    states = tmp_path / "states"
+
+    make_judge(
+        parser().parse_args(
+            ["bibench", "--answers", "a", "--out", "o", "--model", "m.gguf", "--threads", "2",
+             "--prompt-cache", str(states), "--llm-cache", str(tmp_path / "c.sqlite")]
+        )
+    )  # fmt: skip
+
+    [(name, choice)] = loaded
+    assert name == "m.gguf"
+    assert choice.threads == 2 and choice.prompt_cache == states
+    assert choice.llm_cache == tmp_path / "c.sqlite"
 
 
 def test_bad_answers_file_is_named_and_exits_2(
