@@ -39,7 +39,7 @@ from bench.learn_split import (
 )
 from bench.report import alternative_lines, mean_scores, timeout_line, write_report
 from bench.run import MiningSystem, RunConfig, Runner, write_run_manifest
-from bench.sampling import shuffled, stratified_sample
+from bench.sampling import shuffled, stratified_ids, stratified_sample
 from bench.stream_mining import StreamMiningOptions
 from bench.synthesis import synthesis_transforms, write_synthesis
 from bench.systems import System, make_system
@@ -53,6 +53,8 @@ def run_command(args: argparse.Namespace) -> int:
     revealed = revealed_examples(full, args)
     # with --examples-per-db a revealed question is not asked (left out before --limit)
     hidden = [e.id for e in revealed] if args.examples_per_db is not None else []
+    if args.exclude_stratified:
+        hidden += stratified_ids(full.filter(split=args.split), args.exclude_stratified)
     if args.split or args.limit is not None or hidden:
         dataset = dataset.filter(split=args.split, limit=args.limit, exclude_ids=hidden)
     if args.stratify:
@@ -129,6 +131,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["learn_limit"] = args.learn_limit
     if args.shuffle is not None:  # only then, as below
         manifest["shuffle"] = args.shuffle
+    if args.exclude_stratified:  # only then, as above
+        manifest["exclude_stratified"] = sorted(args.exclude_stratified)
     if args.learn_split == REST_SPLIT:  # since same-SQL paraphrases are held back
         manifest["rest"] = "the questions not asked, without same-SQL paraphrases of the asked"
     if args.no_knowledge_pack:

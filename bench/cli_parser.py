@@ -134,6 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="a stratified sample of N questions (by difficulty, then database), seeded",
     )
     run.add_argument(
+        "--exclude-stratified",
+        type=int,
+        action="append",
+        metavar="N",
+        help="leave out the questions --stratify N asks (of the same split; repeatable) before"
+        " sampling: questions the packaged calibrator, fitted on those samples, has never seen"
+        " (--stratify 150 --exclude-stratified 300)",
+    )
+    run.add_argument(
         "--data-dictionary",
         action="store_true",
         help="apply the data dictionary a benchmark ships (Spider's tables.json: natural"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Iterable
 
 from bench.datasets import Dataset
 
@@ -41,6 +42,12 @@ def stratified_sample(dataset: Dataset, size: int, *, seed: int = 0) -> Dataset:
                     taken += 1
     examples = [e for e in dataset.examples if e.id in chosen]
     return Dataset(f"{dataset.name}", examples, dict(dataset.databases))
+
+
+def stratified_ids(dataset: Dataset, sizes: Iterable[int], *, seed: int = 0) -> set[str]:
+    """The ids of every stratified sample of ``dataset`` of the given sizes (the questions
+    ``--stratify N`` asks), e.g. to leave out of a later sample what a calibrator saw."""
+    return {e.id for size in sizes for e in stratified_sample(dataset, size, seed=seed).examples}
 
 
 def shuffled(dataset: Dataset, seed: int) -> Dataset:

@@ -134,6 +134,23 @@ def test_learn_split_rest_reveals_the_questions_not_asked(tmp_path, monkeypatch)
     assert {e.database for e in revealed} == {r["database"] for r in asked}
 
 
+def test_exclude_stratified_asks_only_questions_the_named_samples_do_not(spider, tmp_path):
+    """A calibrator fitted on the stratified 60 and 120 is measured on questions it never saw."""
+    code = bench_main(
+        ["run", "--dataset", "spider_dev", "--system", "gold", "--stratify", "20",
+         "--exclude-stratified", "120", "--exclude-stratified", "60", "--out", str(tmp_path)]
+    )  # fmt: skip
+
+    assert code == 0
+    asked = {json.loads(line)["id"] for line in (tmp_path / "results.jsonl").open()}
+    seen = {e.id for e in stratified_sample(spider, 120)}
+    assert len(asked) == 20 and not asked & seen
+    assert {e.id for e in stratified_sample(spider, 60)} <= seen  # the samples nest
+    manifest = json.loads((tmp_path / "run.json").read_text())
+    assert manifest["exclude_stratified"] == [60, 120]
+    assert manifest["questions"] == 20
+
+
 def test_learn_split_rest_holds_back_same_sql_paraphrases_of_the_asked(tmp_path):
     """Spider dev pairs paraphrases under one gold SQL: revealing one would answer the other."""
     from bench.learn_split import rest_of
