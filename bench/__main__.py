@@ -51,12 +51,17 @@ def run_command(args: argparse.Namespace) -> int:
     dataset = full
     check_learn_options(args)
     revealed = revealed_examples(full, args)
-    # with --examples-per-db a revealed question is not asked (left out before --limit)
+    # with --examples-per-db a revealed question is not asked, nor with --exclude-stratified
+    # one the named samples ask (both left out before --limit)
     hidden = [e.id for e in revealed] if args.examples_per_db is not None else []
     if args.exclude_stratified:
         hidden += stratified_ids(full.filter(split=args.split), args.exclude_stratified)
     if args.split or args.limit is not None or hidden:
         dataset = dataset.filter(split=args.split, limit=args.limit, exclude_ids=hidden)
+        if args.exclude_stratified and not dataset.examples:
+            raise ValueError(
+                f"--exclude-stratified {args.exclude_stratified} leaves no question to ask"
+            )
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
     if args.shuffle is not None:

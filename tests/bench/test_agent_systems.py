@@ -134,7 +134,7 @@ def test_learn_split_rest_reveals_the_questions_not_asked(tmp_path, monkeypatch)
     assert {e.database for e in revealed} == {r["database"] for r in asked}
 
 
-def test_exclude_stratified_asks_only_questions_the_named_samples_do_not(spider, tmp_path):
+def test_exclude_stratified_asks_only_questions_the_named_samples_do_not(spider, tmp_path, capsys):
     """A calibrator fitted on the stratified 60 and 120 is measured on questions it never saw."""
     code = bench_main(
         ["run", "--dataset", "spider_dev", "--system", "gold", "--stratify", "20",
@@ -149,6 +149,13 @@ def test_exclude_stratified_asks_only_questions_the_named_samples_do_not(spider,
     manifest = json.loads((tmp_path / "run.json").read_text())
     assert manifest["exclude_stratified"] == [60, 120]
     assert manifest["questions"] == 20
+
+    code = bench_main(
+        ["run", "--dataset", "spider_dev", "--system", "gold", "--exclude-stratified", "5000",
+         "--out", str(tmp_path / "none")]
+    )  # fmt: skip
+    assert code == 2 and "--exclude-stratified [5000] leaves no question" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
 
 
 def test_learn_split_rest_holds_back_same_sql_paraphrases_of_the_asked(tmp_path):
