@@ -32,11 +32,25 @@ class AdaptiveTrace:
     started: float
     checks: list[dict[str, float]] = field(default_factory=list)
 
-    def rule(self, assess: Assess, target: float) -> StopRule:
-        """Stop once ``assess`` reaches ``target``; each check is recorded."""
+    def rule(
+        self,
+        assess: Assess,
+        target: float,
+        *,
+        tiers: int = 1,
+        escalation_target: float | None = None,
+    ) -> StopRule:
+        """Stop once ``assess`` reaches ``target``; each check is recorded.
+
+        In a cascade of ``tiers`` tiers, a tier before the last stops (answers instead of
+        escalating) only at ``escalation_target`` (None: ``target``): a smaller model's answer
+        reads more confident than it is, so it needs more than the last tier does."""
 
         def stop(found: Sequence[Candidate], voted: VoteOutcome, tiers_asked: int) -> bool:
             confidence = assess(found, voted, tiers_asked)
+            needed = target
+            if escalation_target is not None and tiers_asked < tiers:
+                needed = escalation_target
             self.checks.append(
                 {
                     "samples": float(len(found)),
@@ -44,6 +58,6 @@ class AdaptiveTrace:
                     "at_s": round(time.perf_counter() - self.started, 3),
                 }
             )
-            return confidence >= target
+            return confidence >= needed
 
         return stop

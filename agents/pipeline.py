@@ -223,7 +223,12 @@ class Pipeline:
             def assess(found: Sequence[Candidate], voted: VoteOutcome, tiers: int) -> float:
                 return self.confidence.assess(rag, found, voted, tiers_tried=tiers).confidence
 
-            stop_rule = trace.rule(assess, settings.target)
+            stop_rule = trace.rule(
+                assess,
+                settings.target,
+                tiers=len(self.tiers) if options.cascade else 1,
+                escalation_target=settings.escalation_target,
+            )
 
         return build_cascade(
             self.tiers,

@@ -105,7 +105,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["data_dictionary"] = True
     if args.llm_timeout is not None:  # only when given, as above
         manifest["llm_timeout"] = args.llm_timeout
-    for key in ("sequences", "small_samples", "calibrator", "adaptive_target", "repair_all"):
+    keys = ("sequences", "small_samples", "calibrator", "adaptive_target", "escalation_target")
+    for key in (*keys, "repair_all"):
         if key in system_options:  # only when given, as above
             manifest[key] = str(system_options[key]) if key == "calibrator" else system_options[key]
     if args.examples_per_db is not None:  # only then, as below
@@ -266,6 +267,7 @@ def _system_options(args: argparse.Namespace) -> dict[str, object]:
         "prompt_cache",
         "calibrator",
         "adaptive_target",
+        "escalation_target",
     )
     options = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     options["llm_timeout"] = args.timeout if args.llm_timeout is None else args.llm_timeout

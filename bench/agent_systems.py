@@ -177,6 +177,7 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
         path = options.get("calibrator")
         self.calibrator = Calibrator.load(Path(path)) if path else packaged_calibrator()
         self.adaptive_target: float | None = options.get("adaptive_target")
+        self.escalation_target: float | None = options.get("escalation_target")
         self.small = (
             load_llm(self.choice.small_model, self.choice) if self.tiers_needed > 1 else None
         )
@@ -233,12 +234,13 @@ class _AlmanacSystem(AlmanacLearning, _LLMSystem):
             database_name,
             dialect=self.workspace.databases[database_name].dialect,
             calibrators=CalibratorSource(fallback=self.calibrator),
-            options=ConfidenceOptions(
-                abstain_below=0.0,
-                adaptive=adaptive,
-                **({} if self.adaptive_target is None else {"target": self.adaptive_target}),
-            ),
+            options=ConfidenceOptions(abstain_below=0.0, adaptive=adaptive, **self._targets()),
         )
+
+    def _targets(self) -> dict[str, float]:
+        """The adaptive targets given to this system (the rest keep the server's defaults)."""
+        given = {"target": self.adaptive_target, "escalation_target": self.escalation_target}
+        return {name: value for name, value in given.items() if value is not None}
 
     def predict(self, example: Example, dialect: str) -> Prediction:
         answer = self.pipeline(example).ask(example.question, example.context, self.ask_options)
@@ -300,7 +302,7 @@ class AlmanacTTSSystem(_AlmanacSystem):
 @register_system("almanac-adaptive")
 class AlmanacAdaptiveSystem(_AlmanacSystem):
     """The greedy answer, then more samples only while its confidence is under the target
-    (``ConfidenceOptions.target``, 0.5), up to five: the vote's accuracy where it is needed,
+    (``ConfidenceOptions.target``, 0.1), up to five: the vote's accuracy where it is needed,
     greedy cost elsewhere (the server's default for questions that do not set ``n``)."""
 
     name = "almanac-adaptive"
@@ -322,7 +324,8 @@ class AlmanacCascadeSystem(_AlmanacSystem):
 class AlmanacAdaptiveCascadeSystem(_AlmanacSystem):
     """The server's default for cascade asks: each tier's greedy answer first, more samples
     and then the next tier only while the answer's calibrated confidence is under the target
-    (an agreement of two wrong small samples no longer settles it)."""
+    (``ConfidenceOptions.escalation_target`` for a tier before the last, 0.5; an agreement of
+    two wrong small samples no longer settles it)."""
 
     name = "almanac-cascade-adaptive"
     adaptive = True

@@ -117,7 +117,14 @@ def ask_unanswerable(args: argparse.Namespace) -> int:
     if args.limit is not None:
         questions = balanced(questions, args.limit)
     spider = default_data_root() / "spider_dev" / "database"
-    options = {"model": args.model, "threads": args.threads, "llm_cache": args.llm_cache}
+    options = {
+        "model": args.model,
+        "threads": args.threads,
+        "llm_cache": args.llm_cache,
+        "prompt_cache": args.prompt_cache,
+        "sequences": args.sequences,
+        "adaptive_target": args.adaptive_target,
+    }
     if args.calibrator:
         options["calibrator"] = args.calibrator
     system = make_system(args.system, **{k: v for k, v in options.items() if v is not None})
@@ -327,6 +334,9 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--model")
     ask.add_argument("--threads", type=int)
     ask.add_argument("--llm-cache", type=Path)
+    ask.add_argument("--prompt-cache", type=Path, help="folder of llama.cpp prompt states")
+    ask.add_argument("--sequences", type=int, help="samples decoded together (adaptive systems)")
+    ask.add_argument("--adaptive-target", type=float, help="default: the server's 0.1")
     ask.add_argument("--calibrator", type=Path)
     ask.add_argument("--out", type=Path, required=True)
     rep = commands.add_parser("report", help="AUROC, ECE, abstention, adaptive n")

@@ -187,8 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="T",
         help="adaptive systems: draw more samples while the confidence is under T (default"
-        " the server's 0.5); 1.0 samples every question's whole budget, and each answer's"
+        " the server's 0.1); 1.0 samples every question's whole budget, and each answer's"
         " trace then tells what any lower target would have done (bench/adaptive_sweep.py)",
+    )
+    models.add_argument(
+        "--escalation-target",
+        type=float,
+        metavar="T",
+        help="adaptive cascades: a tier before the last answers only at confidence T (and two"
+        " of its samples agreeing), else the next tier is asked (default the server's 0.5)",
     )
     models.add_argument("--threads", type=int, help="llama.cpp threads")
     models.add_argument(

@@ -20,6 +20,7 @@ def confidence_options(settings: Settings) -> ConfidenceOptions:
         abstain_below=c.abstain_below,
         withhold_rows=c.withhold_rows,
         target=c.target,
+        escalation_target=c.escalation_target,
         max_samples=c.max_samples,
         adaptive=c.adaptive,
         suggestions=c.suggestions,

@@ -29,7 +29,18 @@ class ConfidenceSettings(BaseModel):
         "while the confidence is under target (the cascade's tiers too)",
     )
     target: float = Field(
-        default=0.5, ge=0, le=1, description="adaptive sampling stops at this confidence"
+        default=0.1,
+        ge=0,
+        le=1,
+        description="adaptive sampling stops at this confidence (0.1: the vote's EX at under "
+        "half its latency on the bench sets)",
+    )
+    escalation_target: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="a cascade's tier before the last answers only at this confidence (and two "
+        "of its samples agreeing); under it the next tier is asked",
     )
     max_samples: int = Field(
         default=5, ge=1, le=16, description="adaptive sampling's budget of samples per tier"

@@ -41,7 +41,10 @@ class ConfidenceOptions:
         abstain_below: an answer whose confidence is under this abstains (0: never).
         withhold_rows: an abstaining answer returns its SQL but not its rows (its
             ``withheld_rows`` says how many there were).
-        target: adaptive sampling stops once the best answer's confidence reaches this.
+        target: adaptive sampling stops once the best answer's confidence reaches this
+            (0.1: the vote's EX at under half its latency, on Spider, GeoQuery and AutoFin).
+        escalation_target: a cascade's tier before the last answers only once its answer
+            reaches this (and two of its samples agree); under it the next tier is asked.
         max_samples: adaptive sampling's budget of samples per tier.
         adaptive: questions that do not fix ``n`` sample adaptively.
         suggestions: nearest answerable questions offered by an abstention.
@@ -49,13 +52,14 @@ class ConfidenceOptions:
 
     abstain_below: float = 0.3
     withhold_rows: bool = True
-    target: float = 0.5
+    target: float = 0.1
+    escalation_target: float = 0.5
     max_samples: int = 5
     adaptive: bool = False
     suggestions: int = 3
 
     def __post_init__(self) -> None:
-        for name in ("abstain_below", "target"):
+        for name in ("abstain_below", "target", "escalation_target"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1, got {value}")

@@ -133,7 +133,14 @@ def test_an_adaptive_system_at_target_one_draws_the_budget_and_keeps_the_trace()
     assert "greedy" in prediction.alternatives and prediction.metadata["samples"] == 5
     plain = make_system("almanac-adaptive", llm=llm, embedder=HashingEmbedder())
     plain.prepare({example.database: example.database_url})
-    assert plain.pipeline_on(example.database).confidence.options.target == 0.5
+    options = plain.pipeline_on(example.database).confidence.options
+    assert (options.target, options.escalation_target) == (0.1, 0.5)  # the server's defaults
+    escalating = make_system(
+        "almanac-adaptive", llm=llm, embedder=HashingEmbedder(), escalation_target=0.7
+    )
+    escalating.prepare({example.database: example.database_url})
+    options = escalating.pipeline_on(example.database).confidence.options
+    assert (options.target, options.escalation_target) == (0.1, 0.7)
 
 
 def test_a_greedy_draw_that_gave_no_candidate_escalates_for_every_target():

@@ -234,6 +234,7 @@ def test_command_line_writes_results_report_and_plots(shop, tmp_path, capsys):
     assert json.loads((tmp_path / "sampled" / "run.json").read_text())["adaptive_target"] == 0.1
     assert bench_main([*sampled, "--adaptive-target", "0.1"]) == 0  # the same run resumes
     assert bench_main([*sampled, "--adaptive-target", "1.0"]) == 2
+    assert bench_main([*sampled, "--adaptive-target", "0.1", "--escalation-target", "0.6"]) == 2
     assert bench_main([*sampled[:-2], "--adaptive-target", "0.1"]) == 2  # no --sequences
     assert "another run" in capsys.readouterr().err
     assert bench_main([*args, "--system", "nope", "--fresh"]) == 2

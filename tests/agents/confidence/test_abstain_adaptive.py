@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+import pytest
+
 from agents.confidence.assess import CalibratorSource, ConfidenceAssessor, ConfidenceOptions
 from agents.confidence.calibrator import FittedOn, prior_calibrator
 from agents.pipeline import AskOptions, ModelTier, Pipeline
@@ -197,11 +199,42 @@ def test_the_cascade_escalates_while_unsure_and_stops_when_sure(concert):
     assert unsure.tier == "large"
 
 
+@pytest.mark.parametrize("escalation_target, answered_by", [(0.8, "large"), (0.6, "small")])
+def test_a_tier_before_the_last_needs_the_escalation_target(
+    concert, escalation_target, answered_by
+):
+    replies = itertools.cycle(["SELECT 1", "SELECT 2", "SELECT 1"])  # 2 of 3 agree: 0.67
+    small = ScriptedLLM([lambda _m, _o: sql_reply(next(replies))], name="small")
+    large = ScriptedLLM([sql_reply("SELECT count(*) FROM singer")], name="large")
+    pipeline = _pipeline(
+        concert,
+        [ModelTier("small", small, samples=3), ModelTier("large", large)],
+        RuleCalibrator(),
+        adaptive=True,
+        max_samples=3,
+        target=0.1,
+        escalation_target=escalation_target,
+    )
+    answer = pipeline.ask("How many wombats sing?", options=AskOptions(cascade=True))
+    assert answer.tier == answered_by and len(small.calls) == 3
+    if answered_by == "large":  # its greedy answer (0.3) reaches the target 0.1: one call
+        assert len(large.calls) == 1 and answer.sql == "SELECT count(*) FROM singer"
+        checks = _adaptive_checks(answer)
+        assert [c["confidence"] for c in checks][-2:] == [0.6667, 0.3]
+    else:
+        assert not large.calls and answer.sql == "SELECT 1"
+
+
+def test_the_escalation_target_is_checked_like_the_target():
+    with pytest.raises(ValueError, match="escalation_target"):
+        ConfidenceOptions(escalation_target=1.2)
+
+
 def test_an_unsure_greedy_answer_gets_the_rest_of_the_budget_decoded_together(concert):
     replies = itertools.cycle(["SELECT count(*) FROM singer", "SELECT count(*) FROM stadium"])
     llm = ScriptedTogetherLLM([lambda _m, _o: sql_reply(next(replies))], sequences=5)
     pipeline = _pipeline(
-        concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True, max_samples=5
+        concert, [ModelTier("m", llm)], RuleCalibrator(), adaptive=True, max_samples=5, target=0.5
     )
     sure = pipeline.ask("How many singers are from France?")
     assert sure.samples == 1 and llm.batches == []  # greedy alone, confident: nothing more
