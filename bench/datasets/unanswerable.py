@@ -32,6 +32,9 @@ from typing import Any
 from bench.datasets.dataset import DatasetFormatError
 
 DEFAULT_PATH = Path(__file__).with_name("unanswerable.jsonl")
+HELDOUT_PATH = Path(__file__).with_name("unanswerable_heldout.jsonl")
+"""Questions written after the packaged calibrator was fitted (on answers to ``DEFAULT_PATH``'s
+among others): its abstention measured on questions it never saw."""
 CATEGORIES = ("missing_table", "impossible_period", "out_of_scope")
 FIELDS = ("id", "database", "question", "category", "missing", "why")
 AUTOFIN = "autofin"

@@ -27,12 +27,15 @@ from bench.datasets import DatasetFormatError, default_data_root
 from bench.datasets.unanswerable import (
     AUTOFIN,
     CATEGORIES,
+    DEFAULT_PATH,
+    HELDOUT_PATH,
     UnanswerableQuestion,
     load_unanswerable,
     parse_period,
 )
 
-QUESTIONS = load_unanswerable()
+# the set the packaged calibrator was fitted on, and the held-out one it never saw
+QUESTIONS = load_unanswerable() + load_unanswerable(HELDOUT_PATH)
 AUTOFIN_SEED = 7  # the seed `python -m bench.autofin` and the demo use
 DATE_WORDS = {"date", "year", "time", "created", "period", "from", "birth", "founded", "air"}
 DATE_TYPES = ("DATE", "TIME")  # DATE, DATETIME, TIMESTAMP
@@ -187,15 +190,19 @@ def autofin_years() -> tuple[int, list[int]]:
 # --- the file as a whole -------------------------------------------------------------------
 
 
-def test_the_set_is_large_and_covers_every_category_and_both_sources() -> None:
-    by_category = Counter(q.category for q in QUESTIONS)
-    spider_databases = {q.database for q in QUESTIONS if q.database != AUTOFIN}
-    assert len(QUESTIONS) >= 40
+@pytest.mark.parametrize(("path", "per_category"), [(DEFAULT_PATH, 10), (HELDOUT_PATH, 5)])
+def test_each_set_is_large_and_covers_every_category_and_both_sources(
+    path: Path, per_category: int
+) -> None:
+    questions = load_unanswerable(path)
+    by_category = Counter(q.category for q in questions)
+    spider_databases = {q.database for q in questions if q.database != AUTOFIN}
+    assert len(questions) >= 40
     assert set(by_category) == set(CATEGORIES)
-    assert min(by_category.values()) >= 10, by_category
+    assert min(by_category.values()) >= per_category, by_category
     assert len(spider_databases) >= 6
     for category in CATEGORIES:
-        sources = {q.database == AUTOFIN for q in QUESTIONS if q.category == category}
+        sources = {q.database == AUTOFIN for q in questions if q.category == category}
         assert sources == {True, False}, f"{category} lacks Spider or AutoFin questions"
 
 
@@ -205,9 +212,11 @@ def test_every_spider_database_exists() -> None:
 
 
 def test_questions_are_distinct_and_filtering_by_database_keeps_file_order() -> None:
+    # across both sets too: a held-out question the calibrator was fitted on is no held-out
     assert len({q.question.lower() for q in QUESTIONS}) == len(QUESTIONS)
+    assert len({q.id for q in QUESTIONS}) == len(QUESTIONS)
     autofin = load_unanswerable(databases=[AUTOFIN])
-    assert autofin == [q for q in QUESTIONS if q.database == AUTOFIN]
+    assert autofin == [q for q in load_unanswerable(DEFAULT_PATH) if q.database == AUTOFIN]
     assert load_unanswerable(databases=["no_such_db"]) == []
 
 
