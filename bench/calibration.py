@@ -12,7 +12,10 @@ runs and prints, per set:
   calibrator fitted on the other sets and the set's other folds (a deployment that has
   verified some of its own answers): AUROC, ECE, Brier;
 - abstention at each threshold: the share of unanswerable questions abstained on against
-  the share of correctly answered questions abstained on (the cost);
+  the share of correctly answered questions abstained on (the cost), by the other-sets
+  calibrator, the pooled one, or (``--abstain-fit recorded``) the confidence the answers
+  carried: on runs the packaged calibrator never saw (``--exclude-stratified``, the held-out
+  unanswerable set), what a new deployment would abstain on;
 - with ``--adaptive RUN --fixed RUN``: EX and mean latency of adaptive sampling against a
   fixed vote on the same questions.
 
@@ -258,7 +261,7 @@ def _quality_table(sets: dict[str, list[Scored]]) -> str:
         )
     for name, found, other, pooled in rows:
         labels = [s.correct for s in found]
-        recorded = [s.confidence if s.confidence is not None else 0.5 for s in found]
+        recorded = [_recorded(s) for s in found]
         cells = [name, str(len(found)), f"{np.mean(labels):.3f}" if found else "-"]
         for probs in (recorded, other, pooled):
             cells += [_fmt(auroc(probs, labels)), _fmt(expected_calibration_error(probs, labels))]
@@ -270,7 +273,10 @@ def _quality_table(sets: dict[str, list[Scored]]) -> str:
 def _abstention_table(sets: dict[str, list[Scored]], fit: str) -> str:
     """Abstention by threshold: unanswerable questions abstained on, and the correct answers
     of each answerable set abstained on (the cost)."""
-    probs = leave_one_out(sets) if fit == "other-sets" else cross_fitted(sets)
+    if fit == "recorded":  # what the answers said: the calibrator they ran with
+        probs = {name: [_recorded(s) for s in found] for name, found in sets.items()}
+    else:
+        probs = leave_one_out(sets) if fit == "other-sets" else cross_fitted(sets)
     names = [n for n in sets if n != UNANSWERABLE]
     head = "| threshold | unanswerable abstained | " + " | ".join(
         f"{n}: correct abstained | {n}: wrong abstained" for n in names
@@ -311,6 +317,11 @@ def _adaptive_line(adaptive: Path, fixed: Path) -> str:
     )
 
 
+def _recorded(answer: Scored) -> float:
+    """The confidence an answer was given when it ran (0.5 for a run that recorded none)."""
+    return answer.confidence if answer.confidence is not None else 0.5
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None or value != value else f"{value:.3f}"
 
@@ -342,7 +353,9 @@ def _parser() -> argparse.ArgumentParser:
     rep = commands.add_parser("report", help="AUROC, ECE, abstention, adaptive n")
     rep.add_argument("runs", nargs="*", help="NAME=FOLDER of `bench run` outputs")
     rep.add_argument("--unanswerable", type=Path, help="folder of ask-unanswerable")
-    rep.add_argument("--abstain-fit", choices=("other-sets", "pooled"), default="other-sets")
+    rep.add_argument(
+        "--abstain-fit", choices=("other-sets", "pooled", "recorded"), default="other-sets"
+    )
     rep.add_argument("--adaptive", type=Path, help="a run of almanac-adaptive")
     rep.add_argument("--fixed", type=Path, help="a run of almanac-tts on the same questions")
     rep.add_argument("--write", type=Path, help="fit on every set and save the calibrator here")

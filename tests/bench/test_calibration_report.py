@@ -97,3 +97,22 @@ def test_write_follows_the_version_of_the_calibrator_already_there(tmp_path, cap
     written.write_text("not json")  # unreadable: the refit starts again at 1
     assert main(argv) == 0
     assert Calibrator.load(written).version == 1
+
+
+def test_recorded_abstention_reads_the_confidence_the_answers_carried(tmp_path, capsys):
+    _run(tmp_path / "a", 30, 4)  # every answer recorded 0.5
+    folder = tmp_path / "u"
+    folder.mkdir()
+    rows = [  # half the unanswerable questions were answered at 0.2, half at 0.55
+        {"id": f"u{i}", "metadata": {"signals": {}, "confidence": 0.2 if i % 2 else 0.55}}
+        for i in range(10)
+    ]
+    (folder / "unanswerable.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    argv = ["report", f"a={tmp_path / 'a'}", "--unanswerable", str(folder)]
+    assert main([*argv, "--abstain-fit", "recorded"]) == 0
+    out = capsys.readouterr().out
+    assert "abstention (recorded calibrator)" in out
+    table = {x.split("|")[1].strip(): x.split("|") for x in out.splitlines() if x.startswith("| ")}
+    assert table["0.3"][2].strip() == "0.500 (5/10)" and table["0.3"][3].strip() == "0.000 (0/20)"
+    assert table["0.5"][3].strip() == "0.000 (0/20)"  # 0.5 is not under 0.5
+    assert table["0.6"][2].strip() == "1.000 (10/10)" and table["0.6"][3].strip() == "1.000 (20/20)"
