@@ -28,7 +28,9 @@ def test_the_embedded_model_is_confident_where_it_can_be_and_abstains_where_it_c
         confidence=ConfidenceAssessor(
             store,
             "concert_singer",
-            options=ConfidenceOptions(abstain_below=0.3, adaptive=True, max_samples=3),
+            # target 0.5, not the default 0.1: an abstaining answer (under 0.3) must be unsure
+            # enough to draw more samples, whatever its confidence under 0.3
+            options=ConfidenceOptions(abstain_below=0.3, adaptive=True, max_samples=3, target=0.5),
         ),
     )
     easy = pipeline.ask("How many singers do we have?")
