@@ -60,6 +60,21 @@ def test_settings_defaults_and_bad_values(tmp_path, monkeypatch):
         Settings(data_dir=tmp_path)
 
 
+def test_the_confidence_targets_reach_the_options(tmp_path, monkeypatch):
+    from server.confidence import confidence_options
+
+    monkeypatch.setenv("ALMANAC_CONFIG", str(tmp_path / "absent.toml"))
+    defaults = confidence_options(Settings(data_dir=tmp_path))
+    assert (defaults.target, defaults.escalation_target) == (0.1, 0.5)
+    monkeypatch.setenv("ALMANAC_CONFIDENCE__TARGET", "0.3")
+    monkeypatch.setenv("ALMANAC_CONFIDENCE__ESCALATION_TARGET", "0.7")
+    options = confidence_options(Settings(data_dir=tmp_path))
+    assert (options.target, options.escalation_target) == (0.3, 0.7)
+    monkeypatch.setenv("ALMANAC_CONFIDENCE__ESCALATION_TARGET", "1.5")
+    with pytest.raises(ValidationError, match="escalation_target"):
+        Settings(data_dir=tmp_path)
+
+
 def test_tiers_are_built_lazily_and_named(tmp_path):
     tiers = LLMTiers(
         [
