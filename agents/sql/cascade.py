@@ -19,7 +19,8 @@ answer first and more samples only while the best answer so far is not confident
 (``stop_rule(candidates, their_vote, tiers_asked)``), up to its budget; a tier that used its budget
 without becoming confident escalates to the next, exactly as a tier whose samples did not
 agree. Two agreeing samples no longer end a tier by themselves: the rule decides. A tier before
-the last needs both: two of its samples agreeing and the rule satisfied. The calibrator is
+the last needs both: two of its samples agreeing and the rule satisfied (the pipeline's rule
+asks such a tier for ``ConfidenceOptions.escalation_target``, not the target). The calibrator is
 fitted on the default model's answers, so a smaller model's greedy answer alone reads more
 confident than it is (AutoFin test 60: a small tier answering on its greedy answer alone took
 22 of the 60 questions and got 15 wrong).
