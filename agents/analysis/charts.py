@@ -44,8 +44,9 @@ def roles(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, st
     found: dict[str, str | None] = {"time": None, "category": None, "measure": None}
     if df is None or df.empty:
         return found
-    for name in df.columns:
-        values = df[name].dropna()
+    for position, name in enumerate(df.columns):
+        # by position: a result may repeat a column name (SELECT region, region ...)
+        values = df.iloc[:, position].dropna()
         numeric = pd.to_numeric(values, errors="coerce").notna().all() and len(values) > 0
         if found["time"] is None and (_named_time(str(name), values, numeric) or is_dates(values)):
             found["time"] = name
