@@ -105,8 +105,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["data_dictionary"] = True
     if args.llm_timeout is not None:  # only when given, as above
         manifest["llm_timeout"] = args.llm_timeout
-    keys = ("sequences", "small_samples", "calibrator", "adaptive_target", "escalation_target")
-    for key in (*keys, "repair_all"):
+    drawn = ("sequences", "small_samples", "calibrator", "adaptive_target", "escalation_target")
+    for key in (*drawn, "repair_all"):
         if key in system_options:  # only when given, as above
             manifest[key] = str(system_options[key]) if key == "calibrator" else system_options[key]
     if args.examples_per_db is not None:  # only then, as below

@@ -46,7 +46,5 @@ def test_roles_of_a_result(columns, rows, expected):
 
 
 def test_a_result_that_repeats_a_column_name_still_gets_its_roles():
-    from agents.analysis.charts import roles
-
     found = roles(["region", "revenue", "revenue"], [["EU", 1.0, 2.0], ["US", 3.0, 4.0]])
     assert found == {"time": None, "category": "region", "measure": "revenue"}
