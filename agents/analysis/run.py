@@ -12,7 +12,9 @@ step: ``typing``, ``plan``, ``subquestion`` (each done), ``analysis``, ``narrati
 ``final`` (and ``refused``). Given the ``database``, a series sub-question answered with
 one row by an aggregate that forgot its GROUP BY is regrouped and run again, and one whose
 query filters less than the direct question's is made from that query instead
-(:mod:`agents.analysis.series_repair`).
+(:mod:`agents.analysis.series_repair`); and for a diagnostic question (or a descriptive one
+about a change), the measure in the period before and the breakdowns the change falls on
+are queried from a sub-answer's query, with no model call (:mod:`agents.analysis.drivers`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.analysis.compute import compute_facts, facts_payload
+from agents.analysis.drivers import driver_evidence, wants_drivers
 from agents.analysis.models import AnalysisAnswer, Evidence
 from agents.analysis.narrative import write_narrative
 from agents.analysis.plan import AnalysisRefused, SubQuestion, plan_analysis
@@ -36,6 +39,7 @@ from kb.target.database import Database
 log = logging.getLogger(__name__)
 Event = dict[str, Any]
 MIN_CALL_S = 5.0  # a model call gets at least this long, even past the budget
+DRIVER_SECONDS = 20.0  # the drivers' queries on the database, all together
 
 
 @dataclass
@@ -154,6 +158,8 @@ class Analyst:
                     item = self._series(item, step.series, answer, left())
             answer.evidence.append(item)
             emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
+        if self.database is not None and wants_drivers(typing.type, question):
+            self._drivers(answer, left(), emit)
         return self._write_up(answer, started, left, emit)
 
     def analyze_one_sql(
@@ -252,11 +258,35 @@ class Analyst:
         back, or made from the direct question's query when that filters more
         (:mod:`agents.analysis.series_repair`)."""
         assert self.database is not None
-        bounds = {"max_rows": self.options.max_rows, "timeout_s": seconds}
+        rows = self.options.max_rows
         if item.error is None:
-            item = regrouped_series(item, self.database, time_column=time_column, **bounds)
+            item = regrouped_series(
+                item, self.database, time_column=time_column, max_rows=rows, timeout_s=seconds
+            )
         direct = answer.evidence[0] if self.options.direct and answer.evidence else None
-        return history_of(item, direct, time_column, self.database, **bounds)
+        return history_of(
+            item, direct, time_column, self.database, max_rows=rows, timeout_s=seconds
+        )
+
+    def _drivers(
+        self, answer: AnalysisAnswer, seconds: float, emit: Callable[[Event], None]
+    ) -> None:
+        """The segments that drove the change, made on the database from a sub-answer's
+        query (:mod:`agents.analysis.drivers`), added as evidence when found; at most
+        :data:`DRIVER_SECONDS` of queries, no model call."""
+        assert self.database is not None
+        item = driver_evidence(
+            answer.evidence,
+            answer.question,
+            self.database,
+            evidence_id=f"q{len(answer.evidence) + 1}",
+            max_rows=self.options.max_rows,
+            seconds=min(DRIVER_SECONDS, seconds),
+            hints=[b for step in answer.plan.steps for b in step.breakdowns] if answer.plan else [],
+        )
+        if item is not None:
+            answer.evidence.append(item)
+            emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
 
     def _lookup(
         self, answer: AnalysisAnswer, started: float, emit: Callable[[Event], None]

@@ -136,7 +136,7 @@ def series_from_direct(sql: str, time_column: str, dialect: str) -> str | None:
         return None  # one table: a join's conditions are not the question's filters alone
     if not all(p.find(exp.AggFunc) for p in tree.expressions):
         return None
-    conditions = _conditions(tree)
+    conditions = and_conditions(tree)
     on_time = [c for c in conditions if _names_column(c, time_column)]
     if not on_time or any(c.find(exp.Or) for c in on_time):
         return None
@@ -161,7 +161,7 @@ def filters(sql: str | None, time_column: str, dialect: str) -> int:
         return 0
     if not isinstance(tree, exp.Select):
         return 0
-    return sum(1 for c in _conditions(tree) if not _names_column(c, time_column))
+    return sum(1 for c in and_conditions(tree) if not _names_column(c, time_column))
 
 
 def history_of(
@@ -217,7 +217,7 @@ def _names_column(condition: exp.Expression, name: str) -> bool:
     return any(c.name.casefold() == name.casefold() for c in condition.find_all(exp.Column))
 
 
-def _conditions(select: exp.Select) -> list[exp.Expression]:
+def and_conditions(select: exp.Select) -> list[exp.Expression]:
     """The conditions the WHERE of ``select`` ANDs (none without a WHERE)."""
     where = select.args.get("where")
     if where is None:

@@ -48,7 +48,7 @@ def frame(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pd.DataFrame
 # a measure whose name says it is a ratio of something (an average, a rate, a share):
 # summing it over rows means nothing, so it is averaged per period or segment instead
 AVERAGED = re.compile(
-    r"(?:^|[^a-z])(avg|average|mean|median|rate|ratio|percent|pct|percentage|share|score)"
+    r"(?:^|[^a-z])(avg|average|mean|median|rate|ratio|percent|pct|percentage|share|score|margin)"
     r"(?:$|[^a-z])",
     re.I,
 )

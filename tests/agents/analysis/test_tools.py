@@ -223,6 +223,7 @@ def test_periods_are_kept_as_they_are():
         ("avg_price", "mean"),
         ("percent_complete", "mean"),
         ("conversion rate", "mean"),
+        ("gross_margin", "mean"),  # a margin is a ratio of profit to revenue
         ("total_score", "sum"),
         ("incident_count", "sum"),
         ("moderate", "sum"),  # "rate" inside a word is not a rate
