@@ -18,7 +18,8 @@ import pandas as pd
 from pandas.api.types import is_numeric_dtype
 
 from agents.analysis.charts import is_dates, roles
-from agents.analysis.facts import ToolFacts
+from agents.analysis.drivers import PURPOSE as DRIVERS
+from agents.analysis.facts import PeriodChange, ToolFacts
 from agents.analysis.models import Evidence
 from agents.analysis.timeseries import (
     coarse_periods,
@@ -46,7 +47,17 @@ def compute_facts(
         caveats.extend(notes)
     if not facts and any(e.ok for e in evidence):
         caveats.append("no analysis applied: no result holds a time series or a breakdown")
-    return facts, caveats
+    drivers = {e.id for e in evidence if e.purpose == DRIVERS}
+    return sorted(facts, key=lambda f: _driver_rank(f, drivers)), caveats
+
+
+def _driver_rank(fact: ToolFacts, drivers: set[str]) -> int:
+    """Where a fact goes: the drivers' changes by segment first (a pair of breakdowns
+    before one alone: "Europe / Aurora 5" answers "why"), then the rest as computed. The
+    narrative is written from the facts in this order, and falls back to the first ones."""
+    if fact.evidence not in drivers or not isinstance(fact, PeriodChange):
+        return 3
+    return 2 if not fact.dimension else 1 if " / " not in fact.dimension else 0
 
 
 def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], list[str]]:

@@ -44,6 +44,7 @@ MAX_SEGMENTS = 25  # a breakdown with more values than this is no segment list
 MAX_CANDIDATES = 8  # breakdowns scored at most (one query each)
 MAX_BREAKDOWNS = 2
 PERIOD = "period"
+PURPOSE = "the segments that drove the change"  # the drivers' evidence says so
 NOT_TEXT = re.compile(r"int|real|num|float|double|dec|bool|date|time|money|serial", re.I)
 TWIN = re.compile(r"^(?P<stem>.+?)_(?:code|id|key|no|num|name|desc|description)$", re.I)
 YEAR_EARLIER = re.compile(
@@ -193,7 +194,7 @@ def driver_evidence(
             return Evidence(
                 id=evidence_id,
                 question=f"{note}, from {item.id}'s query",
-                purpose="the segments that drove the change",
+                purpose=PURPOSE,
                 sql=query,
                 columns=columns,
                 rows=rows,

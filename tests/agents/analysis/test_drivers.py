@@ -257,8 +257,9 @@ def test_the_analyst_adds_the_drivers_to_a_diagnostic_analysis(database):
     assert analysis.type == "diagnostic"
     drivers = analysis.evidence[-1]
     assert drivers.id == "q3" and drivers.purpose == "the segments that drove the change"
-    combined = next(f for f in analysis.facts if f.get("dimension") == "region_name / model_name")
-    assert combined["evidence"] == "q3"
+    combined = analysis.facts[0]  # the pair of breakdowns first: what "why" asks for
+    assert combined["dimension"] == "region_name / model_name" and combined["evidence"] == "q3"
+    assert [f.get("dimension") for f in analysis.facts[1:3]] == ["region_name", "model_name"]
     assert combined["contributions"][0]["segment"] == "EUR name / AU5"
     assert analysis.sql_calls == 2  # the database queries are no chain calls
 
