@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.analysis.charts import chart_spec
-from agents.analysis.facts import ToolFacts
+from agents.analysis.drivers import PURPOSE as DRIVERS
+from agents.analysis.facts import PeriodChange, ToolFacts
 from agents.analysis.models import DroppedFinding, Evidence, Finding
 from agents.analysis.numbers import known_numbers, numbers_in_text, unsupported_number
 from agents.analysis.partial_json import parse_cut_json
@@ -90,6 +91,7 @@ def write_narrative(
         evidence=[_shown(e) for e in evidence],
         facts=[{"evidence": f.evidence, "summary": f.summary(), **_plain(f)} for f in facts],
         max_findings=ASKED_FINDINGS,
+        driver=_driver_summary(evidence, facts),
     )
     narrative = Narrative(short_answer="")
     try:
@@ -112,6 +114,17 @@ def write_narrative(
         parsed = {}
         narrative.caveats.append(f"the model wrote no usable narrative ({str(exc)[:160]})")
     return checked(question, parsed, evidence, facts, narrative)
+
+
+def _driver_summary(evidence: Sequence[Evidence], facts: Sequence[ToolFacts]) -> str:
+    """The summary of the first fact when it is the drivers' change by segment (the facts
+    put it first, :func:`agents.analysis.compute.compute_facts`), else ``""``: a small
+    model otherwise answers a "why" with the lowest value of some other result."""
+    drivers = {e.id for e in evidence if e.purpose == DRIVERS}
+    first = facts[0] if facts else None
+    if isinstance(first, PeriodChange) and first.dimension and first.evidence in drivers:
+        return first.summary()
+    return ""
 
 
 def checked(

@@ -236,8 +236,12 @@ def _answer(database: Database, question: str, sql: str) -> Answer:
     )
 
 
+PROMPTS: list[str] = []
+
+
 def _reply(messages, options) -> str:
     """The scripted model: a one-step plan, then a narrative with no finding."""
+    PROMPTS.append(messages[-1]["content"])
     if "Split the analyst's question" in messages[-1]["content"]:
         return json.dumps({"steps": [{"question": "Gross margin by quarter", "purpose": "x"}]})
     return json.dumps({"short_answer": "It fell.", "findings": [], "caveats": []})
@@ -262,7 +266,11 @@ def test_the_analyst_adds_the_drivers_to_a_diagnostic_analysis(database):
     assert [f.get("dimension") for f in analysis.facts[1:3]] == ["region_name", "model_name"]
     assert combined["contributions"][0]["segment"] == "EUR name / AU5"
     assert analysis.sql_calls == 2  # the database queries are no chain calls
+    narrative = PROMPTS[-1]  # told to start from the drivers
+    assert "which segments drove it: gross_margin went from" in narrative
+    assert "EUR name / AU5" in narrative.split("which segments drove it")[1].split("\n")[0]
 
     plain = Analyst(chain, ScriptedLLM([_reply]), options)
     analysis = plain.analyze("Why did Aurora's gross margin fall in FY2025 Q2?", schema_text="")
     assert all(e.purpose != "the segments that drove the change" for e in analysis.evidence)
+    assert "which segments drove it" not in PROMPTS[-1]
