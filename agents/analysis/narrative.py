@@ -24,7 +24,7 @@ from typing import Any
 
 from agents.analysis.charts import chart_spec
 from agents.analysis.drivers import PURPOSE as DRIVERS
-from agents.analysis.facts import PeriodChange, ToolFacts
+from agents.analysis.facts import PeriodChange, ToolFacts, shown
 from agents.analysis.models import DroppedFinding, Evidence, Finding
 from agents.analysis.numbers import known_numbers, numbers_in_text, unsupported_number
 from agents.analysis.partial_json import parse_cut_json
@@ -91,7 +91,7 @@ def write_narrative(
         evidence=[_shown(e) for e in evidence],
         facts=[{"evidence": f.evidence, "summary": f.summary(), **_plain(f)} for f in facts],
         max_findings=ASKED_FINDINGS,
-        driver=_driver_summary(evidence, facts),
+        driver=driver.summary() if (driver := _driver_fact(evidence, facts)) else "",
     )
     narrative = Narrative(short_answer="")
     try:
@@ -113,18 +113,38 @@ def write_narrative(
         log.info("analysis narrative: the model's reply is unusable: %s", exc)
         parsed = {}
         narrative.caveats.append(f"the model wrote no usable narrative ({str(exc)[:160]})")
-    return checked(question, parsed, evidence, facts, narrative)
+    narrative = checked(question, parsed, evidence, facts, narrative)
+    narrative.short_answer = with_driver(narrative.short_answer, driver)
+    return narrative
 
 
-def _driver_summary(evidence: Sequence[Evidence], facts: Sequence[ToolFacts]) -> str:
-    """The summary of the first fact when it is the drivers' change by segment (the facts
-    put it first, :func:`agents.analysis.compute.compute_facts`), else ``""``: a small
-    model otherwise answers a "why" with the lowest value of some other result."""
+def _driver_fact(evidence: Sequence[Evidence], facts: Sequence[ToolFacts]) -> PeriodChange | None:
+    """The first fact when it is the drivers' change by segment (the facts put it first,
+    :func:`agents.analysis.compute.compute_facts`) and names a segment, else None."""
     drivers = {e.id for e in evidence if e.purpose == DRIVERS}
     first = facts[0] if facts else None
     if isinstance(first, PeriodChange) and first.dimension and first.evidence in drivers:
-        return first.summary()
-    return ""
+        return first if first.contributions else None
+    return None
+
+
+def with_driver(short_answer: str, fact: PeriodChange | None) -> str:
+    """``short_answer``, led by the segment that moved most in the drivers' ``fact`` unless
+    it names every part of it already ("Europe / Aurora 5": both): the tools found it on
+    the data, and a small model often shortens it to one part or picks another result's
+    lowest value."""
+    if fact is None:
+        return short_answer
+    top = fact.contributions[0]
+    parts = [p for p in top.segment.split(" / ") if p]
+    if all(part.casefold() in short_answer.casefold() for part in parts):
+        return short_answer
+    lead = (
+        f"{' and '.join(parts)} moved most: {fact.measure} {shown(top.previous)} in "
+        f"{fact.previous_period}, {shown(top.last)} in {fact.last_period} "
+        f"({shown(top.change, '+g')})."
+    )
+    return f"{lead} {short_answer}".strip()
 
 
 def checked(

@@ -13,7 +13,9 @@ import pytest
 from agents.analysis.compute import compute_facts
 from agents.analysis.driver_base import driver_base, year_earlier
 from agents.analysis.drivers import driver_evidence, wants_drivers
+from agents.analysis.facts import Contribution, PeriodChange
 from agents.analysis.models import Evidence
+from agents.analysis.narrative import with_driver
 from agents.analysis.run import AnalysisOptions, Analyst
 from agents.answer import Answer
 from kb.target.database import Database
@@ -266,6 +268,9 @@ def test_the_analyst_adds_the_drivers_to_a_diagnostic_analysis(database):
     assert [f.get("dimension") for f in analysis.facts[1:3]] == ["region_name", "model_name"]
     assert combined["contributions"][0]["segment"] == "EUR name / AU5"
     assert analysis.sql_calls == 2  # the database queries are no chain calls
+    # the scripted "It fell." names no segment: led by the one the tools found
+    assert analysis.short_answer.startswith("EUR name and AU5 moved most: gross_margin 0.25 in ")
+    assert analysis.short_answer.endswith("It fell.")
     narrative = PROMPTS[-1]  # told to start from the drivers
     assert "which segments drove it: gross_margin went from" in narrative
     assert "EUR name / AU5" in narrative.split("which segments drove it")[1].split("\n")[0]
@@ -274,3 +279,24 @@ def test_the_analyst_adds_the_drivers_to_a_diagnostic_analysis(database):
     analysis = plain.analyze("Why did Aurora's gross margin fall in FY2025 Q2?", schema_text="")
     assert all(e.purpose != "the segments that drove the change" for e in analysis.evidence)
     assert "which segments drove it" not in PROMPTS[-1]
+
+
+def test_a_short_answer_naming_the_driver_is_kept_and_one_naming_part_of_it_is_led():
+    change = PeriodChange(
+        measure="gross_margin",
+        previous_period="FY2025 Q1",
+        last_period="FY2025 Q2",
+        previous=0.1609,
+        last=0.1472,
+        change=-0.01372,
+        pct_change=-8.527,
+        dimension="region_name / model_name",
+        contributions=[Contribution("Europe / Aurora 5", 0.2362, -0.0255, -0.2617, None)],
+    )
+    named = "Europe's Aurora 5 margin fell from 0.2362 to -0.0255."
+    assert with_driver(named, change) == named
+    assert with_driver("The Europe region fell by 0.2617.", change) == (
+        "Europe and Aurora 5 moved most: gross_margin 0.2362 in FY2025 Q1, -0.0255 in "
+        "FY2025 Q2 (-0.2617). The Europe region fell by 0.2617."
+    )
+    assert with_driver("Anything.", None) == "Anything."
