@@ -37,9 +37,12 @@ class DriverBase:
     breakdowns: list[str]
 
 
-def driver_base(sql: str, dialect: str) -> DriverBase | None:
+def driver_base(sql: str, dialect: str, question: str = "") -> DriverBase | None:
     """``sql`` read as a measure in a period (see the module), or None: not one SELECT on
-    one table, no aggregate, a window, or no equality of a time column with a value."""
+    one table, no aggregate, a window, or no equality of a time column with a value. When
+    some of the period's values are in ``question`` and others not, those not are dropped:
+    the model wrote ``period = '202501' AND fiscal_year = 'FY2025' AND fiscal_quarter =
+    'Q2'`` for "FY2025 Q2", a month outside that quarter, and found no rows."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
@@ -73,6 +76,8 @@ def driver_base(sql: str, dialect: str) -> DriverBase | None:
             kept.append(condition)
     if not period:
         return None
+    named = [(c, v) for c, v in period if str(v).casefold() in question.casefold()]
+    period = named or period
     period.sort(key=lambda pair: _grain(pair[0].name))
     return DriverBase(source.this, period, kept, measures, breakdowns)
 

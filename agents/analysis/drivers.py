@@ -184,7 +184,7 @@ def driver_evidence(
     for item in evidence:
         if not item.ok or not item.sql or not item.rows:
             continue
-        base = driver_base(item.sql, database.dialect)
+        base = driver_base(item.sql, database.dialect, question)
         if base is None:
             continue
         search = _Search(base, database, deadline, max_rows)

@@ -204,6 +204,17 @@ def test_grain_orders_the_period_columns_year_first():
     assert len(base.kept) == 1 and base.breakdowns == []
 
 
+def test_a_period_value_the_question_does_not_name_is_dropped_when_others_are_named():
+    sql = MARGIN_SQL + " AND period = '202501'"  # a month outside FY2025 Q2: no rows
+    kept = driver_base(sql, "sqlite", "Why did the margin fall in FY2025 Q2 (Jul-Sep 2024)?")
+    assert kept is not None and [c.name for c, _ in kept.period] == [
+        "fiscal_year",
+        "fiscal_quarter",
+    ]
+    resolved = driver_base(sql, "sqlite", "Why did the margin fall last quarter?")  # none named
+    assert resolved is not None and len(resolved.period) == 3
+
+
 def test_year_earlier_shifts_the_year_in_each_value():
     assert year_earlier(["FY2025", "Q2"]) == ["FY2024", "Q2"]
     assert year_earlier(["202502"]) == ["202402"]
