@@ -4,7 +4,8 @@ The first sub-question is always the question itself, asked directly (the chain 
 answer it in one query; the others explain it). The LLM proposes the rest (a JSON reply;
 ``prompts/analysis_plan.j2``); they are validated and bounded: at most ``max_steps``
 sub-questions in all, each with a non-empty question, duplicates dropped, ids renumbered
-``q1``, ``q2``, ... A reply that is not a plan (garbage, no usable
+``q1``, ``q2``, ..., and a sub-question that left out a name the question says gets it
+back (:func:`with_names`: "... for Aurora?"). A reply that is not a plan (garbage, no usable
 step, a model error or timeout) gives a deterministic fallback plan: the question itself, and
 for a diagnostic or predictive question a "by month" time series when the schema has a time
 column. A predictive question's plan always holds its history (:func:`history_step`: the
@@ -156,6 +157,7 @@ def plan_analysis(
     except LLMError as exc:  # garbage, timeout, cancelled
         return fallback_plan(question, typing, times, max_steps, f"the LLM gave no plan: {exc}")
     steps, notes = validated_steps(parsed, max_steps, first=question if direct else None)
+    steps = [s.model_copy(update={"question": with_names(s.question, question)}) for s in steps]
     if len(steps) < (2 if direct else 1):
         reason = "; ".join(notes) or f"no usable step in {str(parsed)[:200]!r}"
         return fallback_plan(question, typing, times, max_steps, reason)
@@ -200,6 +202,36 @@ def with_history(
         return steps
     kept = [*steps[:after], history, *steps[after:]][:max_steps]
     return [step.model_copy(update={"id": f"q{i}"}) for i, step in enumerate(kept, 1)]
+
+
+_NAME = re.compile(r"(?<![\w'])([A-Z][A-Za-z]*[a-z][A-Za-z]*)(?:'s)?\b")
+_NOT_NAME = re.compile(
+    r"what|why|which|how|when|where|who|whom|whose|is|are|was|were|did|does|do|the|an?|if|"
+    r"in|of|for|by|and|or|to|compared|with|from|last|next|this|that|these|those|"
+    r"january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday",
+    re.I,
+)
+
+
+def names_in(question: str) -> list[str]:
+    """The proper names a question says (``Aurora`` of "Aurora's"): capitalised words
+    after its first, not a question word, month or weekday; a period (``FY2025``, ``Q2``)
+    holds digits and is no name."""
+    words = question.split(maxsplit=1)
+    rest = words[1] if len(words) == 2 else ""
+    found = [m.group(1) for m in _NAME.finditer(rest)]
+    return list(dict.fromkeys(w for w in found if not _NOT_NAME.fullmatch(w)))
+
+
+def with_names(sub_question: str, question: str) -> str:
+    """``sub_question`` with the names of ``question`` it left out appended ("... for
+    Aurora?"): the planner's sub-question "gross profit for each region in FY2025 Q2"
+    for "Aurora's gross profit" was answered from another brand's table."""
+    missing = [n for n in names_in(question) if n.lower() not in sub_question.lower()]
+    if not missing:
+        return sub_question
+    return f"{sub_question.rstrip(' ?.')} for {' and '.join(missing)}?"
 
 
 def validated_steps(

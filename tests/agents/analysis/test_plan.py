@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agents.analysis.plan import AnalysisRefused, plan_analysis, time_columns
+from agents.analysis.plan import AnalysisRefused, names_in, plan_analysis, time_columns, with_names
 from agents.analysis.typing import QuestionTyping
 from agents.llm.base import LLMOutputError
 from tests.agents.scripted import ScriptedLLM
@@ -137,3 +137,40 @@ def test_a_forecast_plan_always_asks_for_the_history_without_the_future_period()
         assert "next month" not in fallback.steps[1].question
         assert "after the latest data" not in fallback.steps[1].question
         assert fallback.steps[1].question.endswith("in time order")
+
+
+def test_a_sub_question_keeps_the_names_the_question_says():
+    """The planner wrote "gross profit for each region in FY2025 Q2" for a question on
+    Aurora's; the chain answered it from another brand's table."""
+    reply = json.dumps(
+        {
+            "steps": [
+                {"question": "What was the gross profit for each region in FY2025 Q2?"},
+                {"question": "Aurora gross profit by model in Europe"},
+            ]
+        }
+    )
+    question = "Which model drove the drop in Aurora's gross profit in Europe in FY2025 Q2?"
+    plan = plan_analysis(question, DIAGNOSTIC, SALES, ScriptedLLM([reply]), max_steps=3)
+    assert [s.question for s in plan.steps] == [
+        question,
+        "What was the gross profit for each region in FY2025 Q2 for Aurora and Europe?",
+        "Aurora gross profit by model in Europe",  # names it already: as written
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("Why did Aurora revenue fall in June?", ["Aurora"]),  # a month is no name
+        ("Where should we cut discounts for Titan in Europe?", ["Titan", "Europe"]),
+        ("What will EMEA sales be in FY2026 Q1?", []),  # capitals and periods are not names
+        ("Revenue by month", []),  # the first word is capitalised as any first word
+        ("Find trends in the Hardware category", ["Hardware"]),
+    ],
+)
+def test_the_names_of_a_question(question, names):
+    assert names_in(question) == names
+    assert with_names("Revenue by region?", question).endswith(
+        f" for {' and '.join(names)}?" if names else "Revenue by region?"
+    )
