@@ -38,6 +38,7 @@ from agents.analysis.driver_base import DriverBase, driver_base, is_time, year_e
 from agents.analysis.models import Evidence
 from agents.analysis.tools import frame, period_change
 from kb.target.database import Database
+from kb.target.sql_guard import sqlglot_dialect
 
 log = logging.getLogger(__name__)
 MAX_SEGMENTS = 25  # a breakdown with more values than this is no segment list
@@ -80,7 +81,7 @@ class _Search:
 
     @property
     def dialect(self) -> str:
-        return self.database.dialect
+        return sqlglot_dialect(self.database.dialect)
 
     def run(self, query: exp.Select) -> list[list[Any]] | None:
         """The rows of ``query``, or None when it failed or no time is left."""
@@ -184,7 +185,7 @@ def driver_evidence(
     for item in evidence:
         if not item.ok or not item.sql or not item.rows:
             continue
-        base = driver_base(item.sql, database.dialect, question)
+        base = driver_base(item.sql, sqlglot_dialect(database.dialect), question)
         if base is None:
             continue
         search = _Search(base, database, deadline, max_rows)

@@ -35,6 +35,7 @@ from sqlglot.errors import SqlglotError
 from agents.analysis.models import Evidence
 from kb.target.database import Database
 from kb.target.results import Results
+from kb.target.sql_guard import sqlglot_dialect
 
 log = logging.getLogger(__name__)
 MIN_SERIES_ROWS = 3
@@ -109,9 +110,15 @@ def regrouped_series(
     rows)."""
     if not item.sql or item.row_count >= MIN_SERIES_ROWS:
         return item
-    fixed, how = grouped_by_bare_columns(item.sql, database.dialect), "its non-aggregate columns"
+    fixed, how = (
+        grouped_by_bare_columns(item.sql, sqlglot_dialect(database.dialect)),
+        "its non-aggregate columns",
+    )
     if fixed is None and time_column:
-        fixed, how = grouped_by_time(item.sql, time_column, database.dialect), time_column
+        fixed, how = (
+            grouped_by_time(item.sql, time_column, sqlglot_dialect(database.dialect)),
+            time_column,
+        )
     if fixed is None:
         return item
     results = database.execute(fixed, max_rows=max_rows, timeout_s=timeout_s)
@@ -179,11 +186,11 @@ def history_of(
     or the step has no series."""
     if direct is None or not direct.sql or direct.error is not None:
         return item
-    derived = series_from_direct(direct.sql, time_column, database.dialect)
+    derived = series_from_direct(direct.sql, time_column, sqlglot_dialect(database.dialect))
     if derived is None:
         return item
-    own = filters(item.sql, time_column, database.dialect)
-    mine = filters(derived, time_column, database.dialect)
+    own = filters(item.sql, time_column, sqlglot_dialect(database.dialect))
+    mine = filters(derived, time_column, sqlglot_dialect(database.dialect))
     has_series = item.error is None and item.row_count >= MIN_SERIES_ROWS
     if has_series and mine <= own:
         return item

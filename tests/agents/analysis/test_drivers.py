@@ -9,6 +9,7 @@ import json
 import sqlite3
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from agents.analysis.compute import compute_facts
 from agents.analysis.driver_base import driver_base, year_earlier
@@ -34,49 +35,57 @@ MARGIN_SQL = (
 )
 
 
-@pytest.fixture()
-def database(tmp_path):
+COLUMNS = (
+    "fiscal_year TEXT, fiscal_quarter TEXT, caliber TEXT, region_code TEXT, region_name TEXT, "
+    "model_name TEXT, channel TEXT, customer_code TEXT, item TEXT, amount {real}, units INTEGER"
+)
+
+
+def _rows() -> list[tuple]:
     """Income by quarter, region, model and channel; in FY2025 Q2 the cost of AU5 in EUR
     jumps (its margin collapses) while every other segment keeps a 25 % margin. Caliber B
     rows (filtered out by the query) would hide it."""
-    path = tmp_path / "income.sqlite"
-    with sqlite3.connect(path) as connection:
-        connection.execute(
-            "CREATE TABLE income (fiscal_year TEXT, fiscal_quarter TEXT, caliber TEXT, "
-            "region_code TEXT, region_name TEXT, model_name TEXT, channel TEXT, "
-            "customer_code TEXT, item TEXT, amount REAL, units INTEGER)"
-        )
-        rows = []
-        for year, quarter in QUARTERS:
-            for r, region in enumerate(REGIONS):
-                for model in MODELS:
-                    for channel in ("retail", "fleet"):
-                        revenue = 100.0 + 10 * r
-                        cost = revenue * 0.75
-                        if (year, quarter, region, model) == ("FY2025", "Q2", "EUR", "AU5"):
-                            cost = revenue * 1.1
-                        for caliber, scale in (("A", 1.0), ("B", 3.0)):
-                            common = (
-                                year,
-                                quarter,
-                                caliber,
-                                region,
-                                f"{region} name",
-                                model,
-                                channel,
-                                f"C{r}{channel}",
-                            )
-                            rows.append((*common, "Revenue", revenue * scale, 5))
-                            rows.append(
-                                (
-                                    *common,
-                                    "Cost",
-                                    cost if caliber == "A" else revenue * 0.75 * scale,
-                                    5,
-                                )
-                            )
-        connection.executemany("INSERT INTO income VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
-    db = Database(f"sqlite:///{path}")
+    rows = []
+    for year, quarter in QUARTERS:
+        for r, region in enumerate(REGIONS):
+            for model in MODELS:
+                for channel in ("retail", "fleet"):
+                    revenue = 100.0 + 10 * r
+                    cost = revenue * 0.75
+                    if (year, quarter, region, model) == ("FY2025", "Q2", "EUR", "AU5"):
+                        cost = revenue * 1.1
+                    for caliber, scale in (("A", 1.0), ("B", 3.0)):
+                        common = (year, quarter, caliber, region, f"{region} name", model)
+                        common += (channel, f"C{r}{channel}")
+                        rows.append((*common, "Revenue", revenue * scale, 5))
+                        spent = cost if caliber == "A" else revenue * 0.75 * scale
+                        rows.append((*common, "Cost", spent, 5))
+    return rows
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    """The income table on SQLite and on a real PostgreSQL: the drivers' SQL runs on both."""
+    if request.param == "sqlite":
+        path = tmp_path / "income.sqlite"
+        with sqlite3.connect(path) as connection:
+            connection.execute(f"CREATE TABLE income ({COLUMNS.format(real='REAL')})")
+            connection.executemany(f"INSERT INTO income VALUES ({', '.join('?' * 11)})", _rows())
+        url = f"sqlite:///{path}"
+    else:
+        url = request.getfixturevalue("fresh_pg_database")
+        engine = create_engine(url)
+        with engine.begin() as connection:
+            connection.execute(
+                text(f"CREATE TABLE income ({COLUMNS.format(real='DOUBLE PRECISION')})")
+            )
+            names = [f"c{i}" for i in range(11)]
+            insert = f"INSERT INTO income VALUES ({', '.join(':' + n for n in names)})"
+            connection.execute(
+                text(insert), [dict(zip(names, row, strict=True)) for row in _rows()]
+            )
+        engine.dispose()
+    db = Database(url)
     yield db
     db.close()
 

@@ -7,6 +7,7 @@ import json
 import sqlite3
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from agents.analysis.models import Evidence
 from agents.analysis.run import AnalysisOptions, Analyst
@@ -31,22 +32,50 @@ SCHEMA = "CREATE TABLE income (\n  period TEXT,\n  region TEXT,\n  item TEXT,\n 
 QUESTION = "What will monthly revenue in Europe be in January 2026?"
 
 
+def _rows() -> list[tuple]:
+    rows = []
+    for month in range(1, 13):
+        period = f"2025{month:02d}"
+        rows += [
+            (period, "EUR", "Revenue", 100.0 + 5 * month),
+            (period, "EUR", "Revenue", 50.0 + month),
+            (period, "EUR", "Cost", 80.0),
+            (period, "USA", "Revenue", 999.0),
+        ]
+    return rows
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    """The income table on SQLite and on a real PostgreSQL (whose sqlglot dialect is named
+    ``postgres``, not SQLAlchemy's ``postgresql``: the repairs once raised there)."""
+    yield from _income(request, tmp_path, request.param)
+
+
 @pytest.fixture()
-def database(tmp_path):
-    path = tmp_path / "income.sqlite"
-    with sqlite3.connect(path) as connection:
-        connection.execute("CREATE TABLE income (period TEXT, region TEXT, item TEXT, amount REAL)")
-        rows = []
-        for month in range(1, 13):
-            period = f"2025{month:02d}"
-            rows += [
-                (period, "EUR", "Revenue", 100.0 + 5 * month),
-                (period, "EUR", "Revenue", 50.0 + month),
-                (period, "EUR", "Cost", 80.0),
-                (period, "USA", "Revenue", 999.0),
-            ]
-        connection.executemany("INSERT INTO income VALUES (?, ?, ?, ?)", rows)
-    db = Database(f"sqlite:///{path}")
+def sqlite_database(request, tmp_path):
+    """The income table on SQLite alone: a one-row "series" is SQLite's (PostgreSQL refuses
+    a bare column beside an aggregate, so the chain's query fails there instead)."""
+    yield from _income(request, tmp_path, "sqlite")
+
+
+def _income(request, tmp_path, backend: str):
+    ddl = "CREATE TABLE income (period TEXT, region TEXT, item TEXT, amount {real})"
+    if backend == "sqlite":
+        path = tmp_path / "income.sqlite"
+        with sqlite3.connect(path) as connection:
+            connection.execute(ddl.format(real="REAL"))
+            connection.executemany("INSERT INTO income VALUES (?, ?, ?, ?)", _rows())
+        url = f"sqlite:///{path}"
+    else:
+        url = request.getfixturevalue("fresh_pg_database")
+        engine = create_engine(url)
+        with engine.begin() as connection:
+            connection.execute(text(ddl.format(real="DOUBLE PRECISION")))
+            insert = text("INSERT INTO income VALUES (:p, :r, :i, :a)")
+            connection.execute(insert, [dict(zip("pria", row, strict=True)) for row in _rows()])
+        engine.dispose()
+    db = Database(url)
     yield db
     db.close()
 
@@ -98,7 +127,8 @@ def test_nothing_is_regrouped_where_the_rule_does_not_apply(sql):
     assert grouped_by_bare_columns(sql, "sqlite") is None
 
 
-def test_a_one_row_series_is_regrouped_on_the_database(database):
+def test_a_one_row_series_is_regrouped_on_the_database(sqlite_database):
+    database = sqlite_database
     one_row = database.execute(UNGROUPED)
     assert one_row.row_count == 1  # what SQLite does with the forgotten GROUP BY
     item = Evidence(
@@ -120,9 +150,10 @@ def test_a_one_row_series_is_regrouped_on_the_database(database):
     assert regrouped_series(plain, database, max_rows=100, timeout_s=5) is plain
 
 
-def test_the_forecast_is_made_from_the_regrouped_history(database):
+def test_the_forecast_is_made_from_the_regrouped_history(sqlite_database):
     """The analyst's history step comes back with one row; regrouped, the forecast has 12
     months to fit, and the evidence says what was changed."""
+    database = sqlite_database
 
     def chain(question: str) -> Answer:
         return _answer(
@@ -226,7 +257,8 @@ def test_the_analyst_makes_the_history_from_its_direct_query(database):
     assert history.rows[0] == ["202501", 156.0] and history.row_count == 12
 
 
-def test_a_sum_over_the_whole_range_is_grouped_by_the_step_s_time_column(database):
+def test_a_sum_over_the_whole_range_is_grouped_by_the_step_s_time_column(sqlite_database):
+    database = sqlite_database
     summed = (
         "SELECT SUM(amount) AS revenue FROM income WHERE region = 'EUR' "
         "AND item = 'Revenue' AND period BETWEEN '202501' AND '202512' ORDER BY period"
