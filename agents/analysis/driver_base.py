@@ -34,15 +34,13 @@ class DriverBase:
     period: list[tuple[exp.Column, Any]]
     kept: list[exp.Expression]
     measures: list[exp.Expression]
-    breakdowns: list[str]
+    breakdowns: list[exp.Column]
 
 
-def driver_base(sql: str, dialect: str, question: str = "") -> DriverBase | None:
-    """``sql`` read as a measure in a period (see the module), or None: not one SELECT on
-    one table, no aggregate, a window, or no equality of a time column with a value. When
-    some of the period's values are in ``question`` and others not, those not are dropped:
-    the model wrote ``period = '202501' AND fiscal_year = 'FY2025' AND fiscal_quarter =
-    'Q2'`` for "FY2025 Q2", a month outside that quarter, and found no rows."""
+def driver_base(sql: str, dialect: str) -> DriverBase | None:
+    """``sql`` (``dialect``: sqlglot's name) read as a measure in a period (see the
+    module), or None: not one SELECT on one table, no aggregate, a window or a subquery,
+    or no equality of a time column with a value."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
@@ -56,7 +54,7 @@ def driver_base(sql: str, dialect: str, question: str = "") -> DriverBase | None
         return None
     group = tree.args.get("group")
     grouped = [g for g in (group.expressions if group else []) if isinstance(g, exp.Column)]
-    breakdowns = [g.name for g in grouped if not is_time(g.name)]
+    breakdowns = [g.copy() for g in grouped if not is_time(g.name)]
     measures = [
         p if isinstance(p, exp.Alias) else exp.alias_(p, f"measure_{i}")
         for i, p in enumerate(tree.expressions, 1)
@@ -76,8 +74,6 @@ def driver_base(sql: str, dialect: str, question: str = "") -> DriverBase | None
             kept.append(condition)
     if not period:
         return None
-    named = [(c, v) for c, v in period if str(v).casefold() in question.casefold()]
-    period = named or period
     period.sort(key=lambda pair: _grain(pair[0].name))
     return DriverBase(source.this, period, kept, measures, breakdowns)
 

@@ -28,13 +28,13 @@ import logging
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
 
-from agents.analysis.charts import roles
 from agents.analysis.driver_base import DriverBase, driver_base, is_time, year_earlier
+from agents.analysis.facts import label
 from agents.analysis.models import Evidence
 from agents.analysis.tools import frame, period_change
 from kb.target.database import Database
@@ -45,6 +45,7 @@ MAX_SEGMENTS = 25  # a breakdown with more values than this is no segment list
 MAX_CANDIDATES = 8  # breakdowns scored at most (one query each)
 MAX_BREAKDOWNS = 2
 PERIOD = "period"
+ROWS = "rows_counted"  # a scoring query's rows per segment and period: the segment's weight
 PURPOSE = "the segments that drove the change"  # the drivers' evidence says so
 NOT_TEXT = re.compile(r"int|real|num|float|double|dec|bool|date|time|money|serial", re.I)
 TWIN = re.compile(r"^(?P<stem>.+?)_(?:code|id|key|no|num|name|desc|description)$", re.I)
@@ -56,9 +57,14 @@ YEAR_EARLIER = re.compile(
     re.I,
 )
 CHANGE = re.compile(
-    r"\b(?:why|drove|driv\w*|explain\w*|develop\w*|chang\w*|f[ae]ll\w*|drop\w*|declin\w*|"
-    r"ris\w*|rose|gr[eo]w\w*|increas\w*|decreas\w*|compared?|versus|vs)\b",
+    r"\b(?:why|drove|driven|drivers?|explains?|explained|develop(?:ed|s)?|chang(?:e|ed|es)|"
+    r"f(?:all|ell|alls|allen|alling)|drop(?:s|ped|ping)?|declin(?:e|ed|es|ing)|"
+    r"ris(?:e|es|en|ing)|rose|gr(?:ow|ew|ows|own|owing|owth)|increas(?:e|ed|es|ing)|"
+    r"decreas(?:e|ed|es|ing)|compared?|versus|vs)\b",
     re.I,
+)
+SORTABLE = re.compile(  # period values whose text order is their time order
+    r"(?:FY|CY)?\d{2,4}(?:[-/ ]?(?:\d{2}|[QHW]\d{1,2})){0,2}|[QH]\d|W\d{2}", re.I
 )
 
 
@@ -104,10 +110,11 @@ class _Search:
         """The period to compare with: a year earlier when asked and present, else the
         latest combination of the time columns under ``current``."""
         columns = [c for c, _ in self.base.period]
-        if by_year and (shifted := year_earlier(current)) is not None:
-            rows = self.run(self.select(exp.Count(this=exp.Star()), extra=_is(columns, shifted)))
-            if rows and rows[0][0]:
-                return shifted
+        shifted = year_earlier(current) if by_year else None
+        if shifted is not None and self.holds(_is(columns, shifted)):
+            return shifted
+        if not all(isinstance(v, int | float) or SORTABLE.fullmatch(str(v)) for v in current):
+            return None  # "March" < "June": a month name's text order is not its time order
         earlier = exp.or_(
             *(
                 exp.and_(
@@ -126,12 +133,30 @@ class _Search:
         rows = self.run(query.limit(1))
         return rows[0] if rows else None
 
-    def candidates(self, both: exp.Expression) -> list[str]:
+    def holds(self, condition: exp.Expression) -> bool:
+        """Whether the base's table has rows under its other conditions and ``condition``."""
+        rows = self.run(self.select(exp.Count(this=exp.Star()), extra=condition))
+        return bool(rows and rows[0][0])
+
+    def named_period(self, question: str) -> None:
+        """The base's period narrowed to the values ``question`` names when the whole
+        period holds no rows: the model wrote ``period = '202501' AND fiscal_year =
+        'FY2025' AND fiscal_quarter = 'Q2'`` for "FY2025 Q2", a month outside the quarter."""
+        period = self.base.period
+        named = [(c, v) for c, v in period if re.search(rf"\b{re.escape(str(v))}\b", question)]
+        if not named or len(named) == len(period):
+            return
+        if not self.holds(_is(*zip(*period, strict=True))) and self.holds(
+            _is(*zip(*named, strict=True))
+        ):
+            self.base = replace(self.base, period=named)
+
+    def candidates(self, both: exp.Expression) -> list[exp.Column]:
         """The text columns with 2 to :data:`MAX_SEGMENTS` values in the two periods, not
         filtered on, not a time, not the query's own breakdowns (nor their twins), a code
         twin dropped."""
         filtered = {c.name.casefold() for k in self.base.kept for c in k.find_all(exp.Column)}
-        own = {_stem(b) for b in self.base.breakdowns}
+        own = {_stem(b.name) for b in self.base.breakdowns}
         info = self.database.table_info(self.base.table.name)
         names = [
             c.name
@@ -144,7 +169,7 @@ class _Search:
         if not names:
             return []
         counts = [
-            exp.alias_(exp.Count(this=exp.Distinct(expressions=[exp.column(n)])), f"n{i}")
+            exp.alias_(exp.Count(this=exp.Distinct(expressions=[_column(n)])), f"n{i}")
             for i, n in enumerate(names)
         ]
         rows = self.run(self.select(*counts, extra=both))
@@ -152,13 +177,23 @@ class _Search:
             return []
         sized = [(n, int(k or 0)) for n, k in zip(names, rows[0], strict=True)]
         usable = [(n, k) for n, k in sized if 2 <= k <= MAX_SEGMENTS]
-        return _without_twins(usable)[:MAX_CANDIDATES]
+        return [_column(n) for n in _without_twins(usable)[:MAX_CANDIDATES]]
 
-    def by(self, breakdowns: list[str], label: exp.Expression, both: exp.Expression) -> exp.Select:
-        """The query of the measure per period and ``breakdowns`` (grouped by position)."""
+    def by(
+        self,
+        breakdowns: list[exp.Column],
+        label: exp.Expression,
+        both: exp.Expression,
+        *,
+        counted: bool = False,
+    ) -> exp.Select:
+        """The query of the measure per period and ``breakdowns`` (grouped by position),
+        with each group's row count before the measures when ``counted``."""
+        counts = [exp.alias_(exp.Count(this=exp.Star()), ROWS)] if counted else []
         projections = [
             exp.alias_(label.copy(), PERIOD),
-            *(exp.column(b) for b in breakdowns),
+            *(b.copy() for b in breakdowns),
+            *counts,
             *(m.copy() for m in self.base.measures),
         ]
         positions = [exp.Literal.number(i) for i in range(1, len(breakdowns) + 2)]
@@ -185,10 +220,11 @@ def driver_evidence(
     for item in evidence:
         if not item.ok or not item.sql or not item.rows:
             continue
-        base = driver_base(item.sql, sqlglot_dialect(database.dialect), question)
+        base = driver_base(item.sql, sqlglot_dialect(database.dialect))
         if base is None:
             continue
         search = _Search(base, database, deadline, max_rows)
+        search.named_period(question)
         found = _search(search, bool(YEAR_EARLIER.search(question)), " ".join([question, *hints]))
         if found is not None:
             query, rows, columns, note = found
@@ -219,17 +255,18 @@ def _search(
     was = _is(columns, previous)
     label = exp.Case(ifs=[exp.If(this=was, true=exp.convert(before))], default=exp.convert(after))
     both = exp.or_(was.copy(), _is(columns, current))
-    scored: list[tuple[float, str]] = []
-    for name in search.candidates(both):
-        rows = search.run(search.by([name], label, both))
-        if rows is None:
-            break  # out of time or a failing query: score what was scored
-        score = _concentration([PERIOD, name, *_names(base.measures)], rows, name)
+    own = base.breakdowns[:MAX_BREAKDOWNS]
+    scored: list[tuple[float, exp.Column]] = []
+    for column in search.candidates(both) if len(own) < MAX_BREAKDOWNS else []:
+        rows = search.run(search.by([column], label, both, counted=True))
+        if rows is None and search.deadline - time.monotonic() < 0.5:
+            break  # out of time: score what was scored (a failing query skips one)
+        names = [PERIOD, column.name, ROWS, *_names(base.measures)]
+        score = _concentration(names, rows or [], column.name)
         if score is not None:
-            scored.append((score, name))
-    room = MAX_BREAKDOWNS - len(base.breakdowns)
-    ranked = sorted(scored, key=lambda s: (not _named(s[1], hints), -s[0]))
-    chosen = [*base.breakdowns, *(n for _, n in ranked[:room])]
+            scored.append((score, column))
+    ranked = sorted(scored, key=lambda s: (not _named(s[1].name, hints), -s[0]))
+    chosen = [*own, *(c for _, c in ranked[: MAX_BREAKDOWNS - len(own)])]
     query = search.by(chosen, label, both)
     rows = search.run(query)
     if rows is not None and len(rows) >= search.max_rows and len(chosen) > 1:
@@ -238,11 +275,12 @@ def _search(
         rows = search.run(query)
     if not rows or len({row[0] for row in rows}) < 2:
         return None
-    names = [PERIOD, *chosen, *_names(base.measures)]
+    names = [PERIOD, *(c.name for c in chosen), *_names(base.measures)]
     measures = ", ".join(_names(base.measures))
     if chosen:
         tried = f"{len(scored)} breakdowns scored" if scored else "the query's own breakdowns"
-        note = f"{measures} by {' and '.join(chosen)}, {before} against {after} ({tried})"
+        by = " and ".join(c.name for c in chosen)
+        note = f"{measures} by {by}, {before} against {after} ({tried})"
     else:  # no change anywhere, or no breakdown: the two periods alone
         note = f"{measures}, {before} against {after} (no breakdown holds a change)"
     log.info("drivers: %s", note)
@@ -251,35 +289,48 @@ def _search(
 
 def _concentration(columns: list[str], rows: list[list[Any]], breakdown: str) -> float | None:
     """How unevenly the change between the two periods falls on the segments of
-    ``breakdown`` (0 = evenly); None when not computable. A sum's segment is uneven by how
-    far its share of the change is from its share of the level before (the largest
-    segment moving most is no driver); an average's or a rate's by how much more of the
-    segments' moves its largest holds than an even part."""
+    ``breakdown`` (0 = as the level or evenly, 1 = on one segment alone); None when not
+    computable. ``rows``: period, segment, row count (:data:`ROWS`), the measures (the
+    last is scored). A sum's segment is uneven by how far its share of the change is from
+    its share of the level before (the largest segment moving most is no driver); an
+    average's or a rate's moves are weighed by the segment's rows (a segment of three rows
+    moving most is noise), the largest one's part of them scaled to the segments' count."""
     if not rows:
         return None
     df = frame(columns, rows)
-    measure = roles(columns, rows)["measure"]
-    if measure is None:
-        return None
+    measure = columns[-1]
     try:
         change = period_change(df, PERIOD, measure, breakdown)
     except (ValueError, KeyError, TypeError):
         return None
     parts = change.contributions
-    moves = [abs(c.change) for c in parts]
-    if len(parts) < 2 or not sum(moves):
+    if len(parts) < 2:
         return None
     level = sum(abs(c.previous) for c in parts)
-    if parts[0].share is None or not level:
-        return max(moves) / sum(moves) - 1 / len(moves)
-    return max(abs((c.share or 0.0) - abs(c.previous) / level) for c in parts)
+    if parts[0].share is not None and level:
+        return max(abs((c.share or 0.0) - abs(c.previous) / level) for c in parts)
+    weights = df.groupby(df[breakdown].map(label))[ROWS].sum()
+    moves = [abs(c.change) * float(weights.get(c.segment, 0.0)) for c in parts]
+    if not sum(moves):
+        return None
+    even = 1 / len(moves)
+    return (max(moves) / sum(moves) - even) / (1 - even)
 
 
 def _labels(previous: Sequence[Any], current: Sequence[Any]) -> tuple[str, str]:
-    """The two periods' labels, the earlier one sorting first (the change tool orders them)."""
-    before = " ".join(str(v) for v in previous)
-    after = " ".join(str(v) for v in current)
+    """The two periods' labels, the earlier one sorting first (the change tool orders them):
+    numbers under 100 padded (``2025 09`` before ``2025 10``)."""
+    before, after = (" ".join(_padded(v) for v in values) for values in (previous, current))
     return (before if before < after else f"(before) {before}"), after
+
+
+def _padded(value: Any) -> str:
+    return f"{value:02d}" if isinstance(value, int) and 0 <= value < 100 else str(value)
+
+
+def _column(name: str) -> exp.Column:
+    """A column named as the database reflects it, quoted (``order``, ``Region``)."""
+    return exp.column(name, quoted=True)
 
 
 def _is(columns: Sequence[exp.Column], values: Sequence[Any]) -> exp.Expression:

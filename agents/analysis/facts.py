@@ -103,14 +103,21 @@ class PeriodChange(ToolFacts):
     pct_change: float | None
     dimension: str | None = None
     contributions: list[Contribution] = field(default_factory=list)
+    averaged_rows: int | None = None  # an average's period value is the mean of these rows
 
     def __post_init__(self) -> None:
         self.tool = "period_change"
 
     def summary(self) -> str:
         pct = f" ({shown(self.pct_change, '+g')}%)" if self.pct_change is not None else ""
+        # the mean of segments' ratios is not the ratio of the whole: said so
+        what = (
+            f"the mean {self.measure} of up to {self.averaged_rows} rows a period"
+            if self.averaged_rows
+            else self.measure
+        )
         text = (
-            f"{self.measure} went from {shown(self.previous)} in {self.previous_period} to "
+            f"{what} went from {shown(self.previous)} in {self.previous_period} to "
             f"{shown(self.last)} in {self.last_period}, "
             f"a change of {shown(self.change, '+g')}{pct}."
         )

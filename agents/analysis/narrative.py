@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,8 +138,8 @@ def with_driver(short_answer: str, fact: PeriodChange | None) -> str:
         return short_answer
     top = fact.contributions[0]
     parts = [p for p in top.segment.split(" / ") if p]
-    if all(part.casefold() in short_answer.casefold() for part in parts):
-        return short_answer
+    if all(re.search(rf"(?<!\w){re.escape(part)}(?!\w)", short_answer, re.I) for part in parts):
+        return short_answer  # "NA" in "finance" is not the segment NA
     lead = (
         f"{' and '.join(parts)} moved most: {fact.measure} {shown(top.previous)} in "
         f"{fact.previous_period}, {shown(top.last)} in {fact.last_period} "

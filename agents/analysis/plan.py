@@ -204,7 +204,7 @@ def with_history(
     return [step.model_copy(update={"id": f"q{i}"}) for i, step in enumerate(kept, 1)]
 
 
-_NAME = re.compile(r"(?<![\w'])([A-Z][A-Za-z]*[a-z][A-Za-z]*)(?:'s)?\b")
+_NAME = re.compile(r"(?<![\w'-])([A-Z][A-Za-z]*[a-z][A-Za-z]*)(?:'s)?(?![\w-])")
 _NOT_NAME = re.compile(
     r"what|why|which|how|when|where|who|whom|whose|is|are|was|were|did|does|do|the|an?|if|"
     r"in|of|for|by|and|or|to|compared|with|from|last|next|this|that|these|those|"
@@ -216,22 +216,28 @@ _NOT_NAME = re.compile(
 
 def names_in(question: str) -> list[str]:
     """The proper names a question says (``Aurora`` of "Aurora's"): capitalised words
-    after its first, not a question word, month or weekday; a period (``FY2025``, ``Q2``)
-    holds digits and is no name."""
-    words = question.split(maxsplit=1)
-    rest = words[1] if len(words) == 2 else ""
+    after its first, not a question word, month or weekday, nor part of a hyphenated word
+    ("Year-Over-Year"); a period (``FY2025``, ``Q2``) holds digits and is no name. A
+    question in Title Case has none (its capitals say nothing)."""
+    words = question.split()
+    rest = " ".join(words[1:])
+    capitalised = [w for w in words[1:] if w[:1].isupper()]
+    if len(words) > 3 and len(capitalised) > len(words[1:]) / 2:
+        return []
     found = [m.group(1) for m in _NAME.finditer(rest)]
     return list(dict.fromkeys(w for w in found if not _NOT_NAME.fullmatch(w)))
 
 
 def with_names(sub_question: str, question: str) -> str:
-    """``sub_question`` with the names of ``question`` it left out appended ("... for
-    Aurora?"): the planner's sub-question "gross profit for each region in FY2025 Q2"
-    for "Aurora's gross profit" was answered from another brand's table."""
-    missing = [n for n in names_in(question) if n.lower() not in sub_question.lower()]
-    if not missing:
+    """``sub_question`` with the question's first name appended ("... for Aurora?") when
+    it says none of the question's names: the planner's "gross profit for each region in
+    FY2025 Q2" for "Aurora's gross profit" was answered from another brand's table. A
+    sub-question naming one of them (another brand it compares with) is kept as written;
+    only the first name is added (a second one, "Europe", would narrow "each region")."""
+    names = names_in(question)
+    if not names or any(re.search(rf"\b{re.escape(n)}\b", sub_question, re.I) for n in names):
         return sub_question
-    return f"{sub_question.rstrip(' ?.')} for {' and '.join(missing)}?"
+    return f"{sub_question.rstrip(' ?.')} for {names[0]}?"
 
 
 def validated_steps(

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 Event = dict[str, Any]
 MIN_CALL_S = 5.0  # a model call gets at least this long, even past the budget
 DRIVER_SECONDS = 20.0  # the drivers' queries on the database, all together
+MIN_DRIVER_S = 2.0  # ... even when the sub-questions spent the budget (they are cheap)
 
 
 @dataclass
@@ -159,7 +160,7 @@ class Analyst:
             answer.evidence.append(item)
             emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
         if self.database is not None and wants_drivers(typing.type, question):
-            self._drivers(answer, left(), emit)
+            self._drivers(answer, last_start - time.monotonic(), emit)
         return self._write_up(answer, started, left, emit)
 
     def analyze_one_sql(
@@ -221,7 +222,12 @@ class Analyst:
         answer.short_answer = narrative.short_answer
         answer.findings, answer.dropped = narrative.findings, narrative.dropped
         answer.narrative_by = narrative.by  # type: ignore[assignment]
-        answer.caveats = self._missing(answer.evidence) + notes + narrative.caveats
+        answer.caveats = [  # a caveat set before (a failed drivers step) is kept
+            *answer.caveats,
+            *self._missing(answer.evidence),
+            *notes,
+            *narrative.caveats,
+        ]
         emit(
             {
                 "stage": "narrative",
@@ -272,18 +278,26 @@ class Analyst:
         self, answer: AnalysisAnswer, seconds: float, emit: Callable[[Event], None]
     ) -> None:
         """The segments that drove the change, made on the database from a sub-answer's
-        query (:mod:`agents.analysis.drivers`), added as evidence when found; at most
-        :data:`DRIVER_SECONDS` of queries, no model call."""
+        query (:mod:`agents.analysis.drivers`), added as evidence when found: queries
+        alone, no model call, for the ``seconds`` left before the narrative's reserve (at
+        least :data:`MIN_DRIVER_S`, at most :data:`DRIVER_SECONDS`). A failure is a
+        caveat; the analysis goes on."""
         assert self.database is not None
-        item = driver_evidence(
-            answer.evidence,
-            answer.question,
-            self.database,
-            evidence_id=f"q{len(answer.evidence) + 1}",
-            max_rows=self.options.max_rows,
-            seconds=min(DRIVER_SECONDS, seconds),
-            hints=[b for step in answer.plan.steps for b in step.breakdowns] if answer.plan else [],
-        )
+        hints = [b for step in answer.plan.steps for b in step.breakdowns] if answer.plan else []
+        try:
+            item = driver_evidence(
+                answer.evidence,
+                answer.question,
+                self.database,
+                evidence_id=f"q{len(answer.evidence) + 1}",
+                max_rows=self.options.max_rows,
+                seconds=min(DRIVER_SECONDS, max(MIN_DRIVER_S, seconds)),
+                hints=hints,
+            )
+        except Exception as exc:  # the drivers are extra evidence, never the analysis's end
+            log.warning("analysis: the drivers step failed: %s", exc)
+            answer.caveats.append(f"the drivers of the change were not found: {exc}")
+            return
         if item is not None:
             answer.evidence.append(item)
             emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})

@@ -105,7 +105,9 @@ def period_change(
                     share=rounded(delta / change) if change and how == "sum" else None,
                 )
             )
+    per_period = int(data.groupby(time).size().max())
     return PeriodChange(
+        averaged_rows=per_period if how == "mean" and per_period > 1 else None,
         measure=measure,
         previous_period=label(before),
         last_period=label(after),
