@@ -39,6 +39,7 @@ from agents.learn.cot.sql_parts import (
     number_text,
     read_sql,
 )
+from kb.target.sql_guard import sqlglot_dialect
 
 STEP = re.compile(r"^\s*(?:step\s*)?(\d+)\s*[.):]\s*(.+)$", re.IGNORECASE)
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
@@ -133,6 +134,7 @@ def check_cot(
     that name one of them must be in the SQL); ``phrases``: further phrases a quoted or
     backticked mention may be, as the question's own (the names of the knowledge the writer
     was shown)."""
+    dialect = sqlglot_dialect(dialect)  # an experience records SQLAlchemy's "postgresql"
     parsed = read_sql(sql, dialect)
     verdict = CotVerdict()
     steps = steps_of(explanation)

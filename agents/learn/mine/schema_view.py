@@ -24,6 +24,7 @@ from sqlglot import expressions as exp
 from agents.rag.calendar import CalendarError, ReportingCalendar
 from kb.store import KnowledgeStore
 from kb.target.database import Database
+from kb.target.sql_guard import sqlglot_dialect
 from ukf import BaseUKF
 
 ValueCheck = Literal["found", "missing", "unchecked"]
@@ -109,7 +110,9 @@ class SchemaView:
             .where(exp.column(column, quoted=True).eq(exp.convert(value)))
             .limit(1)
         )
-        results = self.target.execute(query.sql(dialect=self.target.dialect), max_rows=1)
+        results = self.target.execute(
+            query.sql(dialect=sqlglot_dialect(self.target.dialect)), max_rows=1
+        )
         return results.error is None and results.row_count > 0
 
     def overlap(self, left: BaseUKF, right: BaseUKF) -> Overlap:
@@ -137,7 +140,7 @@ class SchemaView:
     def _overlap_counts(self, left: BaseUKF, right: BaseUKF) -> tuple[int, int] | None:
         """(distinct values of ``left`` found in ``right``, the smaller distinct count)."""
         assert self.target is not None
-        dialect = self.target.dialect
+        dialect = sqlglot_dialect(self.target.dialect)  # sqlglot's name: postgres
         (lt, lc), (rt, rc) = (
             (
                 exp.to_table(c.content_resources["table"], quoted=True),
