@@ -289,12 +289,13 @@ def _search(
 
 def _concentration(columns: list[str], rows: list[list[Any]], breakdown: str) -> float | None:
     """How unevenly the change between the two periods falls on the segments of
-    ``breakdown`` (0 = as the level or evenly, 1 = on one segment alone); None when not
-    computable. ``rows``: period, segment, row count (:data:`ROWS`), the measures (the
-    last is scored). A sum's segment is uneven by how far its share of the change is from
-    its share of the level before (the largest segment moving most is no driver); an
-    average's or a rate's moves are weighed by the segment's rows (a segment of three rows
-    moving most is noise), the largest one's part of them scaled to the segments' count."""
+    ``breakdown`` (0 = in proportion to the segments' size; near 1 = on one small segment);
+    None when not computable. ``rows``: period, segment, row count (:data:`ROWS`), the measures (the
+    last is scored). A segment is uneven by how far its share of the change passes its
+    share of the whole: for a sum, its part of the change against its part of the level
+    before (the largest segment moving most is no driver); for an average or a rate, its
+    move weighed by its rows against its part of the rows (a model that is a tenth of the
+    rows and holds nine tenths of the moves says more than a segment of half the rows)."""
     if not rows:
         return None
     df = frame(columns, rows)
@@ -310,11 +311,11 @@ def _concentration(columns: list[str], rows: list[list[Any]], breakdown: str) ->
     if parts[0].share is not None and level:
         return max(abs((c.share or 0.0) - abs(c.previous) / level) for c in parts)
     weights = df.groupby(df[breakdown].map(label))[ROWS].sum()
-    moves = [abs(c.change) * float(weights.get(c.segment, 0.0)) for c in parts]
-    if not sum(moves):
+    sizes = [float(weights.get(c.segment, 0.0)) for c in parts]
+    moves = [abs(c.change) * size for c, size in zip(parts, sizes, strict=True)]
+    if not sum(moves) or not sum(sizes):
         return None
-    even = 1 / len(moves)
-    return (max(moves) / sum(moves) - even) / (1 - even)
+    return max(m / sum(moves) - size / sum(sizes) for m, size in zip(moves, sizes, strict=True))
 
 
 def _labels(previous: Sequence[Any], current: Sequence[Any]) -> tuple[str, str]:
