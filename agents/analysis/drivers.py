@@ -209,13 +209,13 @@ def driver_evidence(
     evidence_id: str,
     max_rows: int,
     seconds: float,
-    hints: Sequence[str] = (),
 ) -> Evidence | None:
     """The measure per period and per breakdown where the change concentrates, made from the
     first usable query among ``evidence`` (see the module); None when no query is usable
-    or the data holds no two periods for it. A breakdown that ``question`` or ``hints``
-    (the plan's breakdowns) name ("which region and which model ...") is chosen before
-    one that scores higher."""
+    or the data holds no two periods for it. A breakdown that ``question`` names ("which
+    region and which model ...") is chosen before one that scores higher (the plan's
+    breakdowns are not: the model proposed "caliber", an accounting view, and it won over
+    the model that drove the change)."""
     deadline = time.monotonic() + seconds
     for item in evidence:
         if not item.ok or not item.sql or not item.rows:
@@ -225,7 +225,7 @@ def driver_evidence(
             continue
         search = _Search(base, database, deadline, max_rows)
         search.named_period(question)
-        found = _search(search, bool(YEAR_EARLIER.search(question)), " ".join([question, *hints]))
+        found = _search(search, bool(YEAR_EARLIER.search(question)), question)
         if found is not None:
             query, rows, columns, note = found
             return Evidence(
@@ -243,7 +243,7 @@ def driver_evidence(
 
 
 def _search(
-    search: _Search, by_year: bool, hints: str
+    search: _Search, by_year: bool, question: str
 ) -> tuple[str, list[list[Any]], list[str], str] | None:
     base = search.base
     columns = [c for c, _ in base.period]
@@ -265,7 +265,7 @@ def _search(
         score = _concentration(names, rows or [], column.name)
         if score is not None:
             scored.append((score, column))
-    ranked = sorted(scored, key=lambda s: (not _named(s[1].name, hints), -s[0]))
+    ranked = sorted(scored, key=lambda s: (not _named(s[1].name, question), -s[0]))
     chosen = [*own, *(c for _, c in ranked[: MAX_BREAKDOWNS - len(own)])]
     query = search.by(chosen, label, both)
     rows = search.run(query)

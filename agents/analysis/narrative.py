@@ -32,6 +32,8 @@ from agents.analysis.partial_json import parse_cut_json
 from agents.llm.base import LLM, LLMError, LLMOutputError
 from agents.templates import render
 
+NO_ROWS = "No finding could be made: no query returned rows."
+NO_ROWS_REASON = "no query returned rows"
 log = logging.getLogger(__name__)
 PROMPT_ROWS = 12
 PROMPT_CELL_CHARS = 60
@@ -84,7 +86,10 @@ def write_narrative(
     timeout_s: float | None = 180.0,
     max_tokens: int = 700,
 ) -> Narrative:
-    """The checked narrative of an analysis of ``question``."""
+    """The checked narrative of an analysis of ``question`` (no model call when no
+    evidence holds a row: there is nothing to narrate, :func:`checked`)."""
+    if not any(e.ok and e.rows for e in evidence):
+        return _nothing_returned({}, Narrative(short_answer=""))
     prompt = render(
         "analysis_narrative.j2",
         question=question,
@@ -155,7 +160,12 @@ def checked(
     facts: Sequence[ToolFacts],
     narrative: Narrative,
 ) -> Narrative:
-    """``parsed`` (the model's JSON) through the number check, into ``narrative``."""
+    """``parsed`` (the model's JSON) through the number check, into ``narrative``. With no
+    row in any evidence there is nothing to claim: the model's findings are dropped and
+    the short answer says so (the 1.5B answered "driven by the model 'Model A' in the
+    region 'Region B'" from two empty results, a claim with no number to check)."""
+    if not any(e.ok and e.rows for e in evidence):
+        return _nothing_returned(parsed, narrative)
     by_id = {e.id: e for e in evidence if e.ok}
     fact_numbers = [n for f in facts for n in known_numbers(f.numbers())]
     asked = known_numbers([question])
@@ -217,6 +227,22 @@ def checked(
     said = (" ".join(str(c).split()) for c in _list(parsed.get("caveats")))
     narrative.caveats.extend(c for c in said if c)
     chart_findings(narrative.findings, by_id)
+    return narrative
+
+
+def _nothing_returned(parsed: dict[str, Any], narrative: Narrative) -> Narrative:
+    for item in _list(parsed.get("findings")):
+        if isinstance(item, dict) and str(item.get("text", "")).strip():
+            text = " ".join(str(item["text"]).split())
+            narrative.dropped.append(
+                DroppedFinding(
+                    text=text, evidence=_strs(item.get("evidence")), reason=NO_ROWS_REASON
+                )
+            )
+    narrative.by = "none"
+    narrative.short_answer = NO_ROWS
+    said = (" ".join(str(c).split()) for c in _list(parsed.get("caveats")))
+    narrative.caveats.extend(c for c in said if c)
     return narrative
 
 

@@ -283,7 +283,6 @@ class Analyst:
         least :data:`MIN_DRIVER_S`, at most :data:`DRIVER_SECONDS`). A failure is a
         caveat; the analysis goes on."""
         assert self.database is not None
-        hints = [b for step in answer.plan.steps for b in step.breakdowns] if answer.plan else []
         try:
             item = driver_evidence(
                 answer.evidence,
@@ -292,7 +291,6 @@ class Analyst:
                 evidence_id=f"q{len(answer.evidence) + 1}",
                 max_rows=self.options.max_rows,
                 seconds=min(DRIVER_SECONDS, max(MIN_DRIVER_S, seconds)),
-                hints=hints,
             )
         except Exception as exc:  # the drivers are extra evidence, never the analysis's end
             log.warning("analysis: the drivers step failed: %s", exc)

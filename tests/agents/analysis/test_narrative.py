@@ -8,7 +8,7 @@ import pytest
 
 from agents.analysis.charts import chart_spec, render_png
 from agents.analysis.models import Evidence
-from agents.analysis.narrative import write_narrative
+from agents.analysis.narrative import NO_ROWS, write_narrative
 from agents.analysis.numbers import numbers_in_text, unsupported_number
 from agents.analysis.partial_json import parse_cut_json
 from agents.analysis.tools import frame, period_change
@@ -111,6 +111,20 @@ def test_a_short_answer_with_an_invented_number_is_replaced():
     narrative = write_narrative("Why?", "diagnostic", EVIDENCE, facts(), llm)
     assert narrative.short_answer == "East fell from 120 to 60."
     assert narrative.dropped[0].number == "35%"
+
+
+def test_no_row_in_any_evidence_leaves_nothing_to_claim_and_asks_no_model():
+    """The 1.5B answered "driven by the model 'Model A' in the region 'Region B'" from two
+    results with columns and no rows: a claim with no number for the check to refuse."""
+    empty = [
+        Evidence(id="q1", question="Why?", sql="SELECT 1", columns=["region", "model"]),
+        Evidence(id="q2", question="By region", error="the query did not run"),
+    ]
+    made_up = reply([{"text": "Region B drove it.", "evidence": ["q1"]}], short="Model A.")
+    llm = ScriptedLLM([made_up])
+    narrative = write_narrative("Why did it fall?", "diagnostic", empty, [], llm)
+    assert narrative.short_answer == NO_ROWS and narrative.findings == []
+    assert narrative.by == "none" and llm.calls == []
 
 
 @pytest.mark.parametrize(

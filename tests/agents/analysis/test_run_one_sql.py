@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from agents.analysis.narrative import NO_ROWS
 from agents.analysis.run import AnalysisOptions, Analyst, as_analysis
 from agents.analysis.typing import rule_typing
 from tests.agents.analysis.test_run import PLAN, QUESTION, SCHEMA, TOTAL, FakeChain, answer, model
@@ -30,7 +31,7 @@ def test_the_one_sql_baseline_goes_on_when_its_query_fails():
     analysis = Analyst(chain, model([])).analyze_one_sql(PLAN[2]["question"] + " why")
     assert analysis.sql_calls == 1 and analysis.evidence[0].error.startswith("RuntimeError")
     assert any(c.startswith("missing q1") for c in analysis.caveats)
-    assert analysis.findings == [] and analysis.short_answer == "No finding could be made."
+    assert analysis.findings == [] and analysis.short_answer == NO_ROWS
 
 
 def test_analysis_only_analyses_a_goal_typed_as_a_lookup():
