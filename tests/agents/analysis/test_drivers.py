@@ -23,15 +23,14 @@ def database(request, tmp_path):
     yield from income_tables(request, tmp_path)
 
 
+def _drive(database: Database, sql: str, question: str) -> Evidence | None:
+    """The drivers made from ``sql``'s evidence for ``question``."""
+    ran = [evidence_of(database, sql)]
+    return driver_evidence(ran, question, database, evidence_id="q4", max_rows=500, seconds=30)
+
+
 def _find(database: Database, sql: str, question: str) -> Evidence:
-    found = driver_evidence(
-        [evidence_of(database, sql)],
-        question,
-        database,
-        evidence_id="q4",
-        max_rows=500,
-        seconds=30,
-    )
+    found = _drive(database, sql, question)
     assert found is not None
     return found
 
@@ -97,15 +96,7 @@ def test_a_query_that_names_no_single_period_of_one_table_is_not_used(sql):
 
 def test_no_evidence_when_the_data_holds_no_earlier_period(database):
     sql = MARGIN_SQL.replace("'Q2'", "'Q1'").replace("'FY2025'", "'FY2024'")
-    found = driver_evidence(
-        [evidence_of(database, sql)],
-        "Why did it fall in FY2024 Q1?",
-        database,
-        evidence_id="q2",
-        max_rows=500,
-        seconds=30,
-    )
-    assert found is None
+    assert _drive(database, sql, "Why did it fall in FY2024 Q1?") is None
 
 
 def test_failed_or_empty_evidence_is_skipped_for_the_next_usable_query(database):
@@ -130,15 +121,8 @@ def test_a_period_with_no_rows_is_narrowed_to_the_values_the_question_names(data
     sql = MARGIN_SQL + " AND period = '202407'"
     found = _find(database, sql, "Why did the margin fall in FY2025 Q2 (July-September 2024)?")
     assert {row[0] for row in found.rows} == {"FY2025 Q1", "FY2025 Q2"}
-    unnamed = driver_evidence(  # no value named: the period is kept, and holds no rows
-        [evidence_of(database, sql)],
-        "Why did the margin fall last quarter?",
-        database,
-        evidence_id="q2",
-        max_rows=500,
-        seconds=30,
-    )
-    assert unnamed is None
+    # no value named: the period is kept as written, and holds no rows
+    assert _drive(database, sql, "Why did the margin fall last quarter?") is None
 
 
 def test_the_query_s_own_breakdowns_are_two_at_most_and_none_is_scored(database):
@@ -166,20 +150,12 @@ def odd_database(tmp_path):
     db.close()
 
 
-def _total(database: Database, where: str) -> Evidence:
-    return evidence_of(database, f"SELECT SUM(v) AS total FROM t WHERE {where}")
+TOTAL = "SELECT SUM(v) AS total FROM t WHERE "
 
 
 def test_a_reserved_word_breakdown_is_quoted(odd_database):
-    found = driver_evidence(
-        [_total(odd_database, "period = '2025-03'")],
-        "Why did v fall in March 2025?",
-        odd_database,
-        evidence_id="q2",
-        max_rows=100,
-        seconds=30,
-    )
-    assert found is not None and '"group"' in found.sql
+    found = _find(odd_database, TOTAL + "period = '2025-03'", "Why did v fall in March 2025?")
+    assert '"group"' in found.sql
     assert found.columns == ["period", "group", "total"]
     assert {row[0] for row in found.rows} == {"2025-02", "2025-03"}
     facts, _ = compute_facts([found], "diagnostic")
@@ -189,15 +165,7 @@ def test_a_reserved_word_breakdown_is_quoted(odd_database):
 def test_month_names_are_not_ordered_as_text(odd_database):
     """ "January" < "March" as text, and so is "February": no period before is read from
     month names (rather than a comparison with the wrong month)."""
-    found = driver_evidence(
-        [_total(odd_database, "month_name = 'March'")],
-        "Why did v fall in March?",
-        odd_database,
-        evidence_id="q2",
-        max_rows=100,
-        seconds=30,
-    )
-    assert found is None
+    assert _drive(odd_database, TOTAL + "month_name = 'March'", "Why did v fall in March?") is None
 
 
 def test_year_earlier_shifts_the_year_in_each_value():

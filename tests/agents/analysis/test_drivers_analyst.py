@@ -13,7 +13,7 @@ from agents.analysis.facts import Contribution, PeriodChange
 from agents.analysis.narrative import with_driver
 from agents.analysis.run import AnalysisOptions, Analyst
 from agents.answer import Answer
-from kb.target.database import Database
+from tests.agents.analysis.chain_answers import answer_of
 from tests.agents.analysis.drivers_support import MARGIN_SQL, income_tables
 from tests.agents.scripted import ScriptedLLM
 
@@ -26,7 +26,7 @@ def database(request, tmp_path):
 
 def test_a_failing_drivers_step_leaves_a_caveat_and_the_analysis_goes_on(database, monkeypatch):
     def chain(question: str) -> Answer:
-        return _answer(database, question, MARGIN_SQL)
+        return answer_of(database, question, MARGIN_SQL)
 
     def broken(name: str):
         raise RuntimeError(f"no table {name}")
@@ -37,20 +37,6 @@ def test_a_failing_drivers_step_leaves_a_caveat_and_the_analysis_goes_on(databas
     analysis = analyst.analyze("Why did Aurora's gross margin fall in FY2025 Q2?", schema_text="")
     assert analysis.short_answer and len(analysis.evidence) == 2
     assert any("drivers" in c and "no table income" in c for c in analysis.caveats)
-
-
-def _answer(database: Database, question: str, sql: str) -> Answer:
-    ran = database.execute(sql)
-    return Answer(
-        id="a",
-        question=question,
-        database="income",
-        sql=sql,
-        columns=ran.columns,
-        rows=[list(r) for r in ran.rows],
-        row_count=ran.row_count,
-        executed=True,
-    )
 
 
 PROMPTS: list[str] = []
@@ -70,7 +56,7 @@ def test_the_analyst_adds_the_drivers_to_a_diagnostic_analysis(database):
     tool names the planted segment. An analyst with no database gets no such evidence."""
 
     def chain(question: str) -> Answer:
-        return _answer(database, question, MARGIN_SQL)
+        return answer_of(database, question, MARGIN_SQL)
 
     options = AnalysisOptions(max_steps=2, max_seconds=60)
     analyst = Analyst(chain, ScriptedLLM([_reply]), options, database=database)

@@ -40,6 +40,11 @@ def steps(n: int) -> str:
     )
 
 
+def asked(*questions: str) -> str:
+    """The model's plan reply asking ``questions``."""
+    return json.dumps({"steps": [{"question": q} for q in questions]})
+
+
 def test_time_columns_are_read_from_the_schema():
     assert time_columns(SALES) == ["order_date"]
     assert time_columns(SINGERS) == []
@@ -114,13 +119,8 @@ def test_a_forecast_on_a_database_with_no_time_column_is_refused():
 def test_a_forecast_plan_always_asks_for_the_history_without_the_future_period():
     """The model's plan for a forecast asks for the future month itself (no rows); the plan
     gets the measure's monthly history second, the model's last step dropped for it."""
-    future = json.dumps(
-        {
-            "steps": [
-                {"question": "What is the revenue in Europe in January 2026?"},
-                {"question": "What is the revenue by region?"},
-            ]
-        }
+    future = asked(
+        "What is the revenue in Europe in January 2026?", "What is the revenue by region?"
     )
     question = "What will the monthly revenue in Europe be in January 2026?"
     plan = plan_analysis(question, PREDICTIVE, SALES, ScriptedLLM([future]), max_steps=3)
@@ -142,13 +142,8 @@ def test_a_forecast_plan_always_asks_for_the_history_without_the_future_period()
 def test_a_sub_question_naming_none_of_the_question_s_names_gets_the_first():
     """The planner wrote "gross profit for each region in FY2025 Q2" for a question on
     Aurora's; the chain answered it from another brand's table."""
-    reply = json.dumps(
-        {
-            "steps": [
-                {"question": "What was the gross profit for each region in FY2025 Q2?"},
-                {"question": "Titan gross profit by model"},
-            ]
-        }
+    reply = asked(
+        "What was the gross profit for each region in FY2025 Q2?", "Titan gross profit by model"
     )
     question = "Which model drove the drop in Aurora's gross profit in Europe, against Titan?"
     plan = plan_analysis(question, DIAGNOSTIC, SALES, ScriptedLLM([reply]), max_steps=3)

@@ -21,6 +21,7 @@ from agents.analysis.series_repair import (
 )
 from agents.answer import Answer
 from kb.target.database import Database
+from tests.agents.analysis.chain_answers import answer_of
 from tests.agents.scripted import ScriptedLLM
 
 # what the 1.5B wrote for "Zephyr's monthly revenue in Europe, as history: one row per month"
@@ -78,21 +79,6 @@ def _income(request, tmp_path, backend: str):
     db = Database(url)
     yield db
     db.close()
-
-
-def _answer(database: Database, question: str, sql: str) -> Answer:
-    """What the chain answers when it writes ``sql`` for ``question``."""
-    ran = database.execute(sql)
-    return Answer(
-        id="a",
-        question=question,
-        database="income",
-        sql=sql,
-        columns=ran.columns,
-        rows=[list(r) for r in ran.rows],
-        row_count=ran.row_count,
-        executed=True,
-    )
 
 
 def _reply(messages, options) -> str:
@@ -156,7 +142,7 @@ def test_the_forecast_is_made_from_the_regrouped_history(sqlite_database):
     database = sqlite_database
 
     def chain(question: str) -> Answer:
-        return _answer(
+        return answer_of(
             database, question, UNGROUPED if "as history" in question else "SELECT 1 AS x"
         )
 
@@ -247,7 +233,7 @@ def test_the_analyst_makes_the_history_from_its_direct_query(database):
     loose = "SELECT period, SUM(amount) AS revenue FROM income WHERE region = 'EUR' GROUP BY period"
 
     def chain(question: str) -> Answer:
-        return _answer(database, question, loose if "as history" in question else DIRECT)
+        return answer_of(database, question, loose if "as history" in question else DIRECT)
 
     options = AnalysisOptions(max_steps=3, max_seconds=60)
     analyst = Analyst(chain, ScriptedLLM([_reply]), options, database=database)
