@@ -8,18 +8,21 @@ fiscal_year = 'FY2025' AND fiscal_quarter = 'Q2' AND caliber = 'A' GROUP BY regi
 :func:`driver_evidence` makes the comparison from such a query (one table, aggregates, its
 period named by equalities on time columns: :func:`driver_base`):
 
-1. the period before is read from the data (the latest combination of the time columns
-   under the named one), or the same period a year earlier when the question compares with
-   a year earlier (:func:`year_earlier`);
+1. a period that holds no rows is narrowed to the values the question names; the period
+   before is read from the data (the latest combination of the time columns under the
+   named one, when their values sort as time does: :data:`SORTABLE`), or the same period a
+   year earlier when the question compares with a year earlier (:func:`year_earlier`);
 2. the table's text columns holding 2 to :data:`MAX_SEGMENTS` values in the two periods are
    the candidate breakdowns (a ``*_code`` twin of a ``*_name`` column left out); each is
    scored by how unevenly the change falls on its segments (:func:`_concentration`);
-3. the query's own grouping columns and the best-scored candidates (two breakdowns in all)
-   give the evidence: the measure per period and segment, which the period-change tool
-   (:func:`agents.analysis.tools.period_change`) decomposes by each breakdown and by both.
+3. the query's own grouping columns, those the question names, then the best-scored
+   candidates (two breakdowns in all) give the evidence: the measure per period and
+   segment, which the period-change tool (:func:`agents.analysis.tools.period_change`)
+   decomposes by each breakdown and by both.
 
 Every query runs read-only through :class:`kb.target.database.Database` within the seconds
-given; a query that fails or returns too little ends the search with no evidence.
+given. A scoring query that fails leaves its breakdown out; no period before, or a final
+query that fails or holds one period, leaves the next usable query to try, then no evidence.
 """
 
 from __future__ import annotations
