@@ -13,12 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from agents.analysis.plan import TIME_NAMES
-from agents.analysis.series_repair import and_conditions
+from agents.analysis.series_repair import and_conditions, one_select
 
 GRAIN = [("year", 0), ("quarter", 1), ("month", 2), ("period", 2), ("week", 3), ("day", 4)]
 YEAR = re.compile(r"(19|20)\d{2}")
@@ -41,16 +39,11 @@ def driver_base(sql: str, dialect: str) -> DriverBase | None:
     """``sql`` (``dialect``: sqlglot's name) read as a measure in a period (see the
     module), or None: not one SELECT on one table, no aggregate, a window or a subquery,
     or no equality of a time column with a value."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except SqlglotError:
-        return None
-    if not isinstance(tree, exp.Select):
+    tree = one_select(sql, dialect)
+    if tree is None or tree.args.get("joins") or tree.find(exp.Subquery):
         return None
     source = tree.args.get("from_")
-    if source is None or not isinstance(source.this, exp.Table) or tree.args.get("joins"):
-        return None
-    if tree.find(exp.Window) or tree.find(exp.Subquery):
+    if source is None or not isinstance(source.this, exp.Table):
         return None
     group = tree.args.get("group")
     grouped = [g for g in (group.expressions if group else []) if isinstance(g, exp.Column)]

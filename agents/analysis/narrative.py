@@ -88,8 +88,8 @@ def write_narrative(
 ) -> Narrative:
     """The checked narrative of an analysis of ``question`` (no model call when no
     evidence holds a row: there is nothing to narrate, :func:`checked`)."""
-    if not any(e.ok and e.rows for e in evidence):
-        return _nothing_returned({}, Narrative(short_answer=""))
+    if not _has_rows(evidence):
+        return checked(question, {}, evidence, facts, Narrative(short_answer=""))
     prompt = render(
         "analysis_narrative.j2",
         question=question,
@@ -164,7 +164,7 @@ def checked(
     row in any evidence there is nothing to claim: the model's findings are dropped and
     the short answer says so (the 1.5B answered "driven by the model 'Model A' in the
     region 'Region B'" from two empty results, a claim with no number to check)."""
-    if not any(e.ok and e.rows for e in evidence):
+    if not _has_rows(evidence):
         return _nothing_returned(parsed, narrative)
     by_id = {e.id: e for e in evidence if e.ok}
     fact_numbers = [n for f in facts for n in known_numbers(f.numbers())]
@@ -224,10 +224,19 @@ def checked(
     if not short or offending is not None or not by_id:  # nothing ran: nothing to claim
         short = narrative.findings[0].text if narrative.findings else "No finding could be made."
     narrative.short_answer = short
-    said = (" ".join(str(c).split()) for c in _list(parsed.get("caveats")))
-    narrative.caveats.extend(c for c in said if c)
+    _add_caveats(parsed, narrative)
     chart_findings(narrative.findings, by_id)
     return narrative
+
+
+def _has_rows(evidence: Sequence[Evidence]) -> bool:
+    return any(e.ok and e.rows for e in evidence)
+
+
+def _add_caveats(parsed: dict[str, Any], narrative: Narrative) -> None:
+    """The model's caveats, whitespace folded, into ``narrative``."""
+    said = (" ".join(str(c).split()) for c in _list(parsed.get("caveats")))
+    narrative.caveats.extend(c for c in said if c)
 
 
 def _nothing_returned(parsed: dict[str, Any], narrative: Narrative) -> Narrative:
@@ -241,8 +250,7 @@ def _nothing_returned(parsed: dict[str, Any], narrative: Narrative) -> Narrative
             )
     narrative.by = "none"
     narrative.short_answer = NO_ROWS
-    said = (" ".join(str(c).split()) for c in _list(parsed.get("caveats")))
-    narrative.caveats.extend(c for c in said if c)
+    _add_caveats(parsed, narrative)
     return narrative
 
 

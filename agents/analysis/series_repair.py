@@ -41,15 +41,21 @@ log = logging.getLogger(__name__)
 MIN_SERIES_ROWS = 3
 
 
-def _plain_select(sql: str, dialect: str) -> exp.Select | None:
-    """``sql`` parsed, when it is one SELECT that neither groups nor uses a window."""
+def one_select(sql: str, dialect: str) -> exp.Select | None:
+    """``sql`` parsed, when it is one SELECT that uses no window function."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return None
-    if not isinstance(tree, exp.Select) or tree.args.get("group") or tree.find(exp.Window):
+    if not isinstance(tree, exp.Select) or tree.find(exp.Window):
         return None
     return tree
+
+
+def _plain_select(sql: str, dialect: str) -> exp.Select | None:
+    """``sql`` parsed, when it is one SELECT that neither groups nor uses a window."""
+    tree = one_select(sql, dialect)
+    return None if tree is None or tree.args.get("group") else tree
 
 
 def grouped_by_bare_columns(sql: str, dialect: str) -> str | None:
