@@ -12,9 +12,11 @@ step: ``typing``, ``plan``, ``subquestion`` (each done), ``analysis``, ``narrati
 ``final`` (and ``refused``). Given the ``database``, a series sub-question answered with
 one row by an aggregate that forgot its GROUP BY is regrouped and run again, and one whose
 query filters less than the direct question's is made from that query instead
-(:mod:`agents.analysis.series_repair`); and for a diagnostic question (or a descriptive one
-about a change), the measure in the period before and the breakdowns the change falls on
-are queried from a sub-answer's query, with no model call (:mod:`agents.analysis.drivers`).
+(:mod:`agents.analysis.series_repair`); its range bounds are taken out and the direct
+query's filters it forgot put back (:mod:`agents.analysis.history_repair`); and for a
+diagnostic question (or a descriptive one about a change), the measure in the period before
+and the breakdowns the change falls on are queried from a sub-answer's query, with no model
+call (:mod:`agents.analysis.drivers`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from agents.analysis.compute import compute_facts, facts_payload
 from agents.analysis.drivers import driver_evidence, wants_drivers
+from agents.analysis.history_repair import widened_history, with_direct_filters
 from agents.analysis.models import AnalysisAnswer, Evidence
 from agents.analysis.narrative import write_narrative
 from agents.analysis.plan import AnalysisRefused, SubQuestion, plan_analysis
@@ -262,7 +265,9 @@ class Analyst:
     ) -> Evidence:
         """A series step's evidence repaired on the database: regrouped when one row came
         back, or made from the direct question's query when that filters more
-        (:mod:`agents.analysis.series_repair`)."""
+        (:mod:`agents.analysis.series_repair`); then over every period the data holds, with
+        the direct query's filters it lacks and the data allows
+        (:mod:`agents.analysis.history_repair`)."""
         assert self.database is not None
         rows = self.options.max_rows
         if item.error is None:
@@ -270,7 +275,11 @@ class Analyst:
                 item, self.database, time_column=time_column, max_rows=rows, timeout_s=seconds
             )
         direct = answer.evidence[0] if self.options.direct and answer.evidence else None
-        return history_of(
+        item = history_of(
+            item, direct, time_column, self.database, max_rows=rows, timeout_s=seconds
+        )
+        item = widened_history(item, time_column, self.database, max_rows=rows, timeout_s=seconds)
+        return with_direct_filters(
             item, direct, time_column, self.database, max_rows=rows, timeout_s=seconds
         )
 

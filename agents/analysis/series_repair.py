@@ -133,7 +133,7 @@ def regrouped_series(
         return item
     log.info("series %s: regrouped, %d rows (was %d)", item.id, results.row_count, item.row_count)
     why = f"the query returned {item.row_count} row(s) for a series: grouped by {how}"
-    return _replaced(item, fixed, results, why)
+    return replaced(item, fixed, results, why)
 
 
 def series_from_direct(sql: str, time_column: str, dialect: str) -> str | None:
@@ -208,10 +208,10 @@ def history_of(
         f"the series made from {direct.id}'s query, its filters kept and its period grouped "
         f"({mine} filters; the step's own query had {own})"
     )
-    return _replaced(item, derived, results, why)
+    return replaced(item, derived, results, why)
 
 
-def _replaced(item: Evidence, sql: str, results: Results, repair: str) -> Evidence:
+def replaced(item: Evidence, sql: str, results: Results, repair: str) -> Evidence:
     """``item`` answered by ``sql``'s ``results`` instead, ``repair`` saying why."""
     return item.model_copy(
         update={

@@ -4,10 +4,8 @@ SQLite database, and the forecast made from the regrouped history."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from agents.analysis.models import Evidence
 from agents.analysis.run import AnalysisOptions, Analyst
@@ -20,8 +18,8 @@ from agents.analysis.series_repair import (
     series_from_direct,
 )
 from agents.answer import Answer
-from kb.target.database import Database
 from tests.agents.analysis.chain_answers import answer_of
+from tests.agents.analysis.income_table import evidence_of, income_database
 from tests.agents.scripted import ScriptedLLM
 
 # what the 1.5B wrote for "Zephyr's monthly revenue in Europe, as history: one row per month"
@@ -33,52 +31,18 @@ SCHEMA = "CREATE TABLE income (\n  period TEXT,\n  region TEXT,\n  item TEXT,\n 
 QUESTION = "What will monthly revenue in Europe be in January 2026?"
 
 
-def _rows() -> list[tuple]:
-    rows = []
-    for month in range(1, 13):
-        period = f"2025{month:02d}"
-        rows += [
-            (period, "EUR", "Revenue", 100.0 + 5 * month),
-            (period, "EUR", "Revenue", 50.0 + month),
-            (period, "EUR", "Cost", 80.0),
-            (period, "USA", "Revenue", 999.0),
-        ]
-    return rows
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request, tmp_path):
     """The income table on SQLite and on a real PostgreSQL (whose sqlglot dialect is named
     ``postgres``, not SQLAlchemy's ``postgresql``: the repairs once raised there)."""
-    yield from _income(request, tmp_path, request.param)
+    yield from income_database(request, tmp_path, request.param)
 
 
 @pytest.fixture()
 def sqlite_database(request, tmp_path):
     """The income table on SQLite alone: a one-row "series" is SQLite's (PostgreSQL refuses
     a bare column beside an aggregate, so the chain's query fails there instead)."""
-    yield from _income(request, tmp_path, "sqlite")
-
-
-def _income(request, tmp_path, backend: str):
-    ddl = "CREATE TABLE income (period TEXT, region TEXT, item TEXT, amount {real})"
-    if backend == "sqlite":
-        path = tmp_path / "income.sqlite"
-        with sqlite3.connect(path) as connection:
-            connection.execute(ddl.format(real="REAL"))
-            connection.executemany("INSERT INTO income VALUES (?, ?, ?, ?)", _rows())
-        url = f"sqlite:///{path}"
-    else:
-        url = request.getfixturevalue("fresh_pg_database")
-        engine = create_engine(url)
-        with engine.begin() as connection:
-            connection.execute(text(ddl.format(real="DOUBLE PRECISION")))
-            insert = text("INSERT INTO income VALUES (:p, :r, :i, :a)")
-            connection.execute(insert, [dict(zip("pria", row, strict=True)) for row in _rows()])
-        engine.dispose()
-    db = Database(url)
-    yield db
-    db.close()
+    yield from income_database(request, tmp_path, "sqlite")
 
 
 def _reply(messages, options) -> str:
@@ -196,17 +160,10 @@ def test_no_series_is_made_where_the_direct_query_is_not_one_filtered_aggregate(
     assert series_from_direct(sql, "period", "sqlite") is None
 
 
-def _evidence(database, item_id: str, sql: str) -> Evidence:
-    ran = database.execute(sql)
-    rows = [list(r) for r in ran.rows]
-    return Evidence(id=item_id, question=item_id, sql=sql, columns=ran.columns, rows=rows,
-                    row_count=ran.row_count)  # fmt: skip
-
-
 def test_the_history_that_filters_more_is_kept(database):
-    direct = _evidence(database, "q1", DIRECT)
+    direct = evidence_of(database, "q1", DIRECT)
     # the model's history adds up every report item (Revenue and Cost): fewer filters
-    loose = _evidence(
+    loose = evidence_of(
         database,
         "q2",
         "SELECT period, SUM(amount) FROM income WHERE region = 'EUR' GROUP BY period",
@@ -215,7 +172,7 @@ def test_the_history_that_filters_more_is_kept(database):
     assert made.row_count == 12 and made.rows[0] == ["202501", 156.0]
     assert made.repair and "q1" in made.repair
     # a history with every filter the direct query has: kept as the model wrote it
-    tight = _evidence(
+    tight = evidence_of(
         database,
         "q2",
         "SELECT period, SUM(amount) FROM income WHERE region = 'EUR' AND item = 'Revenue' "
@@ -255,7 +212,7 @@ def test_a_sum_over_the_whole_range_is_grouped_by_the_step_s_time_column(sqlite_
         "GROUP BY period ORDER BY period"
     )
     assert grouped_by_time("SELECT period, SUM(amount) FROM income", "period", "sqlite") is None
-    item = _evidence(database, "q2", summed)
+    item = evidence_of(database, "q2", summed)
     assert item.row_count == 1
     # without the step's time column only bare columns are regrouped: none here
     assert regrouped_series(item, database, max_rows=100, timeout_s=5) is item
