@@ -105,7 +105,7 @@ def widened_history(
 def _filters(select: exp.Select, time_column: str) -> list[exp.Expression]:
     """The conditions of ``select``'s WHERE that compare a column with values (``=``,
     ``IN``) and do not name ``time_column``."""
-    found = []
+    found: list[exp.Expression] = []
     for condition in and_conditions(select):
         if not isinstance(condition, _FILTER) or condition.find(exp.Select):
             continue
