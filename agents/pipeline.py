@@ -3,8 +3,10 @@
 ``Pipeline.ask(question, context, options)`` answers one question on one target database:
 
 1. ``retrieve``: the RAG agent builds the schema slice, hints and examples;
-2. ``generate`` / ``refine``: each tier's model writes candidates, which are executed
-   read-only and repaired (``agents.sql.cascade``, ``agents.sql.refine``);
+2. ``generate`` / ``refine``: each tier's model writes candidates, which get the default
+   filters of the question's rules they lack (``caliber = 'B'`` from the user's profile:
+   :mod:`agents.sql.default_filters`), are executed read-only and repaired
+   (``agents.sql.cascade``, ``agents.sql.refine``);
 3. ``vote``: majority over execution results (before 2, an active mined query template the
    worked examples agree on, filled with the question's values, answers with no model call
    when it returns rows: :mod:`agents.sql.template_fill`);
@@ -47,6 +49,7 @@ from agents.pipeline_options import PipelineOptions
 from agents.rag.agent import RagAgent, RagContext
 from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.cascade import Cascade, CascadeOutcome
+from agents.sql.default_filters import filters_of
 from agents.sql.extract import statement_only
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
@@ -210,8 +213,11 @@ class Pipeline:
         self, rag: RagContext, options: AskOptions, deadline: float | None, trace: AdaptiveTrace
     ) -> Cascade:
         pipeline_options = self.options
-        if deadline is not None:
-            refine = replace(pipeline_options.refine, deadline=deadline)
+        items = rag.evidence.items
+        named = {item.entry.id for item in items if "span" in item.reasons}
+        filters = tuple(filters_of((item.entry for item in items), named))
+        if deadline is not None or filters:
+            refine = replace(pipeline_options.refine, deadline=deadline, default_filters=filters)
             pipeline_options = replace(pipeline_options, refine=refine)
         settings = self.confidence.options
         adaptive = options.adaptive

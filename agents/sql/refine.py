@@ -12,6 +12,9 @@ For one candidate:
    qualified with the wrong table to the one table of the query that has the column
    (``agents/sql/column_fix.py``), kept only when the query then runs.
 
+Before any of it runs, a query gets the default filters of the question's rules it lacks
+(``caliber = 'B'`` from the user's profile, ``agents/sql/default_filters.py``).
+
 Every query runs under the target database's own time limit (``Database.timeout_s``, the
 server's ``ALMANAC_TARGET_TIMEOUT_S``); ``RefineOptions.timeout_s`` may only lower it. When
 the question has a deadline (``RefineOptions.deadline``), a query gets at most the time left,
@@ -28,6 +31,7 @@ from dataclasses import dataclass, replace
 from agents.answer import Candidate
 from agents.llm.base import LLM, LLMError, Message
 from agents.sql.column_fix import ColumnQualifierFix
+from agents.sql.default_filters import DefaultFilter, with_default_filters
 from agents.sql.extract import strip_comments
 from agents.sql.generate import candidate_from_reply, fence_options
 from agents.sql.predicates import PredicateChecker, PredicateIssue
@@ -65,6 +69,9 @@ class RefineOptions:
     fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions)
     fix_columns: bool = True  # re-qualify misplaced column references before asking the model
     deadline: float | None = None
+    # the rules' default filters for this question (set per question by the pipeline):
+    # added to every query that reads a table with the column and never mentions it
+    default_filters: tuple[DefaultFilter, ...] = ()
 
 
 class Refiner:
@@ -90,7 +97,10 @@ class Refiner:
 
     def execute(self, candidate: Candidate) -> Candidate:
         """Run ``candidate`` (if it has SQL) and keep the results on it; past the deadline it
-        is not run and carries a timeout instead."""
+        is not run and carries a timeout instead. A default filter of the question's rules
+        the query lacks is added first (:mod:`agents.sql.default_filters`), with a note."""
+        if candidate.sql and self.options.default_filters:
+            self._add_default_filters(candidate)
         if candidate.sql:
             limit = self.query_limit()
             if limit is None:
@@ -102,6 +112,19 @@ class Refiner:
                     candidate.sql, max_rows=self.options.max_rows, timeout_s=limit
                 )
         return candidate
+
+    def _add_default_filters(self, candidate: Candidate) -> None:
+        try:
+            columns = self.columns.table_columns()
+        except Exception as exc:  # a dead database: the execution says so, not this
+            log.warning("default filters not added: the schema could not be read: %s", exc)
+            return
+        filtered = with_default_filters(
+            candidate.sql, self.options.default_filters, columns, self.columns.dialect
+        )
+        if filtered is not None:
+            candidate.sql = filtered.sql
+            candidate.notes = [*candidate.notes, *filtered.notes]
 
     def query_limit(self) -> float | None:
         """The time limit of the next query: the database's limit, lowered by

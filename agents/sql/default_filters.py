@@ -1,0 +1,175 @@
+"""Default filters: the filter a rule says to apply when the question does not say otherwise,
+added to a query that forgot it, without a model.
+
+Some business rules are filters the question never states: "every fact row exists once per
+caliber: filter the user's profile caliber unless the question names another", "users in
+region EUR see amounts in EUR on narrow tables", or a mined habit ("unless the question
+names another caliber, filter caliber = 'B'", :mod:`agents.learn.mine.preferences`). The
+prompt shows them, and a small model still leaves them out: 11 of the 43 wrong answers of
+the 1.5B on 63 AutoFin test questions added every caliber up (twice the amount), and so did
+the monthly history a forecast was fitted to.
+
+A rule carries its filter as data, in ``content_resources``: ``{"default_filter": {"column":
+"caliber", "value": "B"}}`` (or a mined rule's ``{"preference": {"column": ..., "value":
+...}}``). :func:`filters_of` reads them from the rules the retriever let through for this
+question (its triggers checked against the user's profile and the query time), the first
+rule per column winning, a triggered one first (the profile's caliber before the pack's
+"else A"). A metric that is one filter of the rows (revenue: ``report_item_level1 =
+'Revenue'``) carries it the same way and applies when the question names the metric: 18 of
+those 43 wrong answers had summed every report item. :func:`with_default_filters` adds
+``<alias>.<column> = <value>`` to each SELECT reading a table that has the column, but only
+when the query never mentions the column (nor a column the filter's ``unless`` lists:
+``report_item_code`` says which rows already): a query that filters, groups by or selects
+it (``caliber = 'A'`` because the question said "management view", or a comparison of both
+calibers) is the model's reading of the question and stays as written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import traverse_scope
+
+from agents.sql.extract import statement_only
+from ukf import BaseUKF
+
+log = logging.getLogger(__name__)
+RESOURCE_KEYS = ("default_filter", "preference")  # where a rule keeps its filter
+
+
+@dataclass(frozen=True)
+class DefaultFilter:
+    """``column = value`` on every table that has ``column``, from the rule named ``rule``."""
+
+    column: str
+    value: str | int | float
+    rule: str
+    unless: tuple[str, ...] = ()  # columns whose mention also leaves the query as written
+
+    @property
+    def condition(self) -> str:
+        shown = f"'{self.value}'" if isinstance(self.value, str) else str(self.value)
+        return f"{self.column} = {shown}"
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """The rewritten query and one note per filter added."""
+
+    sql: str
+    notes: list[str]
+
+
+def filter_of(entry: BaseUKF) -> DefaultFilter | None:
+    """The default filter ``entry`` carries, or None: none, or a malformed one (a column
+    that is no plain name, a value that is no string or number, an ``unless`` that is no
+    list of column names). A mined preference is a rule's."""
+    keys = RESOURCE_KEYS if entry.type == "rule" else RESOURCE_KEYS[:1]
+    for key in keys:
+        spec = entry.content_resources.get(key)
+        if spec is None:
+            continue
+        if not isinstance(spec, Mapping):
+            log.warning("%r: default filter %r is no mapping", entry.name, spec)
+            return None
+        column, value, unless = spec.get("column"), spec.get("value"), spec.get("unless", [])
+        if not isinstance(column, str) or not column.isidentifier():
+            log.warning("%r: default filter column %r is no column name", entry.name, column)
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            log.warning("%r: default filter value %r is no literal", entry.name, value)
+            return None
+        if not isinstance(unless, list) or not all(
+            isinstance(c, str) and c.isidentifier() for c in unless
+        ):
+            log.warning("%r: default filter unless %r is no list of columns", entry.name, unless)
+            return None
+        return DefaultFilter(column=column, value=value, rule=entry.name, unless=tuple(unless))
+    return None
+
+
+def filters_of(
+    entries: Iterable[BaseUKF], named: Collection[str] = frozenset()
+) -> list[DefaultFilter]:
+    """The default filters of ``entries`` (what the retriever let through for a question),
+    one per column (case-insensitive).
+
+    A rule's applies whenever it is there (its triggers were checked), one with triggers
+    (switched on by this user's profile or workspace) before one without, then in the order
+    given. Any other entry's (a metric's rows: ``report_item_level1 = 'Revenue'``) applies
+    only when the question names it (its id in ``named``), and not when two named entries
+    filter the same column differently ("revenue minus cost of sales" needs both rows)."""
+    entries = list(entries)
+    found: dict[str, DefaultFilter] = {}
+    for entry in sorted((e for e in entries if e.type == "rule"), key=lambda e: not e.triggers):
+        default = filter_of(entry)
+        if default is not None:
+            found.setdefault(default.column.casefold(), default)
+    by_column: dict[str, list[DefaultFilter]] = {}
+    for entry in entries:
+        default = filter_of(entry) if entry.type != "rule" and entry.id in named else None
+        if default is not None:
+            by_column.setdefault(default.column.casefold(), []).append(default)
+    for column, defaults in by_column.items():
+        if column not in found and len({d.value for d in defaults}) == 1:
+            found[column] = defaults[0]
+    return list(found.values())
+
+
+def with_default_filters(
+    sql: str,
+    filters: Iterable[DefaultFilter],
+    table_columns: Mapping[str, set[str]],
+    dialect: str,
+) -> Filtered | None:
+    """``sql`` with each filter ANDed into the WHERE of every SELECT reading a table that
+    has its column (``table_columns``: lower-cased column names by lower-cased table name),
+    where the query mentions that column nowhere; None when nothing was added or ``sql``
+    does not parse. Comment lines before the statement stay as they were."""
+    wanted = list(filters)
+    statement = statement_only(sql)
+    if not wanted or not statement:
+        return None
+    try:
+        tree = sqlglot.parse_one(statement, read=dialect)
+        scopes = traverse_scope(tree)
+    except (SqlglotError, RecursionError) as exc:
+        log.debug("default filters: cannot read %r: %s", sql, exc)
+        return None
+    mentioned = {c.name.casefold() for c in tree.find_all(exp.Column)}
+    notes: list[str] = []
+    for default in wanted:
+        column = default.column.casefold()
+        if {column, *(c.casefold() for c in default.unless)} & mentioned:
+            continue
+        added = 0
+        for scope in scopes:
+            if not isinstance(scope.expression, exp.Select):
+                continue
+            for alias, table in scope.sources.items():
+                if not isinstance(table, exp.Table):  # a derived table: its own scope
+                    continue
+                if column not in table_columns.get(table.name.casefold(), set()):
+                    continue
+                condition = exp.EQ(
+                    this=exp.column(default.column, table=alias),
+                    expression=_literal(default.value),
+                )
+                scope.expression.where(condition, copy=False)
+                added += 1
+        if added:
+            notes.append(f"default filter added: {default.condition} ({default.rule})")
+    if not notes:
+        return None
+    # the model's comment lines before the statement (its reasoning header) are kept
+    head = sql[: sql.find(statement)] if statement in sql else ""
+    return Filtered(sql=head + tree.sql(dialect=dialect), notes=notes)
+
+
+def _literal(value: str | int | float) -> exp.Expression:
+    return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)

@@ -1,0 +1,204 @@
+"""The default filter a rule carries is added to a query that forgot it, without a model:
+on the SQL, in the refine agent on a real SQLite database, and through the whole chain
+with the rule switched on by the user's profile."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agents.answer import Candidate
+from agents.pipeline import ModelTier, Pipeline
+from agents.sql.default_filters import DefaultFilter, filter_of, filters_of, with_default_filters
+from agents.sql.refine import RefineOptions, Refiner
+from indices.embeddings import HashingEmbedder
+from indices.index_set import IndexSet
+from kb.target.database import Database
+from tests.agents.scripted import ScriptedLLM, sql_reply
+from ukf import MetricUKF, QueryContext, RuleUKF
+
+CALIBER_B = DefaultFilter("caliber", "B", "Default caliber B from the profile")
+CURRENCY = DefaultFilter("currency", "EUR", "Default currency for EUR users")
+COLUMNS = {
+    "income": {"period", "caliber", "amount"},
+    "pnl": {"period", "caliber", "currency", "amount"},
+    "regions": {"code", "name"},
+}
+
+
+def _added(sql: str) -> str | None:
+    filtered = with_default_filters(sql, [CALIBER_B, CURRENCY], COLUMNS, "sqlite")
+    return None if filtered is None else filtered.sql
+
+
+def test_the_filter_is_added_to_each_select_reading_a_table_with_the_column():
+    assert _added("SELECT SUM(amount) FROM income WHERE period = '202407'") == (
+        "SELECT SUM(amount) FROM income WHERE period = '202407' AND income.caliber = 'B'"
+    )
+    # an OR keeps its meaning; each table of a join gets its own, by its alias
+    assert _added("SELECT SUM(amount) FROM income WHERE period = '1' OR period = '2'") == (
+        "SELECT SUM(amount) FROM income WHERE (period = '1' OR period = '2') "
+        "AND income.caliber = 'B'"
+    )
+    joined = _added(
+        "SELECT SUM(i.amount) FROM income AS i JOIN pnl AS p ON i.period = p.period "
+        "JOIN regions AS r ON r.code = p.period"
+    )
+    assert joined is not None
+    assert "i.caliber = 'B'" in joined and "p.caliber = 'B'" in joined
+    assert "p.currency = 'EUR'" in joined and "r." not in joined.split("WHERE")[1]
+    # a CTE, a derived table and a subquery filter inside, where the table is read
+    assert _added("WITH m AS (SELECT period, amount FROM income) SELECT SUM(amount) FROM m") == (
+        "WITH m AS (SELECT period, amount FROM income WHERE income.caliber = 'B') "
+        "SELECT SUM(amount) FROM m"
+    )
+    nested = _added("SELECT period FROM income WHERE period IN (SELECT MAX(period) FROM income)")
+    assert nested is not None and nested.count("income.caliber = 'B'") == 2
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # the query says which caliber, or compares them: the model's reading stands
+        "SELECT SUM(amount) FROM income WHERE caliber = 'A'",
+        "SELECT caliber, SUM(amount) FROM income GROUP BY caliber",
+        # no table with the columns, no table at all, and text that is no SQL
+        "SELECT name FROM regions",
+        "SELECT 1",
+        "SELECT FROM WHERE (",
+        "",
+    ],
+)
+def test_nothing_is_added_where_the_query_mentions_the_column_or_reads_no_such_table(sql):
+    assert with_default_filters(sql, [CALIBER_B], COLUMNS, "sqlite") is None
+
+
+def test_a_numeric_value_is_a_number_and_the_note_names_the_rule():
+    filtered = with_default_filters(
+        "SELECT amount FROM income", [DefaultFilter("period", 202407, "Newest")], COLUMNS, "sqlite"
+    )
+    assert filtered is not None
+    assert filtered.sql == "SELECT amount FROM income WHERE income.period = 202407"
+    assert filtered.notes == ["default filter added: period = 202407 (Newest)"]
+
+
+def _rule(name: str, resources: dict, **fields) -> RuleUKF:
+    return RuleUKF.create(name, name, kind="intent", database="fin", **fields,
+                          content_resources=resources)  # fmt: skip
+
+
+def test_the_rules_filters_a_triggered_rule_first_one_per_column():
+    general = _rule("Always one caliber", {"default_filter": {"column": "caliber", "value": "A"}})
+    profile = _rule(
+        "Default caliber B from the profile",
+        {"default_filter": {"column": "Caliber", "value": "B"}},
+        triggers={"user_profile_match": {"caliber": "B"}},
+    )
+    mined = _rule("default currency EUR", {"preference": {"column": "currency", "value": "EUR"}})
+    plain = _rule("Fiscal calendar", {"calendar": {"fiscal_year_start_month": 4}})
+    found = filters_of([general, plain, profile, mined])
+    assert [(f.column, f.value, f.rule) for f in found] == [
+        ("Caliber", "B", "Default caliber B from the profile"),
+        ("currency", "EUR", "default currency EUR"),  # the general caliber rule lost to B
+    ]
+    assert filters_of([general]) == [DefaultFilter("caliber", "A", "Always one caliber")]
+
+
+def _metric(name: str, value: str) -> MetricUKF:
+    spec = {"column": "item", "value": value, "unless": ["item_code"]}
+    return MetricUKF.create(name, f"SUM(amount) WHERE item = '{value}'", database="fin",
+                            content_resources={"default_filter": spec})  # fmt: skip
+
+
+def test_a_metric_s_rows_are_filtered_only_when_the_question_names_it_alone():
+    revenue, cost = _metric("Revenue", "Revenue"), _metric("Cost of sales", "Cost")
+    assert filters_of([revenue, cost]) == []  # retrieved, not named
+    assert filters_of([revenue, cost], {revenue.id}) == [
+        DefaultFilter("item", "Revenue", "Revenue", unless=("item_code",))
+    ]
+    # "revenue minus cost of sales" needs both report items: neither is added
+    assert filters_of([revenue, cost], {revenue.id, cost.id}) == []
+    items = {"income": {"item", "item_code", "amount"}}
+    only = filters_of([revenue], {revenue.id})
+    added = with_default_filters("SELECT SUM(amount) FROM income", only, items, "sqlite")
+    assert added is not None and added.sql.endswith("WHERE income.item = 'Revenue'")
+    # a query that says which rows by another column it lists is left as written
+    coded = "SELECT SUM(amount) FROM income WHERE item_code = 'REV_VEH'"
+    assert with_default_filters(coded, only, items, "sqlite") is None
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"column": "caliber; DROP TABLE x", "value": "A"},  # no column name
+        {"column": "caliber", "value": ["A"]},  # no literal
+        {"column": "caliber", "value": True},
+        {"value": "A"},
+        {"column": "caliber", "value": "A", "unless": "caliber_code"},  # no list
+        "caliber = 'A'",
+    ],
+)
+def test_a_malformed_default_filter_is_ignored(spec):
+    assert filter_of(_rule("bad", {"default_filter": spec})) is None
+
+
+@pytest.fixture
+def ledger(tmp_path: Path):
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE income (period TEXT, caliber TEXT, amount REAL)")
+        rows = [("202407", "A", 10.0), ("202407", "B", 12.0), ("202408", "A", 11.0)]
+        connection.executemany("INSERT INTO income VALUES (?, ?, ?)", rows)
+    database = Database(f"sqlite:///{path}")
+    yield database
+    database.close()
+
+
+def test_the_refine_agent_runs_the_query_with_the_filter_and_says_so(ledger):
+    refiner = Refiner(ledger, None, options=RefineOptions(default_filters=(CALIBER_B,)))
+    written = "-- Reasoning: July\nSELECT SUM(amount) FROM income WHERE period = '202407'"
+    ran = refiner.refine(Candidate(sql=written), [])
+    assert ran.ok and ran.results.rows == [(12.0,)]
+    assert ran.sql == (
+        "-- Reasoning: July\n"
+        "SELECT SUM(amount) FROM income WHERE period = '202407' AND income.caliber = 'B'"
+    )
+    assert ran.notes == ["default filter added: caliber = 'B' (Default caliber B from the profile)"]
+    # without filters, or with the caliber named, the query runs as written
+    plain = Refiner(ledger, None).refine(Candidate(sql="SELECT SUM(amount) FROM income"), [])
+    assert plain.results.rows == [(33.0,)] and plain.notes == []
+    named = refiner.refine(Candidate(sql="SELECT SUM(amount) FROM income WHERE caliber = 'A'"), [])
+    assert named.results.rows == [(21.0,)] and named.notes == []
+
+
+def test_the_chain_adds_the_filter_the_user_s_profile_switches_on(concert):
+    """A rule of the knowledge base, switched on by the asker's profile, filters the singers
+    of the asker's country; the model's query does not; the answer's SQL does."""
+    store, database, _ = concert
+    store.upsert(
+        RuleUKF.create(
+            "Singers of the asker's country",
+            "Users of the French office see French singers unless they name another country.",
+            kind="intent",
+            database="concert_singer",
+            triggers={"user_profile_match": {"office": "FR"}},
+            content_resources={"default_filter": {"column": "Country", "value": "France"}},
+        )
+    )
+    retriever = IndexSet.build(store, HashingEmbedder()).retriever()
+    llm = ScriptedLLM([sql_reply("SELECT name FROM singer")])
+    pipeline = Pipeline(
+        store=store,
+        retriever=retriever,
+        database=database,
+        database_name="concert_singer",
+        tiers=[ModelTier("scripted", llm)],
+    )
+    french = pipeline.ask("Names of the singers?", QueryContext(user_profile={"office": "FR"}))
+    assert french.sql == "SELECT name FROM singer WHERE singer.Country = 'France'"
+    assert french.row_count == 4
+    assert "Singers of the asker's country" in {k.name for k in french.knowledge}
+    anyone = pipeline.ask("Names of the singers?", QueryContext(user_profile={"office": "US"}))
+    assert anyone.sql == "SELECT name FROM singer" and anyone.row_count == 6
