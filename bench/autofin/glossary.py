@@ -7,6 +7,7 @@ knowledge a gold query encodes can be found in the pack.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,23 @@ class Metric:
     unit: str | None = None
     synonyms: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+
+    @property
+    def rows_filter(self) -> dict[str, Any] | None:
+        """The default filter of a metric that is one report item's rows (revenue:
+        ``report_item_level1 = 'Revenue'``), for the chain to add to a query that names
+        no report item (:mod:`agents.sql.default_filters`); None for any other formula."""
+        found = _ONE_ITEM.fullmatch(self.formula)
+        if found is None:
+            return None
+        return {
+            "column": "report_item_level1",
+            "value": found.group(1),
+            "unless": ["report_item_code", "report_item_name"],
+        }
+
+
+_ONE_ITEM = re.compile(r"SUM\(<amount>\) WHERE report_item_level1 = '([^']+)'")
 
 
 @dataclass(frozen=True)

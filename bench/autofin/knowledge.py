@@ -125,7 +125,10 @@ def _metrics() -> list[BaseUKF]:
             database=DATABASE,
             description=metric.description,
             synonyms=list(metric.synonyms),
-            content_resources={"columns": list(metric.columns)},
+            content_resources={
+                "columns": list(metric.columns),
+                **({"default_filter": metric.rows_filter} if metric.rows_filter else {}),
+            },
             **_common(),
         )
         for metric in METRICS

@@ -106,6 +106,7 @@ def rules() -> list[Rule]:
             "else A. 'Management view' is A, 'statutory' or 'financial reporting view' is B.",
             "validity",
             synonyms=("caliber", "management caliber", "statutory caliber"),
+            resources={"default_filter": {"column": "caliber", "value": "A"}},
         ),
         Rule(
             BUDGET_CALIBER,
@@ -163,6 +164,8 @@ def rules() -> list[Rule]:
             "intent",
             {"user_profile_match": {"region": region.code}},
             ("default currency",),
+            # narrow tables only: the wide ones have no currency column
+            {"default_filter": {"column": "currency", "value": region.currency}},
         )
         for region in REGIONS
     ]
@@ -174,6 +177,7 @@ def rules() -> list[Rule]:
             "intent",
             {"user_profile_match": {"caliber": value}},
             ("default caliber",),
+            {"default_filter": {"column": "caliber", "value": value}},
         )
         for value in CALIBERS
     ]
