@@ -124,10 +124,11 @@ def with_direct_filters(
     max_rows: int,
     timeout_s: float,
 ) -> Evidence:
-    """A series step's evidence with each of the ``direct`` query's value filters it lacks
-    added, one at a time, where the series keeps every period it had (a condition the data
-    contradicts, or one that picks some periods, is left out); ``item`` itself when none
-    is added, the two read different tables or either is not such a query."""
+    """A series step's evidence with each of the ``direct`` query's value filters on a
+    column it does not filter added, one at a time, where the series keeps every period it
+    had (a condition the data contradicts, or one that picks some periods, is left out);
+    ``item`` itself when none is added, the two read different tables or either is not
+    such a query."""
     if direct is None or direct.error is not None or item.error is not None:
         return item
     if item.row_count < MIN_SERIES_ROWS or item.truncated:
@@ -139,10 +140,10 @@ def with_direct_filters(
         return item
     if not _table(source) or _table(series) != _table(source):
         return item
-    have = {c.sql(dialect=dialect).casefold() for c in and_conditions(series)}
-    candidates = [
-        c for c in _filters(source, time_column) if c.sql(dialect=dialect).casefold() not in have
-    ]
+    # a column the history filters already is its own reading ("caliber = 'A'" written
+    # bare by the model, "income_zephyr.caliber = 'A'" by the default filters)
+    have = {c.name.casefold() for f in and_conditions(series) for c in f.find_all(exp.Column)}
+    candidates = [c for c in _filters(source, time_column) if _column_of(c) not in have]
     deadline = time.monotonic() + timeout_s
     conditions, results, added = and_conditions(series), None, []
     for candidate in candidates:
@@ -160,6 +161,11 @@ def with_direct_filters(
     log.info("series %s: %s's filters added: %s", item.id, direct.id, added)
     why = f"{direct.id}'s filters added, every period kept: {', '.join(added)}"
     return replaced(item, sql, results, _also(item, why))
+
+
+def _column_of(condition: exp.Expression) -> str:
+    column = condition.find(exp.Column)
+    return column.name.casefold() if column is not None else ""
 
 
 def _table(select: exp.Select) -> str:
