@@ -1,5 +1,6 @@
 """A forecast's history made whole: the range the model cut taken out, the question's filters
-it forgot put back.
+it forgot put back (for a predictive question's series steps only: a diagnostic's series
+is about the period the question names).
 
 The plan's history step asks for the measure "one row per month over every month the data
 holds". The 1.5B wrote ``... WHERE region_name = 'Europe' AND period BETWEEN '202001' AND
@@ -81,7 +82,9 @@ def widened(sql: str, time_column: str, dialect: str) -> str | None:
     wider = _with_where(tree, kept)
     wider.set("limit", None)
     wider.set("order", None)
-    return wider.order_by(exp.column(time_column)).sql(dialect=dialect)
+    group = wider.args["group"].expressions
+    by_time = next(g for g in group if _is_column(g, time_column))  # as the query spells it
+    return wider.order_by(by_time.copy()).sql(dialect=dialect)
 
 
 def widened_history(
@@ -95,8 +98,8 @@ def widened_history(
     if sql is None:
         return item
     results = database.execute(sql, max_rows=max_rows, timeout_s=timeout_s)
-    if not results.ok or results.row_count <= item.row_count:
-        return item
+    if not results.ok or results.truncated or results.row_count <= item.row_count:
+        return item  # a cut series in time order would keep the oldest periods, not the newest
     log.info("series %s: widened, %d rows (was %d)", item.id, results.row_count, item.row_count)
     why = f"the bounds on {time_column} taken out: every period the data holds"
     return replaced(item, sql, results, _also(item, why))
@@ -150,10 +153,10 @@ def with_direct_filters(
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        trial = _with_where(series, [*conditions, candidate]).sql(dialect=dialect)
+        trial = _with_where(series, [*conditions, _unqualified(candidate)]).sql(dialect=dialect)
         ran = database.execute(trial, max_rows=max_rows, timeout_s=left)
         if ran.ok and ran.row_count == item.row_count and not ran.truncated:
-            conditions, results = [*conditions, candidate], ran
+            conditions, results = [*conditions, _unqualified(candidate)], ran
             added.append(candidate.sql(dialect=dialect))
     if results is None:
         return item
@@ -161,6 +164,15 @@ def with_direct_filters(
     log.info("series %s: %s's filters added: %s", item.id, direct.id, added)
     why = f"{direct.id}'s filters added, every period kept: {', '.join(added)}"
     return replaced(item, sql, results, _also(item, why))
+
+
+def _unqualified(condition: exp.Expression) -> exp.Expression:
+    """``condition`` with its column's table qualifier dropped: the direct query's alias
+    (``t.item``) means nothing in the history, which reads one table too."""
+    bare = condition.copy()
+    for column in bare.find_all(exp.Column):
+        column.set("table", None)
+    return bare
 
 
 def _column_of(condition: exp.Expression) -> str:

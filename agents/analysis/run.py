@@ -12,11 +12,11 @@ step: ``typing``, ``plan``, ``subquestion`` (each done), ``analysis``, ``narrati
 ``final`` (and ``refused``). Given the ``database``, a series sub-question answered with
 one row by an aggregate that forgot its GROUP BY is regrouped and run again, and one whose
 query filters less than the direct question's is made from that query instead
-(:mod:`agents.analysis.series_repair`); its range bounds are taken out and the direct
-query's filters it forgot put back (:mod:`agents.analysis.history_repair`); and for a
-diagnostic question (or a descriptive one about a change), the measure in the period before
-and the breakdowns the change falls on are queried from a sub-answer's query, with no model
-call (:mod:`agents.analysis.drivers`).
+(:mod:`agents.analysis.series_repair`); a forecast's history has its range bounds taken
+out and the direct query's filters it forgot put back (:mod:`agents.analysis.history_repair`);
+and for a diagnostic question (or a descriptive one about a change), the measure in the
+period before and the breakdowns the change falls on are queried from a sub-answer's query,
+with no model call (:mod:`agents.analysis.drivers`).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class Analyst:
                 item = self._ask(step)
                 answer.sql_calls += 1
                 if step.series and self.database is not None:
-                    item = self._series(item, step.series, answer, left())
+                    item = self._series(item, step.series, answer, left(), typing.type)
             answer.evidence.append(item)
             emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
         if self.database is not None and wants_drivers(typing.type, question):
@@ -261,26 +261,35 @@ class Analyst:
         return item
 
     def _series(
-        self, item: Evidence, time_column: str, answer: AnalysisAnswer, seconds: float
+        self,
+        item: Evidence,
+        time_column: str,
+        answer: AnalysisAnswer,
+        seconds: float,
+        kind: str,
     ) -> Evidence:
-        """A series step's evidence repaired on the database: regrouped when one row came
-        back, or made from the direct question's query when that filters more
-        (:mod:`agents.analysis.series_repair`); then over every period the data holds, with
-        the direct query's filters it lacks and the data allows
-        (:mod:`agents.analysis.history_repair`)."""
+        """A series step's evidence repaired on the database within ``seconds`` in all:
+        regrouped when one row came back, or made from the direct question's query when
+        that filters more (:mod:`agents.analysis.series_repair`); for a predictive question
+        then over every period the data holds, with the direct query's filters it lacks and
+        the data allows (:mod:`agents.analysis.history_repair`)."""
         assert self.database is not None
-        rows = self.options.max_rows
+        rows, deadline = self.options.max_rows, time.monotonic() + seconds
+
+        def left() -> float:
+            return max(MIN_CALL_S, deadline - time.monotonic())
+
         if item.error is None:
             item = regrouped_series(
-                item, self.database, time_column=time_column, max_rows=rows, timeout_s=seconds
+                item, self.database, time_column=time_column, max_rows=rows, timeout_s=left()
             )
         direct = answer.evidence[0] if self.options.direct and answer.evidence else None
-        item = history_of(
-            item, direct, time_column, self.database, max_rows=rows, timeout_s=seconds
-        )
-        item = widened_history(item, time_column, self.database, max_rows=rows, timeout_s=seconds)
+        item = history_of(item, direct, time_column, self.database, max_rows=rows, timeout_s=left())
+        if kind != "predictive":
+            return item
+        item = widened_history(item, time_column, self.database, max_rows=rows, timeout_s=left())
         return with_direct_filters(
-            item, direct, time_column, self.database, max_rows=rows, timeout_s=seconds
+            item, direct, time_column, self.database, max_rows=rows, timeout_s=left()
         )
 
     def _drivers(

@@ -231,8 +231,15 @@ def _names_column(condition: exp.Expression, name: str) -> bool:
 
 
 def and_conditions(select: exp.Select) -> list[exp.Expression]:
-    """The conditions the WHERE of ``select`` ANDs (none without a WHERE)."""
+    """The conditions the WHERE of ``select`` ANDs (none without a WHERE), through any
+    parentheses around an AND (``(a AND b) AND c``, as sqlglot writes a condition added to
+    a WHERE that had two)."""
     where = select.args.get("where")
-    if where is None:
-        return []
-    return list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    return [] if where is None else _conjuncts(where.this)
+
+
+def _conjuncts(condition: exp.Expression) -> list[exp.Expression]:
+    inner = condition.unnest()
+    if isinstance(inner, exp.And):
+        return [c for part in inner.flatten() for c in _conjuncts(part)]
+    return [inner]

@@ -47,7 +47,7 @@ class ColumnQualifierFix:
         except (sqlglot.errors.SqlglotError, RecursionError) as exc:
             log.debug("column fix: cannot read %r: %s", sql, exc)
             return None
-        columns = self.table_columns()
+        columns = self._columns()
         notes: list[str] = []
         for scope in scopes:
             notes.extend(_requalify_scope(scope, columns))
@@ -55,7 +55,7 @@ class ColumnQualifierFix:
             return None
         return Requalified(tree.sql(dialect=self.dialect), notes)
 
-    def table_columns(self) -> dict[str, set[str]]:
+    def _columns(self) -> dict[str, set[str]]:
         """Lower-cased column names by lower-cased table name."""
         return {
             name.lower(): {column.name.lower() for column in info.columns}

@@ -5,8 +5,8 @@ Some business rules are filters the question never states: "every fact row exist
 caliber: filter the user's profile caliber unless the question names another", "users in
 region EUR see amounts in EUR on narrow tables", or a mined habit ("unless the question
 names another caliber, filter caliber = 'B'", :mod:`agents.learn.mine.preferences`). The
-prompt shows them, and a small model still leaves them out: 11 of the 43 wrong answers of
-the 1.5B on 63 AutoFin test questions added every caliber up (twice the amount), and so did
+prompt shows them, and a small model still leaves them out: 11 of the 44 wrong answers of
+the 1.5B on 68 AutoFin test questions added every caliber up (twice the amount), and so did
 the monthly history a forecast was fitted to.
 
 A rule carries its filter as data, in ``content_resources``: ``{"default_filter": {"column":
@@ -16,12 +16,15 @@ question (its triggers checked against the user's profile and the query time), t
 rule per column winning, a triggered one first (the profile's caliber before the pack's
 "else A"). A metric that is one filter of the rows (revenue: ``report_item_level1 =
 'Revenue'``) carries it the same way and applies when the question names the metric: 18 of
-those 43 wrong answers had summed every report item. :func:`with_default_filters` adds
-``<alias>.<column> = <value>`` to each SELECT reading a table that has the column, but only
-when the query never mentions the column (nor a column the filter's ``unless`` lists:
-``report_item_code`` says which rows already): a query that filters, groups by or selects
-it (``caliber = 'A'`` because the question said "management view", or a comparison of both
-calibers) is the model's reading of the question and stays as written.
+those 44 wrong answers had summed every report item. :func:`with_default_filters` adds
+``<alias>.<column> = <value>`` to each SELECT reading a table that has the column (or one
+of the filter's ``tables``: the currency rule is for the narrow fact tables, not the
+exchange rates), but only when the query never names the column (nor a column the
+filter's ``unless`` lists: ``report_item_code`` says which rows already): a query that
+filters, groups by or selects it by name (``caliber = 'A'`` because the question said
+"management view", or a comparison of both calibers) is the model's reading of the
+question and stays as written. The refine agent runs what the model wrote when the
+rewritten query is rejected (:meth:`agents.sql.refine.Refiner.execute`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ErrorLevel, SqlglotError
 from sqlglot.optimizer.scope import traverse_scope
 
 from agents.sql.extract import statement_only
@@ -50,6 +53,7 @@ class DefaultFilter:
     value: str | int | float
     rule: str
     unless: tuple[str, ...] = ()  # columns whose mention also leaves the query as written
+    tables: tuple[str, ...] = ()  # only these tables (none: every table with the column)
 
     @property
     def condition(self) -> str:
@@ -67,8 +71,8 @@ class Filtered:
 
 def filter_of(entry: BaseUKF) -> DefaultFilter | None:
     """The default filter ``entry`` carries, or None: none, or a malformed one (a column
-    that is no plain name, a value that is no string or number, an ``unless`` that is no
-    list of column names). A mined preference is a rule's."""
+    that is no plain name, a value that is no string or number, an ``unless`` or ``tables``
+    that is no list of names). A mined preference is a rule's."""
     keys = RESOURCE_KEYS if entry.type == "rule" else RESOURCE_KEYS[:1]
     for key in keys:
         spec = entry.content_resources.get(key)
@@ -77,20 +81,24 @@ def filter_of(entry: BaseUKF) -> DefaultFilter | None:
         if not isinstance(spec, Mapping):
             log.warning("%r: default filter %r is no mapping", entry.name, spec)
             return None
-        column, value, unless = spec.get("column"), spec.get("value"), spec.get("unless", [])
+        column, value = spec.get("column"), spec.get("value")
+        unless, tables = spec.get("unless", []), spec.get("tables", [])
         if not isinstance(column, str) or not column.isidentifier():
             log.warning("%r: default filter column %r is no column name", entry.name, column)
             return None
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             log.warning("%r: default filter value %r is no literal", entry.name, value)
             return None
-        if not isinstance(unless, list) or not all(
-            isinstance(c, str) and c.isidentifier() for c in unless
-        ):
-            log.warning("%r: default filter unless %r is no list of columns", entry.name, unless)
+        if not _names(unless) or not _names(tables):
+            log.warning("%r: default filter unless/tables %r, %r: no lists of names",
+                        entry.name, unless, tables)  # fmt: skip
             return None
-        return DefaultFilter(column=column, value=value, rule=entry.name, unless=tuple(unless))
+        return DefaultFilter(column, value, entry.name, tuple(unless), tuple(tables))
     return None
+
+
+def _names(items: object) -> bool:
+    return isinstance(items, list) and all(isinstance(i, str) and i.isidentifier() for i in items)
 
 
 def filters_of(
@@ -124,13 +132,19 @@ def filters_of(
 def with_default_filters(
     sql: str,
     filters: Iterable[DefaultFilter],
-    table_columns: Mapping[str, set[str]],
+    table_columns: Mapping[str, Collection[str]],
     dialect: str,
 ) -> Filtered | None:
-    """``sql`` with each filter ANDed into the WHERE of every SELECT reading a table that
-    has its column (``table_columns``: lower-cased column names by lower-cased table name),
-    where the query mentions that column nowhere; None when nothing was added or ``sql``
-    does not parse. Comment lines before the statement stay as they were."""
+    """``sql`` with each filter ANDed into every SELECT reading a table that has its column
+    (``table_columns``: the tables' column names, by lower-cased table name), where the
+    query mentions that column nowhere; None when nothing was added, or ``sql`` does not
+    parse or cannot be written back in ``dialect`` as it was read.
+
+    A table on the side of an outer join that may be missing gets the filter in that
+    join's ``ON`` (in the WHERE it would drop the rows the join keeps without it); a scope
+    with a RIGHT or FULL join is left alone. The column is written as the database spells
+    it and qualified by the table's alias as the query spells it (quoted where it was).
+    Comment lines before the statement stay as they were."""
     wanted = list(filters)
     statement = statement_only(sql)
     if not wanted or not statement:
@@ -141,34 +155,87 @@ def with_default_filters(
     except (SqlglotError, RecursionError) as exc:
         log.debug("default filters: cannot read %r: %s", sql, exc)
         return None
+    spelled = {
+        table.casefold(): {c.casefold(): c for c in names} for table, names in table_columns.items()
+    }
     mentioned = {c.name.casefold() for c in tree.find_all(exp.Column)}
     notes: list[str] = []
     for default in wanted:
         column = default.column.casefold()
         if {column, *(c.casefold() for c in default.unless)} & mentioned:
             continue
+        tables = {t.casefold() for t in default.tables}
         added = 0
         for scope in scopes:
-            if not isinstance(scope.expression, exp.Select):
+            select = scope.expression
+            if not isinstance(select, exp.Select) or _has_right_or_full_join(select):
                 continue
-            for alias, table in scope.sources.items():
-                if not isinstance(table, exp.Table):  # a derived table: its own scope
+            for alias, source in scope.sources.items():
+                if not isinstance(source, exp.Table):  # a derived table: its own scope
                     continue
-                if column not in table_columns.get(table.name.casefold(), set()):
+                name = source.name.casefold()
+                actual = spelled.get(name, {}).get(column)
+                if actual is None or (tables and name not in tables):
                     continue
                 condition = exp.EQ(
-                    this=exp.column(default.column, table=alias),
+                    this=exp.Column(
+                        this=exp.to_identifier(actual, quoted=_needs_quotes(actual, dialect)),
+                        table=_qualifier(source, alias),
+                    ),
                     expression=_literal(default.value),
                 )
-                scope.expression.where(condition, copy=False)
+                _and_into(select, source, condition)
                 added += 1
         if added:
             notes.append(f"default filter added: {default.condition} ({default.rule})")
     if not notes:
         return None
+    try:
+        written = tree.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE)
+    except (SqlglotError, RecursionError) as exc:
+        log.debug("default filters: cannot write %r back: %s", sql, exc)
+        return None
     # the model's comment lines before the statement (its reasoning header) are kept
-    head = sql[: sql.find(statement)] if statement in sql else ""
-    return Filtered(sql=head + tree.sql(dialect=dialect), notes=notes)
+    head = sql[: sql.rfind(statement)] if statement in sql else ""
+    return Filtered(sql=head + written, notes=notes)
+
+
+def _has_right_or_full_join(select: exp.Select) -> bool:
+    return any(j.side in ("RIGHT", "FULL") for j in select.args.get("joins") or [])
+
+
+def _and_into(select: exp.Select, source: exp.Table, condition: exp.Expression) -> None:
+    """``condition`` ANDed into the ON of the LEFT JOIN that reads ``source``, or else into
+    ``select``'s WHERE, its ANDs kept flat."""
+    for join in select.args.get("joins") or []:
+        if join.this is source and join.side == "LEFT":
+            on = join.args.get("on")
+            join.set("on", exp.and_(*_flat(on), condition) if on is not None else condition)
+            return
+    where = select.args.get("where")
+    conditions = [*_flat(where.this), condition] if where is not None else [condition]
+    select.set("where", exp.Where(this=exp.and_(*conditions)))
+
+
+def _flat(condition: exp.Expression) -> list[exp.Expression]:
+    return list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
+
+
+def _qualifier(source: exp.Table, alias: str) -> exp.Identifier:
+    """The name a column of ``source`` is qualified with, as the query spells it."""
+    node = source.args.get("alias")
+    identifier = node.this if node is not None else source.this
+    if isinstance(identifier, exp.Identifier):
+        return identifier.copy()
+    return exp.to_identifier(alias)
+
+
+def _needs_quotes(name: str, dialect: str) -> bool:
+    """Whether ``name`` must be quoted: not a plain lower-case word where PostgreSQL would
+    fold it, or not a plain word anywhere."""
+    if not name.isidentifier():
+        return True
+    return dialect == "postgres" and name != name.lower()
 
 
 def _literal(value: str | int | float) -> exp.Expression:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from agents.answer import Candidate
 from agents.llm.base import LLM, LLMError, Message
 from agents.sql.column_fix import ColumnQualifierFix
-from agents.sql.default_filters import DefaultFilter, with_default_filters
+from agents.sql.default_filters import DefaultFilter, Filtered, with_default_filters
 from agents.sql.extract import strip_comments
 from agents.sql.generate import candidate_from_reply, fence_options
 from agents.sql.predicates import PredicateChecker, PredicateIssue
@@ -94,37 +94,58 @@ class Refiner:
         self.database, self.llm, self.checker = database, llm, checker
         self.options = options or RefineOptions()
         self.columns = ColumnQualifierFix(database, database.dialect)
+        self._filter_columns: dict[str, list[str]] | None = None  # read once, when needed
 
     def execute(self, candidate: Candidate) -> Candidate:
         """Run ``candidate`` (if it has SQL) and keep the results on it; past the deadline it
         is not run and carries a timeout instead. A default filter of the question's rules
-        the query lacks is added first (:mod:`agents.sql.default_filters`), with a note."""
-        if candidate.sql and self.options.default_filters:
-            self._add_default_filters(candidate)
-        if candidate.sql:
+        the query lacks is added first (:mod:`agents.sql.default_filters`), with a note;
+        when the database rejects the rewritten query, what the model wrote runs instead."""
+        if not candidate.sql:
+            return candidate
+        limit = self.query_limit()
+        if limit is None:
+            candidate.results = Results.failure(
+                "timeout", f"not run: {DEADLINE_NOTE}", sql=candidate.sql, elapsed=0.0
+            )
+            return candidate
+        filtered = self._default_filtered(candidate.sql)
+        if filtered is not None:
+            results = self.database.execute(
+                filtered.sql, max_rows=self.options.max_rows, timeout_s=limit
+            )
+            if not (results.error and results.error_kind == "sql"):
+                candidate.sql, candidate.results = filtered.sql, results
+                candidate.notes = [*candidate.notes, *_new(filtered.notes, candidate.notes)]
+                return candidate
+            note = f"default filters not added: the query with them failed: {results.error}"
+            candidate.notes = [*candidate.notes, *_new([note[:300]], candidate.notes)]
             limit = self.query_limit()
             if limit is None:
-                candidate.results = Results.failure(
-                    "timeout", f"not run: {DEADLINE_NOTE}", sql=candidate.sql, elapsed=0.0
-                )
-            else:
-                candidate.results = self.database.execute(
-                    candidate.sql, max_rows=self.options.max_rows, timeout_s=limit
-                )
+                candidate.results = results
+                return candidate
+        candidate.results = self.database.execute(
+            candidate.sql, max_rows=self.options.max_rows, timeout_s=limit
+        )
         return candidate
 
-    def _add_default_filters(self, candidate: Candidate) -> None:
+    def _default_filtered(self, sql: str) -> Filtered | None:
+        """``sql`` with the question's default filters it lacks, or None (none to add, or
+        the schema or the query could not be read: the query then runs as written)."""
+        if not self.options.default_filters:
+            return None
         try:
-            columns = self.columns.table_columns()
-        except Exception as exc:  # a dead database: the execution says so, not this
-            log.warning("default filters not added: the schema could not be read: %s", exc)
-            return
-        filtered = with_default_filters(
-            candidate.sql, self.options.default_filters, columns, self.columns.dialect
-        )
-        if filtered is not None:
-            candidate.sql = filtered.sql
-            candidate.notes = [*candidate.notes, *filtered.notes]
+            if self._filter_columns is None:
+                self._filter_columns = {
+                    name.lower(): [column.name for column in info.columns]
+                    for name, info in self.database.reflect().items()
+                }
+            return with_default_filters(
+                sql, self.options.default_filters, self._filter_columns, self.columns.dialect
+            )
+        except Exception as exc:  # the filters must never stop a query from running
+            log.warning("default filters not added to %r: %s", sql[:200], exc)
+            return None
 
     def query_limit(self) -> float | None:
         """The time limit of the next query: the database's limit, lowered by
@@ -302,6 +323,11 @@ class Refiner:
         if not repaired.sql:
             return repaired  # a failed candidate; the next round may try again
         return self.execute(repaired)
+
+
+def _new(notes: list[str], had: list[str]) -> list[str]:
+    """The ``notes`` not among ``had`` (a filter added again after a repair is noted once)."""
+    return [n for n in notes if n not in had]
 
 
 def _stopped(candidate: Candidate) -> Candidate:

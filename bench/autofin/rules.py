@@ -164,8 +164,14 @@ def rules() -> list[Rule]:
             "intent",
             {"user_profile_match": {"region": region.code}},
             ("default currency",),
-            # narrow tables only: the wide ones have no currency column
-            {"default_filter": {"column": "currency", "value": region.currency}},
+            # the narrow fact tables only (the exchange rates have a currency column too)
+            {
+                "default_filter": {
+                    "column": "currency",
+                    "value": region.currency,
+                    "tables": ["profit_and_loss", "budget_and_forecast"],
+                }
+            },
         )
         for region in REGIONS
     ]

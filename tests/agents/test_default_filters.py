@@ -202,3 +202,72 @@ def test_the_chain_adds_the_filter_the_user_s_profile_switches_on(concert):
     assert "Singers of the asker's country" in {k.name for k in french.knowledge}
     anyone = pipeline.ask("Names of the singers?", QueryContext(user_profile={"office": "US"}))
     assert anyone.sql == "SELECT name FROM singer" and anyone.row_count == 6
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect", "expected"),
+    [
+        # the side of a LEFT JOIN that may be missing gets it in the ON, not the WHERE
+        (
+            "SELECT r.name, SUM(i.amount) FROM regions AS r LEFT JOIN income AS i "
+            "ON i.period = r.code GROUP BY r.name",
+            "sqlite",
+            "SELECT r.name, SUM(i.amount) FROM regions AS r LEFT JOIN income AS i "
+            "ON i.period = r.code AND i.caliber = 'B' GROUP BY r.name",
+        ),
+        # a comment that quotes the statement stays a comment
+        (
+            "-- Plan: SELECT SUM(amount) FROM income\nSELECT SUM(amount) FROM income",
+            "sqlite",
+            "-- Plan: SELECT SUM(amount) FROM income\n"
+            "SELECT SUM(amount) FROM income WHERE income.caliber = 'B'",
+        ),
+        # PostgreSQL: the quoted table stays quoted, the column as the database spells it
+        (
+            'SELECT SUM("Amount") FROM "Ledger"',
+            "postgres",
+            'SELECT SUM("Amount") FROM "Ledger" WHERE "Ledger"."Caliber" = \'B\'',
+        ),
+        # a WHERE with an OR and ANDs: kept as it reads, the filter ANDed flat after it
+        (
+            "SELECT 1 FROM income WHERE (period = '1' AND amount > 2) OR period = '3'",
+            "sqlite",
+            "SELECT 1 FROM income WHERE ((period = '1' AND amount > 2) OR period = '3') "
+            "AND income.caliber = 'B'",
+        ),
+    ],
+)
+def test_outer_joins_comments_and_quoted_names_are_kept_right(sql, dialect, expected):
+    columns = {**COLUMNS, "Ledger": {"Caliber", "Amount"}}
+    filtered = with_default_filters(sql, [CALIBER_B], columns, dialect)
+    assert filtered is not None and filtered.sql == expected
+
+
+def test_a_right_join_and_a_table_the_filter_is_not_for_are_left_alone():
+    right = "SELECT 1 FROM regions AS r RIGHT JOIN income AS i ON i.period = r.code"
+    assert with_default_filters(right, [CALIBER_B], COLUMNS, "sqlite") is None
+    narrow = DefaultFilter("currency", "EUR", "Default currency", tables=("pnl",))
+    columns = {**COLUMNS, "fx_rates": {"currency", "rate"}}
+    assert with_default_filters("SELECT rate FROM fx_rates", [narrow], columns, "sqlite") is None
+    added = with_default_filters("SELECT SUM(amount) FROM pnl", [narrow], columns, "sqlite")
+    assert added is not None and added.sql.endswith("WHERE pnl.currency = 'EUR'")
+
+
+def test_when_the_rewritten_query_fails_what_the_model_wrote_runs(ledger):
+    refiner = Refiner(ledger, None, options=RefineOptions(default_filters=(CALIBER_B,)))
+    first = refiner.execute(Candidate(sql="SELECT SUM(amount) FROM income"))
+    assert first.results.rows == [(12.0,)]  # the schema is read once, here
+    # the column is renamed after that: the filter names a column that is gone
+    with sqlite3.connect(ledger.url.removeprefix("sqlite:///")) as connection:
+        connection.execute("ALTER TABLE income RENAME COLUMN caliber TO view")
+    ran = refiner.execute(Candidate(sql="SELECT SUM(amount) FROM income"))
+    assert ran.sql == "SELECT SUM(amount) FROM income" and ran.results.rows == [(33.0,)]
+    assert len(ran.notes) == 1 and ran.notes[0].startswith(
+        "default filters not added: the query with them failed"
+    )
+    # a query sqlglot cannot write back as SQLite reads it is run as written
+    recursive = (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 2) "
+        "SELECT SUM(amount) FROM income, r"
+    )
+    assert with_default_filters(recursive, [CALIBER_B], COLUMNS, "sqlite") is None

@@ -10,6 +10,8 @@ import pytest
 from agents.analysis.history_repair import widened, widened_history, with_direct_filters
 from agents.analysis.run import AnalysisOptions, Analyst
 from agents.answer import Answer
+from agents.sql.default_filters import DefaultFilter, with_default_filters
+from kb.target.sql_guard import sqlglot_dialect
 from tests.agents.analysis.chain_answers import answer_of
 from tests.agents.analysis.income_table import evidence_of, income_database
 from tests.agents.scripted import ScriptedLLM
@@ -145,3 +147,20 @@ def test_the_analyst_forecasts_from_the_whole_history_with_the_question_s_filter
     )
     forecast = next(f for f in analysis.facts if f["tool"] == "forecast")
     assert forecast["evidence"] == history.id
+
+
+def test_a_history_the_default_filters_rewrote_is_still_widened(database):
+    """The chain's default filters AND a condition after the model's WHERE (sqlglot writes
+    ``(a AND b) AND c``): the history's bounds are still found and taken out."""
+    dialect = sqlglot_dialect(database.dialect)
+    revenue = DefaultFilter("item", "Revenue", "Revenue")
+    written = REVENUE + "AND period > '202509' GROUP BY period ORDER BY period"
+    columns = {"income": ["period", "region", "item", "amount"]}
+    filtered = with_default_filters(written, [revenue], columns, dialect)
+    assert filtered is not None
+    cut = evidence_of(database, "q2", filtered.sql)
+    wide = widened_history(cut, "period", database, max_rows=100, timeout_s=5)
+    assert wide.row_count == 12 and wide.rows[0] == ["202501", 156.0]
+    assert "income.item = 'Revenue'" in (wide.sql or "") and "202509" not in (wide.sql or "")
+    # a series cut by the row cap is no history: the newest periods would be missing
+    assert widened_history(cut, "period", database, max_rows=5, timeout_s=5) is cut
