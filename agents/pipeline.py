@@ -49,7 +49,7 @@ from agents.pipeline_options import PipelineOptions
 from agents.rag.agent import RagAgent, RagContext
 from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.cascade import Cascade, CascadeOutcome
-from agents.sql.default_filters import filters_of
+from agents.sql.default_filters import filtered_on, filters_for
 from agents.sql.extract import statement_only
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
@@ -213,9 +213,7 @@ class Pipeline:
         self, rag: RagContext, options: AskOptions, deadline: float | None, trace: AdaptiveTrace
     ) -> Cascade:
         pipeline_options = self.options
-        items = rag.evidence.items
-        named = {item.entry.id for item in items if "span" in item.reasons}
-        filters = tuple(filters_of((item.entry for item in items), named))
+        filters = filters_for(rag)
         if deadline is not None or filters:
             refine = replace(pipeline_options.refine, deadline=deadline, default_filters=filters)
             pipeline_options = replace(pipeline_options, refine=refine)
@@ -381,6 +379,9 @@ class Pipeline:
                 completion_tokens=candidate.completion_tokens,
             )
         )
+        filtered = filtered_on(candidate.sql, filters_for(rag), self.database)
+        if filtered is not None:  # what the refine agent would add before running it
+            candidate.sql, candidate.notes = filtered.sql, [*candidate.notes, *filtered.notes]
         answer.candidates = [candidate.summary()]
         answer.sql, answer.reasoning = statement_only(candidate.sql) or None, candidate.reasoning
         answer.tier = self.tiers[-1].name

@@ -38,7 +38,10 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, SqlglotError
 from sqlglot.optimizer.scope import traverse_scope
 
+from agents.rag.agent import RagContext
 from agents.sql.extract import statement_only
+from kb.target.database import Database
+from kb.target.sql_guard import sqlglot_dialect
 from ukf import BaseUKF
 
 log = logging.getLogger(__name__)
@@ -198,6 +201,39 @@ def with_default_filters(
     # the model's comment lines before the statement (its reasoning header) are kept
     head = sql[: sql.rfind(statement)] if statement in sql else ""
     return Filtered(sql=head + written, notes=notes)
+
+
+def filters_for(rag: RagContext) -> tuple[DefaultFilter, ...]:
+    """The default filters of the knowledge ``rag`` retrieved for its question: its rules',
+    and those of the entries the question names (a span)."""
+    items = rag.evidence.items
+    named = {item.entry.id for item in items if "span" in item.reasons}
+    return tuple(filters_of((item.entry for item in items), named))
+
+
+def filtered_on(
+    sql: str | None, filters: Iterable[DefaultFilter], database: Database
+) -> Filtered | None:
+    """:func:`with_default_filters` on ``database``'s schema; None also when the schema or
+    the query cannot be read (the filters never cost an answer)."""
+    filters = list(filters)
+    if not sql or not filters:
+        return None
+    try:
+        columns = schema_columns(database)
+        return with_default_filters(sql, filters, columns, sqlglot_dialect(database.dialect))
+    except Exception as exc:
+        log.warning("default filters not added to %r: %s", sql[:200], exc)
+        return None
+
+
+def schema_columns(database: Database) -> dict[str, list[str]]:
+    """The column names of every table of ``database``, by lower-cased table name (what
+    :func:`with_default_filters` reads)."""
+    return {
+        name.lower(): [column.name for column in info.columns]
+        for name, info in database.reflect().items()
+    }
 
 
 def _has_right_or_full_join(select: exp.Select) -> bool:

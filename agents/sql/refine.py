@@ -31,7 +31,12 @@ from dataclasses import dataclass, replace
 from agents.answer import Candidate
 from agents.llm.base import LLM, LLMError, Message
 from agents.sql.column_fix import ColumnQualifierFix
-from agents.sql.default_filters import DefaultFilter, Filtered, with_default_filters
+from agents.sql.default_filters import (
+    DefaultFilter,
+    Filtered,
+    schema_columns,
+    with_default_filters,
+)
 from agents.sql.extract import strip_comments
 from agents.sql.generate import candidate_from_reply, fence_options
 from agents.sql.predicates import PredicateChecker, PredicateIssue
@@ -136,10 +141,7 @@ class Refiner:
             return None
         try:
             if self._filter_columns is None:
-                self._filter_columns = {
-                    name.lower(): [column.name for column in info.columns]
-                    for name, info in self.database.reflect().items()
-                }
+                self._filter_columns = schema_columns(self.database)
             return with_default_filters(
                 sql, self.options.default_filters, self._filter_columns, self.columns.dialect
             )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.answer import Candidate
-from agents.pipeline import ModelTier, Pipeline
+from agents.pipeline import AskOptions, ModelTier, Pipeline
 from agents.sql.default_filters import DefaultFilter, filter_of, filters_of, with_default_filters
 from agents.sql.refine import RefineOptions, Refiner
 from indices.embeddings import HashingEmbedder
@@ -202,6 +202,13 @@ def test_the_chain_adds_the_filter_the_user_s_profile_switches_on(concert):
     assert "Singers of the asker's country" in {k.name for k in french.knowledge}
     anyone = pipeline.ask("Names of the singers?", QueryContext(user_profile={"office": "US"}))
     assert anyone.sql == "SELECT name FROM singer" and anyone.row_count == 6
+    # the SQL alone, not run: the filter is there too
+    sql_only = pipeline.ask(
+        "Names of the singers?",
+        QueryContext(user_profile={"office": "FR"}),
+        AskOptions(execute=False),
+    )
+    assert sql_only.sql == french.sql and not sql_only.executed
 
 
 @pytest.mark.parametrize(
