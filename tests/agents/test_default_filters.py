@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from agents.answer import Candidate
 from agents.pipeline import AskOptions, ModelTier, Pipeline
@@ -278,3 +279,27 @@ def test_when_the_rewritten_query_fails_what_the_model_wrote_runs(ledger):
         "SELECT SUM(amount) FROM income, r"
     )
     assert with_default_filters(recursive, [CALIBER_B], COLUMNS, "sqlite") is None
+
+
+def test_on_postgresql_the_filter_names_a_mixed_case_column_as_the_database_does(
+    fresh_pg_database,
+):
+    """PostgreSQL folds unquoted names to lower case: a table and column created quoted in
+    mixed case are filtered quoted, and the query runs."""
+    engine = create_engine(fresh_pg_database)
+    with engine.begin() as connection:
+        connection.execute(
+            text('CREATE TABLE "Ledger" ("Period" TEXT, "Caliber" TEXT, amount REAL)')
+        )
+        connection.execute(
+            text("INSERT INTO \"Ledger\" VALUES ('202407', 'A', 10), ('202407', 'B', 12)")
+        )
+    engine.dispose()
+    database = Database(fresh_pg_database)
+    try:
+        refiner = Refiner(database, None, options=RefineOptions(default_filters=(CALIBER_B,)))
+        ran = refiner.execute(Candidate(sql='SELECT SUM(amount) FROM "Ledger"'))
+        assert ran.sql == 'SELECT SUM(amount) FROM "Ledger" WHERE "Ledger"."Caliber" = \'B\''
+        assert ran.ok and ran.results.rows == [(12.0,)]
+    finally:
+        database.close()
