@@ -205,8 +205,11 @@ def with_default_filters(
 
 def filters_for(rag: RagContext) -> tuple[DefaultFilter, ...]:
     """The default filters of the knowledge ``rag`` retrieved for its question: its rules',
-    and those of the entries the question names (a span)."""
-    items = rag.evidence.items
+    and those of the entries the question names (a span). What the evidence's token budget
+    left out of the prompt counts too: a rule the retriever admitted (its triggers passed)
+    applies whether or not the prompt had room for its text (AutoFin's "else caliber A",
+    behind the named and triggered knowledge, often has none)."""
+    items = [*rag.evidence.items, *rag.evidence.dropped]
     named = {item.entry.id for item in items if "span" in item.reasons}
     return tuple(filters_of((item.entry for item in items), named))
 

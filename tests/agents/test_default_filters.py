@@ -12,9 +12,18 @@ from sqlalchemy import create_engine, text
 
 from agents.answer import Candidate
 from agents.pipeline import AskOptions, ModelTier, Pipeline
-from agents.sql.default_filters import DefaultFilter, filter_of, filters_of, with_default_filters
+from agents.rag.agent import RagContext
+from agents.sql.default_filters import (
+    DefaultFilter,
+    filter_of,
+    filters_for,
+    filters_of,
+    with_default_filters,
+)
 from agents.sql.refine import RefineOptions, Refiner
 from indices.embeddings import HashingEmbedder
+from indices.evidence import Evidence, EvidenceItem
+from indices.hits import Hit
 from indices.index_set import IndexSet
 from kb.target.database import Database
 from tests.agents.scripted import ScriptedLLM, sql_reply
@@ -303,3 +312,22 @@ def test_on_postgresql_the_filter_names_a_mixed_case_column_as_the_database_does
         assert ran.ok and ran.results.rows == [(12.0,)]
     finally:
         database.close()
+
+
+def test_a_rule_the_prompt_had_no_room_for_still_filters():
+    """The evidence's token budget drops what does not fit the prompt; a rule the retriever
+    admitted applies all the same, and a metric only when the question names it."""
+    general = _rule("Always one caliber", {"default_filter": {"column": "caliber", "value": "A"}})
+    revenue = _metric("Revenue", "Revenue")
+    named = EvidenceItem(revenue, [Hit(revenue.id, 1.0, "span", span=(0, 7))])
+    evidence = Evidence(question="Revenue in July?", budget=10)
+    evidence.items.append(named)
+    evidence.dropped.append(EvidenceItem(general, [Hit(general.id, 0.1, "facet")]))
+    rag = RagContext("Revenue in July?", "fin", evidence, schema="")
+    assert [(f.column, f.value) for f in filters_for(rag)] == [
+        ("caliber", "A"),
+        ("item", "Revenue"),
+    ]
+    unnamed = Evidence(question="Cost in July?", budget=10)
+    unnamed.dropped.append(EvidenceItem(revenue, [Hit(revenue.id, 0.1, "facet")]))
+    assert filters_for(RagContext("Cost in July?", "fin", unnamed, schema="")) == ()
