@@ -12,7 +12,6 @@ import hashlib
 import json
 import math
 import random
-import re
 import shutil
 import sqlite3
 from collections import Counter
@@ -25,7 +24,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from agents.sql.default_filters import filters_of, with_default_filters
 from bench.autofin import calendar as cal
 from bench.autofin import generate
 from bench.autofin import rules as R
@@ -47,13 +45,6 @@ SEED = 7
 
 
 # --- fixtures -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Summary]:
-    folder = tmp_path_factory.mktemp("autofin")
-    yield generate(folder / "a", seed=SEED, progress=False)
-    shutil.rmtree(folder, ignore_errors=True)  # ~300 MB
 
 
 @pytest.fixture(scope="module")
@@ -220,48 +211,6 @@ def test_knowledge_rules_carry_context_triggers(built: Summary) -> None:
     comet = entries["Comet"]
     assert comet.type == "synonym" and comet.content_resources["value"] == "NV200"
     assert entries["BCR"].type in ("knowledge", "metric")
-
-
-def test_the_default_filters_of_the_rules_never_change_a_gold_query(
-    built: Summary, questions: list[Example]
-) -> None:
-    """The caliber and currency rules and the one-report-item metrics carry their filter as
-    data (added by the chain to a query that forgot it); every gold query already says the
-    caliber, currency and report item its asker's rules and named metrics would add, so the
-    filters only ever fix a query that left them out."""
-    rules = [e for e in read_ukf_jsonl(built.out / "knowledge.jsonl") if e.type == "rule"]
-    with closing(sqlite3.connect(built.out / "autofin.sqlite")) as connection:
-        tables = [r[0] for r in connection.execute("SELECT name FROM sqlite_master")]
-        columns = {
-            t.lower(): {r[1].lower() for r in connection.execute(f"PRAGMA table_info('{t}')")}
-            for t in tables
-        }
-    eur = filters_of(
-        r
-        for r in rules
-        if r.triggered(QueryContext(user_profile={"region": "EUR", "caliber": "B"}))
-    )
-    assert {(f.column, f.value) for f in eur} == {("caliber", "B"), ("currency", "EUR")}
-    plain = filters_of(r for r in rules if r.triggered(QueryContext()))
-    assert [(f.column, f.value) for f in plain] == [("caliber", "A")]
-    forgot = "SELECT SUM(ptd_amt_usd) FROM income_nova WHERE period = '202406'"
-    added = with_default_filters(forgot, eur, columns, "sqlite")
-    assert added is not None and added.sql.endswith("AND income_nova.caliber = 'B'")
-    metrics = [e for e in read_ukf_jsonl(built.out / "knowledge.jsonl") if e.type == "metric"]
-    rows_of = [m for m in metrics if "default_filter" in m.content_resources]
-    assert {m.name for m in rows_of} == {"Revenue", "Cost of sales", "Operating expenses"}
-    for q in questions:
-        # a metric the question names (its name or a synonym as a word): as the string
-        # index's span would
-        named = {
-            m.id
-            for m in rows_of
-            for word in (m.name, *m.synonyms)
-            if re.search(rf"\b{re.escape(word)}\b", q.question, re.I)
-        }
-        applying = filters_of([*(r for r in rules if r.triggered(q.context)), *rows_of], named)
-        for sql in q.gold_for("sqlite"):
-            assert with_default_filters(sql, applying, columns, "sqlite") is None, (q.id, sql)
 
 
 def test_profiles_have_role_currency_caliber_region_department(built: Summary) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from bench.autofin import generate, plants
+from bench.autofin import plants
 from bench.autofin.__main__ import main
 from bench.autofin.longform import TYPES
 from bench.autofin.longform_score import score
@@ -35,13 +34,6 @@ GM = (
     "WHEN 'Cost of sales' THEN -ptd_amt_usd ELSE 0 END)"
 )
 REV = "SUM(CASE WHEN report_item_level1 = 'Revenue' THEN ptd_amt_usd ELSE 0 END)"
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Summary]:
-    folder = tmp_path_factory.mktemp("autofin-plants")
-    yield generate(folder / "a", seed=SEED, progress=False)
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,59 @@
+"""The default filters AutoFin's knowledge pack carries (the caliber rules, the narrow
+tables' currency, the one-report-item metrics) never change a gold query: they only ever fix
+a query that left them out."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from contextlib import closing
+
+import pytest
+
+from agents.sql.default_filters import filters_of, with_default_filters
+from bench.autofin.pipeline import Summary
+from bench.datasets import load_almanac_jsonl
+from kb.jsonl import read_jsonl as read_ukf_jsonl
+from ukf import QueryContext
+
+pytestmark = pytest.mark.slow  # the AutoFin build (conftest.py)
+
+
+def test_the_default_filters_of_the_rules_never_change_a_gold_query(built: Summary) -> None:
+    """The caliber and currency rules and the one-report-item metrics carry their filter as
+    data (added by the chain to a query that forgot it); every gold query already says the
+    caliber, currency and report item its asker's rules and named metrics would add, so the
+    filters only ever fix a query that left them out."""
+    rules = [e for e in read_ukf_jsonl(built.out / "knowledge.jsonl") if e.type == "rule"]
+    with closing(sqlite3.connect(built.out / "autofin.sqlite")) as connection:
+        tables = [r[0] for r in connection.execute("SELECT name FROM sqlite_master")]
+        columns = {
+            t.lower(): {r[1].lower() for r in connection.execute(f"PRAGMA table_info('{t}')")}
+            for t in tables
+        }
+    eur = filters_of(
+        r
+        for r in rules
+        if r.triggered(QueryContext(user_profile={"region": "EUR", "caliber": "B"}))
+    )
+    assert {(f.column, f.value) for f in eur} == {("caliber", "B"), ("currency", "EUR")}
+    plain = filters_of(r for r in rules if r.triggered(QueryContext()))
+    assert [(f.column, f.value) for f in plain] == [("caliber", "A")]
+    forgot = "SELECT SUM(ptd_amt_usd) FROM income_nova WHERE period = '202406'"
+    added = with_default_filters(forgot, eur, columns, "sqlite")
+    assert added is not None and added.sql.endswith("AND income_nova.caliber = 'B'")
+    metrics = [e for e in read_ukf_jsonl(built.out / "knowledge.jsonl") if e.type == "metric"]
+    rows_of = [m for m in metrics if "default_filter" in m.content_resources]
+    assert {m.name for m in rows_of} == {"Revenue", "Cost of sales", "Operating expenses"}
+    for q in load_almanac_jsonl(built.out / "questions.jsonl"):
+        # a metric the question names (its name or a synonym as a word): as the string
+        # index's span would
+        named = {
+            m.id
+            for m in rows_of
+            for word in (m.name, *m.synonyms)
+            if re.search(rf"\b{re.escape(word)}\b", q.question, re.I)
+        }
+        applying = filters_of([*(r for r in rules if r.triggered(q.context)), *rows_of], named)
+        for sql in q.gold_for("sqlite"):
+            assert with_default_filters(sql, applying, columns, "sqlite") is None, (q.id, sql)
