@@ -30,7 +30,7 @@ rewritten query is rejected (:meth:`agents.sql.refine.Refiner.execute`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import sqlglot
@@ -215,15 +215,19 @@ def filters_for(rag: RagContext) -> tuple[DefaultFilter, ...]:
 
 
 def filtered_on(
-    sql: str | None, filters: Iterable[DefaultFilter], database: Database
+    sql: str | None,
+    filters: Iterable[DefaultFilter],
+    database: Database,
+    read_columns: Callable[[], Mapping[str, Collection[str]]] | None = None,
 ) -> Filtered | None:
-    """:func:`with_default_filters` on ``database``'s schema; None also when the schema or
-    the query cannot be read (the filters never cost an answer)."""
+    """:func:`with_default_filters` on ``database``'s schema (``read_columns``: how to read
+    it, e.g. once per question; :func:`schema_columns` by default); None also when the
+    schema or the query cannot be read (the filters never cost an answer)."""
     filters = list(filters)
     if not sql or not filters:
         return None
     try:
-        columns = schema_columns(database)
+        columns = read_columns() if read_columns else schema_columns(database)
         return with_default_filters(sql, filters, columns, sqlglot_dialect(database.dialect))
     except Exception as exc:
         log.warning("default filters not added to %r: %s", sql[:200], exc)

@@ -34,8 +34,8 @@ from agents.sql.column_fix import ColumnQualifierFix
 from agents.sql.default_filters import (
     DefaultFilter,
     Filtered,
+    filtered_on,
     schema_columns,
-    with_default_filters,
 )
 from agents.sql.extract import strip_comments
 from agents.sql.generate import candidate_from_reply, fence_options
@@ -137,17 +137,13 @@ class Refiner:
     def _default_filtered(self, sql: str) -> Filtered | None:
         """``sql`` with the question's default filters it lacks, or None (none to add, or
         the schema or the query could not be read: the query then runs as written)."""
-        if not self.options.default_filters:
-            return None
-        try:
-            if self._filter_columns is None:
-                self._filter_columns = schema_columns(self.database)
-            return with_default_filters(
-                sql, self.options.default_filters, self._filter_columns, self.columns.dialect
-            )
-        except Exception as exc:  # the filters must never stop a query from running
-            log.warning("default filters not added to %r: %s", sql[:200], exc)
-            return None
+        return filtered_on(sql, self.options.default_filters, self.database, self._schema)
+
+    def _schema(self) -> dict[str, list[str]]:
+        """The target's column names, read once per refiner (one question)."""
+        if self._filter_columns is None:
+            self._filter_columns = schema_columns(self.database)
+        return self._filter_columns
 
     def query_limit(self) -> float | None:
         """The time limit of the next query: the database's limit, lowered by
