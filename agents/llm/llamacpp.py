@@ -51,6 +51,7 @@ from agents.llm.base import (
     current_cancellation,
     raise_if_cancelled,
 )
+from agents.llm.llamacpp_load import load_llama
 from agents.llm.llamacpp_process import (
     aborted_by,
     chat_template,
@@ -80,6 +81,8 @@ class LlamaCppLLM:
         seed: Sampling seed; sample ``i`` of a call uses ``seed + i``.
         prompt_cache: Context states kept across calls and processes (default: none).
         parallel_sequences: Replies ``chat_variants`` decodes together (1: one at a time).
+        weight_repack: llama.cpp's extra weight buffers (AMX, CPU repack); None: on unless
+            the build has AMX, whose products can crash (:mod:`agents.llm.llamacpp_load`).
     """
 
     def __init__(
@@ -91,14 +94,18 @@ class LlamaCppLLM:
         seed: int = 0,
         prompt_cache: PromptStateCache | None = None,
         parallel_sequences: int = 1,
+        weight_repack: bool | None = None,
     ) -> None:
-        from llama_cpp import Llama
-
         keep_process_output()
         self.name = f"llama.cpp:{model_path.rsplit('/', 1)[-1]}"
         self.seed = seed
-        self._llama = Llama(
-            model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False
+        self._llama = load_llama(
+            model_path,
+            weight_repack=weight_repack,
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            seed=seed,
+            verbose=False,
         )
         if parallel_sequences > 1:
             multi_sequence_context(self._llama, parallel_sequences)

@@ -74,10 +74,10 @@ def test_training_resumes_from_the_last_checkpoint(trained):
 
 def test_the_exported_gguf_loads_in_llama_cpp_and_answers(trained, tmp_path: Path):
     import torch
-    from llama_cpp import Llama
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from agents.llm.llamacpp import LlamaCppLLM
+    from agents.llm.llamacpp_load import load_llama
     from agents.sql.generate import FENCE_END, SQL_FENCE
 
     config, _ = trained
@@ -86,7 +86,7 @@ def test_the_exported_gguf_loads_in_llama_cpp_and_answers(trained, tmp_path: Pat
     tokenizer = AutoTokenizer.from_pretrained(str(merged))
     text = "SELECT count(*) FROM singer WHERE country = 'France'"
     ids = tokenizer.encode(text)
-    llama = Llama(str(gguf_path), n_ctx=256, logits_all=True, verbose=False, n_threads=2)
+    llama = load_llama(str(gguf_path), n_ctx=256, logits_all=True, verbose=False, n_threads=2)
     try:
         assert llama.tokenize(text.encode(), add_bos=False, special=False) == ids
         llama.eval(ids)
