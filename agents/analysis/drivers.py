@@ -146,7 +146,7 @@ class _Search:
         period holds no rows: the model wrote ``period = '202501' AND fiscal_year =
         'FY2025' AND fiscal_quarter = 'Q2'`` for "FY2025 Q2", a month outside the quarter."""
         period = self.base.period
-        named = [(c, v) for c, v in period if re.search(rf"\b{re.escape(str(v))}\b", question)]
+        named = _named_values(self.base, question)
         if not named or len(named) == len(period):
             return
         if not self.holds(_is(*zip(*period, strict=True))) and self.holds(
@@ -214,18 +214,13 @@ def driver_evidence(
     seconds: float,
 ) -> Evidence | None:
     """The measure per period and per breakdown where the change concentrates, made from the
-    first usable query among ``evidence`` (see the module); None when no query is usable
-    or the data holds no two periods for it. A breakdown that ``question`` names ("which
-    region and which model ...") is chosen before one that scores higher (the plan's
-    breakdowns are not: the model proposed "caliber", an accounting view, and it won over
-    the model that drove the change)."""
+    first usable query among ``evidence`` (see the module) that names most of the period
+    values ``question`` names; None when no query is usable or the data holds no two periods
+    for it. A breakdown that ``question`` names ("which region and which model ...") is
+    chosen before one that scores higher (the plan's breakdowns are not: the model proposed
+    "caliber", an accounting view, and it won over the model that drove the change)."""
     deadline = time.monotonic() + seconds
-    for item in evidence:
-        if not item.ok or not item.sql or not item.rows:
-            continue
-        base = driver_base(item.sql, sqlglot_dialect(database.dialect))
-        if base is None:
-            continue
+    for item, base in _bases(evidence, question, sqlglot_dialect(database.dialect)):
         search = _Search(base, database, deadline, max_rows)
         search.named_period(question)
         found = _search(search, bool(YEAR_EARLIER.search(question)), question)
@@ -243,6 +238,27 @@ def driver_evidence(
                 repair=f"made on the database from {item.id}'s query: {note}",
             )
     return None
+
+
+def _bases(
+    evidence: Sequence[Evidence], question: str, dialect: str
+) -> list[tuple[Evidence, DriverBase]]:
+    """The usable queries among ``evidence`` with their bases, those whose period values
+    ``question`` names most first (in their order otherwise): for "why did the margin fall in
+    FY2025 Q2" the chain's quarterly query, not its year-to-date query of one month that ran
+    before it."""
+    usable = []
+    for item in evidence:
+        if item.ok and item.sql and item.rows:
+            base = driver_base(item.sql, dialect)
+            if base is not None:
+                usable.append((item, base))
+    return sorted(usable, key=lambda pair: -len(_named_values(pair[1], question)))
+
+
+def _named_values(base: DriverBase, question: str) -> list[tuple[exp.Column, Any]]:
+    """The (time column, value) pairs of ``base``'s period whose value ``question`` names."""
+    return [(c, v) for c, v in base.period if re.search(rf"\b{re.escape(str(v))}\b", question)]
 
 
 def _search(

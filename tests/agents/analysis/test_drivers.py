@@ -108,6 +108,23 @@ def test_failed_or_empty_evidence_is_skipped_for_the_next_usable_query(database)
     assert found is not None and "q2's query" in found.repair
 
 
+def test_the_query_naming_the_question_s_period_is_chosen_over_an_earlier_one(database):
+    # the chain's first query read one month (a year-to-date figure), its second the quarter
+    month = MARGIN_SQL.replace(
+        "T1.fiscal_quarter = 'Q2' AND T1.fiscal_year = 'FY2025'", "T1.period = '202410'"
+    )
+    ran = [evidence_of(database, month, id="q1"), evidence_of(database, MARGIN_SQL, id="q2")]
+    question = "Why did Aurora's gross margin fall in FY2025 Q2?"
+    found = driver_evidence(ran, question, database, evidence_id="q3", max_rows=500, seconds=30)
+    assert found is not None and "q2's query" in found.repair
+    assert {row[0] for row in found.rows} == {"FY2025 Q1", "FY2025 Q2"}
+    # a question naming no period keeps the chain's order
+    found = driver_evidence(
+        ran, "Why did it fall?", database, evidence_id="q3", max_rows=500, seconds=30
+    )
+    assert found is not None and "q1's query" in found.repair
+
+
 def test_grain_orders_the_period_columns_year_first():
     base = driver_base(MARGIN_SQL, "sqlite")
     assert base is not None
