@@ -39,12 +39,14 @@ from agents.learn.mine.templates import TEMPLATE_KIND, Column, Slot, fill, slott
 from agents.rag.agent import RagContext
 from agents.rag.store_watch import StoreWatch
 from agents.sql.cascade import CascadeOutcome
+from agents.sql.default_filters import filtered_on, filters_for
 from agents.sql.vote import VoteOutcome
 from indices.index_set import IndexNotReadyError
 from indices.retriever import Retriever
 from indices.string import StringIndex
 from kb.store import KnowledgeStore
 from kb.target.database import Database
+from kb.target.results import Results
 from kb.target.sql_guard import sqlglot_dialect
 from kb.visibility import is_visible
 from ukf import BaseUKF, QueryContext
@@ -117,8 +119,7 @@ class TemplateFiller:
         if values is None:
             log.info("template %s: the question's values do not fill its slots", template.entry.id)
             return None
-        sql = fill(template.key, values, self.dialect)
-        results = self.database.execute(sql)
+        sql, notes, results = self._run(fill(template.key, values, self.dialect), rag)
         if not results.ok or not results.rows:
             problem = results.error or "no rows"
             log.info("template %s: filled SQL gave %s", template.entry.id, problem)
@@ -129,6 +130,7 @@ class TemplateFiller:
             model=TIER,
             tier=TIER,
             results=results,
+            notes=notes,
             template_id=template.entry.id,
         )
         vote = VoteOutcome(winner, 1.0, [[winner]], considered=1)
@@ -136,6 +138,20 @@ class TemplateFiller:
         return CascadeOutcome(winner, 1.0, TIER, [winner], [TIER], vote=vote)
 
     # ------------------------------------------------------------------ steps
+    def _run(self, sql: str, rag: RagContext) -> tuple[str, list[str], Results]:
+        """``sql`` (a filled template) run with the default filters it lacks added, as the
+        refine agent adds them to a model's query (a template mined from answers in caliber
+        A says nothing of the caliber a caliber-B analyst wants); when the database rejects
+        the filtered query, ``sql`` as filled runs (noted)."""
+        filtered = filtered_on(sql, filters_for(rag), self.database)
+        if filtered is not None:
+            results = self.database.execute(filtered.sql)
+            if results.ok:
+                return filtered.sql, filtered.notes, results
+            note = f"the default filters were not kept: the database said {results.error}"
+            return sql, [note], self.database.execute(sql)
+        return sql, [], self.database.execute(sql)
+
     def examples(self, rag: RagContext, context: QueryContext) -> list[BaseUKF]:
         """The first ``top_k`` labeled experiences near the question: the RAG's examples,
         completed from the retriever's experience tier when it showed fewer."""

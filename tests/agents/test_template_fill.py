@@ -12,9 +12,10 @@ from agents.pipeline import ModelTier, Pipeline, PipelineOptions
 from agents.sql.template_fill import Template
 from indices.embeddings import HashingEmbedder
 from indices.index_set import IndexSet
+from kb.target.results import Results
 from tests.agents.learn.conftest import GEOQUERY, labeled, profiled
 from tests.agents.scripted import ScriptedLLM, sql_reply
-from ukf import QueryContext
+from ukf import QueryContext, RuleUKF
 
 WRONG = "SELECT population FROM city WHERE city_name = 'honolulu'"
 STATE_POPULATION = "SELECT population FROM state WHERE state_name = '{}'"
@@ -149,3 +150,58 @@ def test_a_value_of_another_templates_slot_column_counts_as_a_value(geo):
     assert agreed(geo, question).entry.id == template_id
     answer, llm = ask(geo, question)
     assert len(llm.calls) == 1 and answer.sql == WRONG
+
+
+def _us_office_rule(geo) -> None:
+    """A rule switched on by the asker's profile: the US office sees US states only."""
+    store, _ = geo
+    store.upsert(
+        RuleUKF.create(
+            "States of the asker's country",
+            "Users of the US office see the states of the USA.",
+            kind="intent",
+            database="geoquery",
+            triggers={"user_profile_match": {"office": "US"}},
+            content_resources={"default_filter": {"column": "country_name", "value": "usa"}},
+        )
+    )
+
+
+def test_the_filled_template_gets_the_default_filters_it_lacks(geo):
+    template_id = learned(geo, STATE_POPULATION, STATES)
+    _us_office_rule(geo)
+    llm = ScriptedLLM([sql_reply(WRONG)])
+    us = QueryContext(user_profile={"office": "US"})
+    answer = pipeline_of(geo, llm).ask("what is the population of hawaii", us)
+    assert llm.calls == [] and answer.tier == "template" and answer.rows == [[964000]]
+    assert answer.sql == (
+        "SELECT population FROM state WHERE state_name = 'hawaii' AND state.country_name = 'usa'"
+    )
+    (candidate,) = answer.candidates
+    assert candidate.template_id == template_id
+    assert any("States of the asker's country" in note for note in candidate.notes)
+    # another office: the template as filled
+    other = pipeline_of(geo, llm).ask(
+        "what is the population of hawaii", QueryContext(user_profile={"office": "DE"})
+    )
+    assert other.sql == "SELECT population FROM state WHERE state_name = 'hawaii'"
+
+
+def test_a_filtered_template_the_database_rejects_runs_as_filled(geo, monkeypatch):
+    learned(geo, STATE_POPULATION, STATES)
+    _us_office_rule(geo)
+    pipeline = pipeline_of(geo, ScriptedLLM([sql_reply(WRONG)]))
+    execute = pipeline.templates.database.execute
+
+    def rejecting(sql: str, *args, **kwargs):
+        if "country_name" in sql:
+            return Results.failure("sql", "no such column: country_name", sql=sql, elapsed=0.0)
+        return execute(sql, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline.templates.database, "execute", rejecting)
+    us = QueryContext(user_profile={"office": "US"})
+    answer = pipeline.ask("what is the population of hawaii", us)
+    assert answer.tier == "template" and answer.rows == [[964000]]
+    assert answer.sql == "SELECT population FROM state WHERE state_name = 'hawaii'"
+    (candidate,) = answer.candidates
+    assert any("no such column: country_name" in note for note in candidate.notes)
