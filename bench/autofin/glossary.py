@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.autofin.plants import DISCOUNT_BANDS
+
 
 @dataclass(frozen=True)
 class Term:
@@ -65,6 +67,17 @@ class Predicate:
     description: str
     synonyms: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+
+
+def _discount_band_case() -> str:
+    """The sales ledger's discount bands (:data:`bench.autofin.plants.DISCOUNT_BANDS`) as a
+    CASE expression over one invoice's columns."""
+    *lower, deepest = DISCOUNT_BANDS
+    cases = " ".join(
+        f"WHEN discount_<cur> / gross_sales_<cur> < {high:g} THEN '{name}'"
+        for _, high, name in lower
+    )
+    return f"CASE {cases} ELSE '{deepest[2]}' END"
 
 
 # fmt: off
@@ -170,6 +183,16 @@ METRICS = (
     Metric("Discount rate", "SUM(discount_<cur>) / SUM(gross_sales_<cur>)",
            "Average invoice discount in the sales ledger.", "metric", "ratio",
            ("average discount",), ("discount_usd", "gross_sales_usd")),
+    Metric("Discount band", _discount_band_case(),
+           "An invoice's discount band in the sales ledger: its discount over its gross "
+           "sales, lower bound inclusive. Group invoices by it to compare the bands' units, "
+           "growth and price realisation.", "term", None,
+           ("discount bands", "discount tier", "discount level"),
+           ("discount_usd", "gross_sales_usd")),
+    Metric("Price realisation", "SUM(net_sales_usd) / SUM(units * list_price_usd)",
+           "The share of list price the sales ledger's invoices realise: net sales over units "
+           "times list price (USD).", "metric", "ratio",
+           ("realised price", "price realization"), ("net_sales_usd", "list_price_usd")),
     Metric("Units sold", "SUM(<qty>) on REV_VEH rows", "Vehicles sold (ptd_qty, ytd_qty, ...); "
            "the sales ledger's units give the same monthly totals.", "indicator", "vehicles",
            ("volume", "deliveries", "units"), ("ptd_qty",)),
