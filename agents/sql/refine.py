@@ -13,7 +13,9 @@ For one candidate:
    (``agents/sql/column_fix.py``), kept only when the query then runs.
 
 Before any of it runs, a query gets the default filters of the question's rules it lacks
-(``caliber = 'B'`` from the user's profile, ``agents/sql/default_filters.py``).
+(``caliber = 'B'`` from the user's profile, ``agents/sql/default_filters.py``) and, on
+SQLite, differences of dates stored as text computed in days (``agents/sql/date_arithmetic.py``);
+when the database rejects the rewritten query, the query as written runs.
 
 Every query runs under the target database's own time limit (``Database.timeout_s``, the
 server's ``ALMANAC_TARGET_TIMEOUT_S``); ``RefineOptions.timeout_s`` may only lower it. When
@@ -31,6 +33,7 @@ from dataclasses import dataclass, replace
 from agents.answer import Candidate
 from agents.llm.base import LLM, LLMError, Message
 from agents.sql.column_fix import ColumnQualifierFix
+from agents.sql.date_arithmetic import DateColumns, with_day_differences
 from agents.sql.default_filters import (
     DefaultFilter,
     Filtered,
@@ -100,6 +103,7 @@ class Refiner:
         self.options = options or RefineOptions()
         self.columns = ColumnQualifierFix(database, database.dialect)
         self._filter_columns: dict[str, list[str]] | None = None  # read once, when needed
+        self._dates: DateColumns | None = None  # which columns hold dates as text
 
     def execute(self, candidate: Candidate) -> Candidate:
         """Run ``candidate`` (if it has SQL) and keep the results on it; past the deadline it
@@ -114,16 +118,17 @@ class Refiner:
                 "timeout", f"not run: {DEADLINE_NOTE}", sql=candidate.sql, elapsed=0.0
             )
             return candidate
-        filtered = self._default_filtered(candidate.sql)
-        if filtered is not None:
+        rewritten = self._rewritten(candidate.sql)
+        if rewritten is not None:
             results = self.database.execute(
-                filtered.sql, max_rows=self.options.max_rows, timeout_s=limit
+                rewritten.sql, max_rows=self.options.max_rows, timeout_s=limit
             )
             if not (results.error and results.error_kind == "sql"):
-                candidate.sql, candidate.results = filtered.sql, results
-                candidate.notes = [*candidate.notes, *_new(filtered.notes, candidate.notes)]
+                candidate.sql, candidate.results = rewritten.sql, results
+                candidate.notes = [*candidate.notes, *_new(rewritten.notes, candidate.notes)]
                 return candidate
-            note = f"default filters not added: the query with them failed: {results.error}"
+            added = "; ".join(rewritten.notes)
+            note = f"not kept ({added}): the query so rewritten failed: {results.error}"
             candidate.notes = [*candidate.notes, *_new([note[:300]], candidate.notes)]
             limit = self.query_limit()
             if limit is None:
@@ -134,10 +139,24 @@ class Refiner:
         )
         return candidate
 
-    def _default_filtered(self, sql: str) -> Filtered | None:
-        """``sql`` with the question's default filters it lacks, or None (none to add, or
-        the schema or the query could not be read: the query then runs as written)."""
-        return filtered_on(sql, self.options.default_filters, self.database, self._schema)
+    def _rewritten(self, sql: str) -> Filtered | None:
+        """``sql`` with the question's default filters it lacks and, on SQLite, differences
+        of dates stored as text in days (:mod:`agents.sql.date_arithmetic`), or None
+        (nothing to change, or the schema or the query could not be read: the query then
+        runs as written)."""
+        filtered = filtered_on(sql, self.options.default_filters, self.database, self._schema)
+        if self.database.dialect != "sqlite":
+            return filtered
+        if self._dates is None:
+            self._dates = DateColumns(self.database)
+        try:
+            days = with_day_differences(filtered.sql if filtered else sql, self._dates)
+        except Exception as exc:  # a rewrite never costs an answer
+            log.warning("day differences not computed for %r: %s", sql[:200], exc)
+            days = None
+        if days is None:
+            return filtered
+        return Filtered(days.sql, [*(filtered.notes if filtered else []), *days.notes])
 
     def _schema(self) -> dict[str, list[str]]:
         """The target's column names, read once per refiner (one question)."""

@@ -279,9 +279,8 @@ def test_when_the_rewritten_query_fails_what_the_model_wrote_runs(ledger):
         connection.execute("ALTER TABLE income RENAME COLUMN caliber TO view")
     ran = refiner.execute(Candidate(sql="SELECT SUM(amount) FROM income"))
     assert ran.sql == "SELECT SUM(amount) FROM income" and ran.results.rows == [(33.0,)]
-    assert len(ran.notes) == 1 and ran.notes[0].startswith(
-        "default filters not added: the query with them failed"
-    )
+    assert len(ran.notes) == 1 and ran.notes[0].startswith("not kept (default filter added: ")
+    assert "the query so rewritten failed" in ran.notes[0]
     # a query sqlglot cannot write back as SQLite reads it is run as written
     recursive = (
         "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 2) "
