@@ -4,7 +4,9 @@ A result with a time column and a measure gets the period change (with its drive
 category column, and by two of them combined), trend and seasonality, outliers over time,
 and a forecast for a predictive question; a result with a category and a measure gets
 outliers across the categories and, for a prescriptive question, the ranking of the
-categories as options. A tool that fails leaves a caveat, and the others still run.
+categories as options. A tool that fails leaves a caveat, and the others still run. A
+result whose rows an earlier one already had (in any order, under other column names: "the
+incidents per category" asked twice) adds no facts: the narrative would say it twice.
 """
 
 from __future__ import annotations
@@ -39,9 +41,14 @@ def compute_facts(
     """The tools' results on every usable piece of ``evidence`` and the caveats met."""
     facts: list[ToolFacts] = []
     caveats: list[str] = []
+    seen: set[str] = set()
     for item in evidence:
         if not item.ok or len(item.rows) < 2:
             continue
+        rows = repr(sorted(map(repr, item.rows)))
+        if rows in seen:  # two sub-questions answered with the same rows: one set of facts
+            continue
+        seen.add(rows)
         found, notes = _analyse(item, question_type, horizon)
         facts.extend(found)
         caveats.extend(notes)

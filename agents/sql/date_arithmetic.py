@@ -98,8 +98,8 @@ def with_day_differences(sql: str, dates: DateColumns) -> Filtered | None:
         return None
     changed: list[str] = []
     for node in list(tree.find_all(exp.Sub)):
-        left, right = _unwrapped(node.this), _unwrapped(node.expression)
-        if _date_column(left, dates) is None or _date_column(right, dates) is None:
+        left, right = _date_operand(node.this, dates), _date_operand(node.expression, dates)
+        if left is None or right is None:
             continue
         changed.append(node.sql(dialect="sqlite"))
         days = exp.Sub(this=_julianday(left), expression=_julianday(right))
@@ -120,10 +120,15 @@ def _julianday(operand: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this="julianday", expressions=[operand.copy()])
 
 
-def _unwrapped(node: exp.Expression) -> exp.Expression:
+def _date_operand(node: exp.Expression, dates: DateColumns) -> exp.Expression | None:
+    """What julianday() should read for ``node``, one side of a subtraction: a date-text
+    column, ``date()``/``datetime()`` of one, or the column a numeric CAST of one reads
+    (``CAST(closed_at AS REAL)`` is the year too); None for anything else."""
     while isinstance(node, exp.Paren):
         node = node.this
-    return node
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.NUMERIC_TYPES):
+        node = node.this
+    return node if _date_column(node, dates) is not None else None
 
 
 def _date_column(node: exp.Expression, dates: DateColumns) -> exp.Column | None:

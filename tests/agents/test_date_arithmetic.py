@@ -66,6 +66,21 @@ def test_aliases_joins_date_calls_and_the_reasoning_header_are_kept(incidents):
     assert rows == [("Network", 1.0)]
 
 
+def test_a_numeric_cast_of_a_date_is_read_as_the_date(incidents):
+    sql = "SELECT MAX(CAST(closed_at AS REAL) - CAST(opened_at AS INTEGER)) FROM incidents"
+    assert incidents.execute(sql).rows == [(0.0,)]
+    rewritten, rows = _days(incidents, sql)
+    assert "MAX((JULIANDAY(closed_at) - JULIANDAY(opened_at)))" in rewritten.sql
+    assert rows == [(10.5,)]
+    # a cast to text is not a number: left alone
+    assert (
+        with_day_differences(
+            "SELECT CAST(closed_at AS TEXT) - opened_at FROM incidents", DateColumns(incidents)
+        )
+        is None
+    )
+
+
 @pytest.mark.parametrize(
     "sql",
     [

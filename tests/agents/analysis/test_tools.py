@@ -161,6 +161,24 @@ def test_compute_facts_picks_the_tools_and_keeps_going_past_a_failing_one():
     assert any("under two cycles" in c for c in caveats)
 
 
+def test_the_same_rows_asked_twice_give_one_set_of_facts():
+    counts = [["Hardware", 336], ["Network", 51], ["Software", 41], ["Database", 40]]
+    evidence = [
+        Evidence(
+            id="q1", question="incidents per category", columns=["category", "n"], rows=counts
+        ),
+        Evidence(
+            id="q2",
+            question="total incidents by category",
+            columns=["category", "total_incidents"],
+            rows=list(reversed(counts)),
+        ),
+        Evidence(id="q3", question="other", columns=["category", "n"], rows=counts[:3]),
+    ]
+    facts, _ = compute_facts(evidence, "descriptive")
+    assert {f.evidence for f in facts} == {"q1", "q3"}
+
+
 def test_a_change_driven_by_one_region_and_model_is_found_in_their_combination():
     sales = monthly_sales()
     evidence = [
