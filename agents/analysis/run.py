@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agents.analysis.breakdown_repair import whole_breakdown
 from agents.analysis.compute import compute_facts, facts_payload
 from agents.analysis.drivers import driver_evidence, wants_drivers
 from agents.analysis.history_repair import widened_history, with_direct_filters
@@ -160,6 +161,8 @@ class Analyst:
                 answer.sql_calls += 1
                 if step.series and self.database is not None:
                     item = self._series(item, step.series, answer, left(), typing.type)
+                else:
+                    item = self._whole(item, left())
             answer.evidence.append(item)
             emit({"stage": "subquestion", "evidence": item.model_dump(mode="json")})
         if self.database is not None and wants_drivers(typing.type, question):
@@ -174,7 +177,7 @@ class Analyst:
         tools and narrative writer. Its evidence is ``q1``; ``sql_calls`` is 1."""
         answer, started, left, emit = self._typed(question, on_event)
         step = SubQuestion(id="q1", question=answer.question, purpose="the question asked")
-        answer.evidence.append(self._ask(step))
+        answer.evidence.append(self._whole(self._ask(step), left()))
         answer.sql_calls = 1
         emit({"stage": "subquestion", "evidence": answer.evidence[0].model_dump(mode="json")})
         return self._write_up(answer, started, left, emit)
@@ -290,6 +293,15 @@ class Analyst:
         item = widened_history(item, time_column, self.database, max_rows=rows, timeout_s=left())
         return with_direct_filters(
             item, direct, time_column, self.database, max_rows=rows, timeout_s=left()
+        )
+
+    def _whole(self, item: Evidence, seconds: float) -> Evidence:
+        """A breakdown's evidence read without the LIMIT that cut it to its top rows
+        (:mod:`agents.analysis.breakdown_repair`)."""
+        if self.database is None:
+            return item
+        return whole_breakdown(
+            item, self.database, max_rows=self.options.max_rows, timeout_s=seconds
         )
 
     def _drivers(
