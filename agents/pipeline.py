@@ -49,11 +49,12 @@ from agents.pipeline_options import PipelineOptions
 from agents.rag.agent import RagAgent, RagContext
 from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.cascade import Cascade, CascadeOutcome
-from agents.sql.default_filters import filtered_on, filters_for
+from agents.sql.default_filters import filters_for
 from agents.sql.extract import statement_only
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
 from agents.sql.refine import DEADLINE_NOTE
+from agents.sql.rewrites import QueryRewriter
 from agents.sql.template_fill import TemplateFiller
 from agents.sql.tiers import ModelTier, build_cascade
 from agents.sql.vote import VoteOutcome
@@ -379,8 +380,9 @@ class Pipeline:
                 completion_tokens=candidate.completion_tokens,
             )
         )
-        filtered = filtered_on(candidate.sql, filters_for(rag), self.database)
-        if filtered is not None:  # what the refine agent would add before running it
+        rewriter = QueryRewriter(self.database, filters_for(rag))
+        filtered = rewriter.rewrite(candidate.sql) if candidate.sql else None
+        if filtered is not None:  # what the refine agent would change before running it
             candidate.sql, candidate.notes = filtered.sql, [*candidate.notes, *filtered.notes]
         answer.candidates = [candidate.summary()]
         answer.sql, answer.reasoning = statement_only(candidate.sql) or None, candidate.reasoning

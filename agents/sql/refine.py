@@ -33,16 +33,11 @@ from dataclasses import dataclass, replace
 from agents.answer import Candidate
 from agents.llm.base import LLM, LLMError, Message
 from agents.sql.column_fix import ColumnQualifierFix
-from agents.sql.date_arithmetic import DateColumns, with_day_differences
-from agents.sql.default_filters import (
-    DefaultFilter,
-    Filtered,
-    filtered_on,
-    schema_columns,
-)
+from agents.sql.default_filters import DefaultFilter
 from agents.sql.extract import strip_comments
 from agents.sql.generate import candidate_from_reply, fence_options
 from agents.sql.predicates import PredicateChecker, PredicateIssue
+from agents.sql.rewrites import QueryRewriter
 from agents.templates import render
 from kb.target.database import Database
 from kb.target.results import Results
@@ -102,14 +97,13 @@ class Refiner:
         self.database, self.llm, self.checker = database, llm, checker
         self.options = options or RefineOptions()
         self.columns = ColumnQualifierFix(database, database.dialect)
-        self._filter_columns: dict[str, list[str]] | None = None  # read once, when needed
-        self._dates: DateColumns | None = None  # which columns hold dates as text
+        self.rewriter = QueryRewriter(database, self.options.default_filters)
 
     def execute(self, candidate: Candidate) -> Candidate:
         """Run ``candidate`` (if it has SQL) and keep the results on it; past the deadline it
-        is not run and carries a timeout instead. A default filter of the question's rules
-        the query lacks is added first (:mod:`agents.sql.default_filters`), with a note;
-        when the database rejects the rewritten query, what the model wrote runs instead."""
+        is not run and carries a timeout instead. It is rewritten first (the default filters
+        it lacks, day differences: :mod:`agents.sql.rewrites`), with a note per change; when
+        the database rejects the rewritten query, what the model wrote runs instead."""
         if not candidate.sql:
             return candidate
         limit = self.query_limit()
@@ -118,7 +112,7 @@ class Refiner:
                 "timeout", f"not run: {DEADLINE_NOTE}", sql=candidate.sql, elapsed=0.0
             )
             return candidate
-        rewritten = self._rewritten(candidate.sql)
+        rewritten = self.rewriter.rewrite(candidate.sql)
         if rewritten is not None:
             results = self.database.execute(
                 rewritten.sql, max_rows=self.options.max_rows, timeout_s=limit
@@ -138,31 +132,6 @@ class Refiner:
             candidate.sql, max_rows=self.options.max_rows, timeout_s=limit
         )
         return candidate
-
-    def _rewritten(self, sql: str) -> Filtered | None:
-        """``sql`` with the question's default filters it lacks and, on SQLite, differences
-        of dates stored as text in days (:mod:`agents.sql.date_arithmetic`), or None
-        (nothing to change, or the schema or the query could not be read: the query then
-        runs as written)."""
-        filtered = filtered_on(sql, self.options.default_filters, self.database, self._schema)
-        if self.database.dialect != "sqlite":
-            return filtered
-        if self._dates is None:
-            self._dates = DateColumns(self.database)
-        try:
-            days = with_day_differences(filtered.sql if filtered else sql, self._dates)
-        except Exception as exc:  # a rewrite never costs an answer
-            log.warning("day differences not computed for %r: %s", sql[:200], exc)
-            days = None
-        if days is None:
-            return filtered
-        return Filtered(days.sql, [*(filtered.notes if filtered else []), *days.notes])
-
-    def _schema(self) -> dict[str, list[str]]:
-        """The target's column names, read once per refiner (one question)."""
-        if self._filter_columns is None:
-            self._filter_columns = schema_columns(self.database)
-        return self._filter_columns
 
     def query_limit(self) -> float | None:
         """The time limit of the next query: the database's limit, lowered by

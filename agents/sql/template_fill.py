@@ -39,7 +39,8 @@ from agents.learn.mine.templates import TEMPLATE_KIND, Column, Slot, fill, slott
 from agents.rag.agent import RagContext
 from agents.rag.store_watch import StoreWatch
 from agents.sql.cascade import CascadeOutcome
-from agents.sql.default_filters import filtered_on, filters_for
+from agents.sql.default_filters import filters_for
+from agents.sql.rewrites import QueryRewriter
 from agents.sql.vote import VoteOutcome
 from indices.index_set import IndexNotReadyError
 from indices.retriever import Retriever
@@ -139,16 +140,16 @@ class TemplateFiller:
 
     # ------------------------------------------------------------------ steps
     def _run(self, sql: str, rag: RagContext) -> tuple[str, list[str], Results]:
-        """``sql`` (a filled template) run with the default filters it lacks added, as the
-        refine agent adds them to a model's query (a template mined from answers in caliber
-        A says nothing of the caliber a caliber-B analyst wants); when the database rejects
-        the filtered query, ``sql`` as filled runs (noted)."""
-        filtered = filtered_on(sql, filters_for(rag), self.database)
+        """``sql`` (a filled template) run rewritten as the refine agent rewrites a model's
+        query (:mod:`agents.sql.rewrites`: a template mined from answers in caliber A says
+        nothing of the caliber a caliber-B analyst wants); when the database rejects the
+        rewritten query, ``sql`` as filled runs (noted)."""
+        filtered = QueryRewriter(self.database, filters_for(rag)).rewrite(sql)
         if filtered is not None:
             results = self.database.execute(filtered.sql)
             if results.ok:
                 return filtered.sql, filtered.notes, results
-            note = f"the default filters were not kept: the database said {results.error}"
+            note = f"the rewritten template was not kept: the database said {results.error}"
             return sql, [note], self.database.execute(sql)
         return sql, [], self.database.execute(sql)
 
