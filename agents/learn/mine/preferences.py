@@ -16,7 +16,9 @@ the value (not verbatim, not as initials, not through a known phrase of that val
 filtered so in at least ``min_share`` of them, and at least ``min_count`` times, becomes an
 intent rule "unless the question names another <column>, filter <column> = '<value>'",
 scoped as above (the ``variant`` is the scope, so scopes never collide in the merge), with
-every supporting experience as a parent. A value the column does not hold is dropped. The
+every supporting experience as a parent. A value the column does not hold is dropped, and so
+is a filter the knowledge base's own rules already add (:func:`authored_filters`: the chain
+put it in the logged SQL, no asker did). The
 triggers make the retriever treat a rule as decisive (it is shown before the schema), as the
 knowledge pack's default-currency and default-caliber rules are.
 """
@@ -33,6 +35,7 @@ from agents.learn.mine import entries
 from agents.learn.mine.align import QuestionView
 from agents.learn.mine.schema_view import SchemaView
 from agents.learn.mine.sql_facts import SqlFactsError, sql_facts
+from agents.sql.default_filters import filter_of
 from indices.normalize import Lemmatizer
 from indices.string import StringIndex
 from kb.store import KnowledgeStore
@@ -86,10 +89,14 @@ def mine_preferences(
             views[database] = SchemaView(store, database, target=(targets or {}).get(database))
         _count(experience, database, views[database], store, strings, lemmatizer, tally)
     out = PreferenceMining(scopes=len({scope for scope, _ in tally.readers}))
+    authored = authored_filters(store)
     for habit, supporters in sorted(tally.habits.items()):
         label, database, column, value = habit
         readers = tally.readers[((label, database), column)]
         if len(supporters) < min_count or len(supporters) < min_share * len(readers):
+            continue
+        if (database, column, value.casefold()) in authored:
+            out.dropped["authored_filter"] += 1  # the chain added it: no habit of the askers
             continue
         if label.startswith("profile:") and label.split("=", 1)[1].casefold() != value.casefold():
             continue  # a profile's habit counts only where the profile says the value
@@ -141,6 +148,24 @@ def _count(
             if experience.id not in {e.id for e in tally.habits[habit]}:
                 tally.habits[habit].append(experience)
                 tally.tables[habit] = pred.table or columns[column]
+
+
+def authored_filters(store: KnowledgeStore) -> set[tuple[str, str, str]]:
+    """(database, column, value) of every default filter the knowledge base's own rules and
+    metrics carry (``content_resources.default_filter``, not a mined preference), lower-cased:
+    the chain adds these to every query that lacks them (:mod:`agents.sql.default_filters`),
+    so logged answers hold them whether or not anyone asked for them."""
+    found: set[tuple[str, str, str]] = set()
+    for kind in ("rule", "metric"):
+        for entry in store.iterate(type=kind):
+            if "default_filter" not in entry.content_resources:
+                continue
+            default = filter_of(entry)
+            if default is None:
+                continue
+            for database in entry.tag_values("DATABASE"):
+                found.add((database, default.column.casefold(), str(default.value).casefold()))
+    return found
 
 
 def scopes_of(experience: ExperienceUKF) -> list[str]:

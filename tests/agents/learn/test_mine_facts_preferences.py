@@ -10,7 +10,7 @@ from agents.learn.mine.preferences import mine_preferences, scopes_of
 from indices.index_set import IndexSet
 from kb.merge import merge_mined
 from tests.agents.learn.conftest import labeled
-from ukf import QueryContext, Reader
+from ukf import QueryContext, Reader, RuleUKF
 
 # a Texas analyst's questions: Texas is meant, never said
 TEXAN = [
@@ -113,3 +113,28 @@ def test_mine_labeled_mines_preferences_over_the_whole_history(geo):
     assert report.mined["preference"] == 1
     (rule,) = [e for e in store.iterate(type="rule", active=None) if e.owner == "tx"]
     assert rule.metadata["mining"]["job_id"] == report.job_id
+
+
+def test_a_filter_an_authored_rule_adds_is_no_habit(geo):
+    """The chain adds a rule's default filter to every answer that lacks it; the log then holds
+    the filter whether or not the askers meant it: mining it again would be the rule's echo.
+    A preference mined before is no authored filter: it is mined again."""
+    store, db = geo
+    first = mine_preferences(store, texan(), job_id="j1", targets={"geoquery": db})
+    assert [e.variant for e in first.entries] == ["user:tx"]
+    merge_mined(store, first.entries, include_inactive=True)
+    again = mine_preferences(store, texan(), job_id="j2", targets={"geoquery": db})
+    assert [e.variant for e in again.entries] == ["user:tx"] and not again.dropped
+
+    store.upsert(
+        RuleUKF.create(
+            "Texan office",
+            "The Texan office's questions are about Texas.",
+            kind="intent",
+            database="geoquery",
+            triggers={"always": {}},
+            content_resources={"default_filter": {"column": "state_name", "value": "Texas"}},
+        )
+    )
+    found = mine_preferences(store, texan(), job_id="j3", targets={"geoquery": db})
+    assert found.entries == [] and found.dropped == {"authored_filter": 1}
