@@ -38,7 +38,7 @@ from typing import Any, get_args
 
 from sqlglot import expressions as exp
 
-from agents.learn.documents.formula import FormulaError, check_formula
+from agents.learn.documents.formula import FormulaError, check_formula, rows_filter
 from agents.learn.documents.item_checks import (
     Drop,
     check_literals,
@@ -239,6 +239,8 @@ def _metric(
         resources["placeholders"] = checked.placeholders
     if checked.metrics:
         resources["metrics"] = checked.metrics
+    if kind is MetricUKF and (default := rows_filter(checked)) is not None:
+        resources["default_filter"] = default  # applied when a question names the metric
     built.entries.append(
         kind.create(
             name,

@@ -98,6 +98,31 @@ def check_formula(
     return checked
 
 
+def rows_filter(checked: CheckedFormula) -> dict[str, str | int | float] | None:
+    """The default filter of a measure whose condition is one ``column = literal``
+    (``SUM(<amount>) WHERE report_item_level1 = 'Revenue'``): ``{"column", "value"}``, for
+    the chain to add to a query that names the metric but not the column
+    (:mod:`agents.sql.default_filters`); None for any other formula."""
+    condition = checked.condition
+    if not isinstance(condition, exp.EQ):
+        return None
+    column, literal = condition.this, condition.expression
+    if isinstance(column, exp.Literal) and isinstance(literal, exp.Column):
+        column, literal = literal, column
+    if not isinstance(column, exp.Column) or not isinstance(literal, exp.Literal):
+        return None
+    if column.name.startswith(STAND_IN) or not column.name.isidentifier():
+        return None
+    text = literal.this
+    value: str | int | float = text
+    if not literal.is_string:
+        try:
+            value = int(text) if text.lstrip("-").isdigit() else float(text)
+        except ValueError:
+            return None
+    return {"column": column.name, "value": value}
+
+
 _CONDITIONS = (
     exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Like, exp.ILike,
     exp.Between, exp.And, exp.Or, exp.Not, exp.Is,

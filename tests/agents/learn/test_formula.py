@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.learn.documents.formula import CheckedFormula, FormulaError, check_formula
+from agents.learn.documents.formula import (
+    CheckedFormula,
+    FormulaError,
+    check_formula,
+    rows_filter,
+)
 from ukf import ColumnUKF, TableUKF
 
 SCHEMA = {
@@ -43,6 +48,22 @@ def test_a_placeholder_and_a_filter_after_where():
     assert checked.condition is not None and not checked.is_condition
     # a column without its table counts for every table that has it
     assert _names(checked) == ["income_a.report_item_level1", "income_b.report_item_level1"]
+
+
+@pytest.mark.parametrize(
+    ("formula", "expected"),
+    [
+        ("SUM(<amount>) WHERE report_item_level1 = 'Revenue'",
+         {"column": "report_item_level1", "value": "Revenue"}),
+        ("SUM(units) WHERE 'BEV' = powertrain", {"column": "powertrain", "value": "BEV"}),
+        ("SUM(units) WHERE units = 3", {"column": "units", "value": 3}),
+        ("SUM(units) WHERE powertrain IN ('BEV', 'PHEV')", None),  # not one value
+        ("SUM(units) WHERE powertrain = 'BEV' AND units > 1", None),  # two conditions
+        ("SUM(units)", None),
+    ],
+)  # fmt: skip
+def test_a_measure_filtered_by_one_value_carries_that_filter(formula, expected):
+    assert rows_filter(_check(formula)) == expected
 
 
 def test_other_metrics_by_name_but_not_inside_a_quoted_value():
