@@ -17,8 +17,8 @@ filtered so in at least ``min_share`` of them, and at least ``min_count`` times,
 intent rule "unless the question names another <column>, filter <column> = '<value>'",
 scoped as above (the ``variant`` is the scope, so scopes never collide in the merge), with
 every supporting experience as a parent. A value the column does not hold is dropped, and so
-is a filter the knowledge base's own rules already add (:func:`authored_filters`: the chain
-put it in the logged SQL, no asker did). The
+is a filter one of the knowledge base's own rules adds for every supporter
+(:func:`authored_filters`: the chain put it in the logged SQL, no asker did). The
 triggers make the retriever treat a rule as decisive (it is shown before the schema), as the
 knowledge pack's default-currency and default-caliber rules are.
 """
@@ -95,11 +95,12 @@ def mine_preferences(
         readers = tally.readers[((label, database), column)]
         if len(supporters) < min_count or len(supporters) < min_share * len(readers):
             continue
-        if (database, column, value.casefold()) in authored:
-            out.dropped["authored_filter"] += 1  # the chain added it: no habit of the askers
-            continue
         if label.startswith("profile:") and label.split("=", 1)[1].casefold() != value.casefold():
             continue  # a profile's habit counts only where the profile says the value
+        authors = authored.get((database, column, value.casefold()), [])
+        if any(all(a.triggered(s.context) for s in supporters) for a in authors):
+            out.dropped["authored_filter"] += 1  # the chain added it: no habit of the askers
+            continue
         view = views[database]
         owner = view.column(tally.tables[habit], column)
         if owner is None or view.value_check(owner, value) == "missing":
@@ -150,12 +151,14 @@ def _count(
                 tally.tables[habit] = pred.table or columns[column]
 
 
-def authored_filters(store: KnowledgeStore) -> set[tuple[str, str, str]]:
-    """(database, column, value) of every default filter the knowledge base's own rules and
-    metrics carry (``content_resources.default_filter``, not a mined preference), lower-cased:
-    the chain adds these to every query that lacks them (:mod:`agents.sql.default_filters`),
-    so logged answers hold them whether or not anyone asked for them."""
-    found: set[tuple[str, str, str]] = set()
+def authored_filters(store: KnowledgeStore) -> dict[tuple[str, str, str], list[BaseUKF]]:
+    """The knowledge base's own rules and metrics that carry a default filter
+    (``content_resources.default_filter``, not a mined preference), by (database, column,
+    value) lower-cased: the chain adds such a filter to every query that lacks it where the
+    entry's triggers accept the asker (:mod:`agents.sql.default_filters`), so those answers
+    hold it whether or not the asker meant it. A habit counts as one only where no such
+    entry accepted every one of its supporters' contexts."""
+    found: dict[tuple[str, str, str], list[BaseUKF]] = defaultdict(list)
     for kind in ("rule", "metric"):
         for entry in store.iterate(type=kind):
             if "default_filter" not in entry.content_resources:
@@ -164,7 +167,8 @@ def authored_filters(store: KnowledgeStore) -> set[tuple[str, str, str]]:
             if default is None:
                 continue
             for database in entry.tag_values("DATABASE"):
-                found.add((database, default.column.casefold(), str(default.value).casefold()))
+                key = (database, default.column.casefold(), str(default.value).casefold())
+                found[key].append(entry)
     return found
 
 

@@ -115,10 +115,22 @@ def test_mine_labeled_mines_preferences_over_the_whole_history(geo):
     assert rule.metadata["mining"]["job_id"] == report.job_id
 
 
+def _texan_office_rule(**triggers: dict) -> RuleUKF:
+    return RuleUKF.create(
+        "Texan office",
+        "The Texan office's questions are about Texas.",
+        kind="intent",
+        database="geoquery",
+        triggers=triggers,
+        content_resources={"default_filter": {"column": "state_name", "value": "Texas"}},
+    )
+
+
 def test_a_filter_an_authored_rule_adds_is_no_habit(geo):
-    """The chain adds a rule's default filter to every answer that lacks it; the log then holds
-    the filter whether or not the askers meant it: mining it again would be the rule's echo.
-    A preference mined before is no authored filter: it is mined again."""
+    """The chain adds a rule's default filter to every answer that lacks it where the rule's
+    triggers accept the asker; the log then holds the filter whether or not the askers meant
+    it: mining it again would be the rule's echo. A preference mined before is no authored
+    filter: it is mined again."""
     store, db = geo
     first = mine_preferences(store, texan(), job_id="j1", targets={"geoquery": db})
     assert [e.variant for e in first.entries] == ["user:tx"]
@@ -126,15 +138,18 @@ def test_a_filter_an_authored_rule_adds_is_no_habit(geo):
     again = mine_preferences(store, texan(), job_id="j2", targets={"geoquery": db})
     assert [e.variant for e in again.entries] == ["user:tx"] and not again.dropped
 
-    store.upsert(
-        RuleUKF.create(
-            "Texan office",
-            "The Texan office's questions are about Texas.",
-            kind="intent",
-            database="geoquery",
-            triggers={"always": {}},
-            content_resources={"default_filter": {"column": "state_name", "value": "Texas"}},
-        )
-    )
+    store.upsert(_texan_office_rule(always={}))
     found = mine_preferences(store, texan(), job_id="j3", targets={"geoquery": db})
     assert found.entries == [] and found.dropped == {"authored_filter": 1}
+
+
+def test_a_rule_for_other_askers_leaves_the_habit_to_be_mined(geo):
+    """The Texan office's rule accepts askers whose profile says so; a user without that
+    profile who filters Texas unasked has the habit of their own."""
+    store, db = geo
+    store.upsert(_texan_office_rule(user_profile_match={"office": "TX"}))
+    found = mine_preferences(store, texan(), job_id="j", targets={"geoquery": db})
+    assert [e.variant for e in found.entries] == ["user:tx"] and not found.dropped
+    office = texan(context={"user_profile": {"office": "TX"}})
+    found = mine_preferences(store, office, job_id="j", targets={"geoquery": db})
+    assert found.entries == [] and found.dropped["authored_filter"] >= 1
