@@ -10,9 +10,13 @@ subtraction, ``a - b`` where both sides are columns holding ISO dates or timesta
 in days, fractions included. Other dialects have date types whose subtraction is right, or
 reject text minus text with an error the repair loop sees; they are left alone.
 
-A column is date text when the target declares it text (or no type) and every one of a
-sample of its values is an ISO date or timestamp (:data:`ISO_DATE`);
-:class:`DateColumns` reads that once per column and remembers it.
+A column is date text when the target declares it text, a date type or no type, and every
+one of a sample of its values is an ISO date or timestamp (:data:`ISO_DATE`) that SQLite's
+``julianday()`` reads; :class:`DateColumns` reads that once per column and remembers it. A
+column is followed through the query's CTEs and derived tables to the table it comes from
+(sqlglot's scopes), and an operand may be ``date()``/``datetime()`` of such a column, a CAST
+of it to a date or a fractional number (``CAST(closed_at AS REAL)`` is the year too; a CAST
+to INTEGER may be a deliberate year difference and is left alone), or its MIN or MAX.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import re
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, SqlglotError
+from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from agents.sql.default_filters import Filtered
 from agents.sql.extract import statement_only
@@ -30,9 +35,11 @@ from kb.target.database import Database
 
 log = logging.getLogger(__name__)
 ISO_DATE = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?"
 )
-TEXT_TYPES = re.compile(r"^$|char|text|clob|string", re.I)
+TEXT_TYPES = re.compile(r"^$|char|text|clob|string|date|time", re.I)  # what SQLite keeps as text
+DATE_CASTS = {*exp.DataType.TEMPORAL_TYPES, *exp.DataType.REAL_TYPES}  # not INTEGER: years
+MAX_DEPTH = 8  # CTEs and derived tables followed to a base table
 SAMPLE = 20  # values of a column read to decide it holds dates
 DATE_FUNCTIONS = {"date", "datetime"}
 NOTE = "days between dates stored as text: {pairs} computed with julianday()"
@@ -59,50 +66,72 @@ class DateColumns:
                 self._columns[key] = {}
         return self._columns[key]
 
-    def holds_dates(self, table: str, column: str) -> bool:
-        """Whether ``table.column`` is declared text and its sampled values are ISO dates."""
+    def holds_dates(self, table: str, column: str, timeout_s: float | None = None) -> bool:
+        """Whether ``table.column`` is declared text (or a date) and its sampled values are
+        ISO dates SQLite reads; a sample that could not be read (in ``timeout_s``) is not
+        remembered."""
         key = (table.casefold(), column.casefold())
         if key not in self._known:
-            self._known[key] = self._read(table, column)
+            found = self._read(table, column, timeout_s)
+            if found is None:
+                return False
+            self._known[key] = found
         return self._known[key]
 
-    def _read(self, table: str, column: str) -> bool:
+    def _read(self, table: str, column: str, timeout_s: float | None) -> bool | None:
         declared = self.columns_of(table).get(column.casefold())
         if declared is None or not TEXT_TYPES.search(declared):
             return False
         name = exp.column(column, quoted=True)
+        day = exp.Anonymous(this="julianday", expressions=[name.copy()])
         query = (
-            exp.select(name.copy())
+            exp.select(name.copy(), day)
             .from_(exp.to_table(table, quoted=True))
             .where(exp.Not(this=exp.Is(this=name.copy(), expression=exp.Null())))
             .limit(SAMPLE)
         )
-        results = self.database.execute(query.sql(dialect="sqlite"), max_rows=SAMPLE)
-        if not results.ok or not results.rows:
-            return False
-        return all(isinstance(r[0], str) and ISO_DATE.fullmatch(r[0].strip()) for r in results.rows)
+        options = {} if timeout_s is None else {"timeout_s": timeout_s}
+        results = self.database.execute(query.sql(dialect="sqlite"), max_rows=SAMPLE, **options)
+        if not results.ok:
+            return None if results.error_kind == "timeout" else False
+        return bool(results.rows) and all(
+            isinstance(value, str) and ISO_DATE.fullmatch(value.strip()) and days is not None
+            for value, days in results.rows
+        )
 
 
-def with_day_differences(sql: str, dates: DateColumns) -> Filtered | None:
+def with_day_differences(
+    sql: str, dates: DateColumns, timeout_s: float | None = None
+) -> Filtered | None:
     """``sql`` (SQLite) with each difference of two date-text operands computed in days by
     ``julianday()``, and a note naming them; None when there is none (or ``sql`` does not
-    parse)."""
+    parse or cannot be written back). ``timeout_s``: for each column's sample."""
     statement = statement_only(sql)
     if not statement:
         return None
     try:
         tree = sqlglot.parse_one(statement, read="sqlite")
+        scopes = {id(c): scope for scope in traverse_scope(tree) for c in scope.columns}
     except (SqlglotError, RecursionError):
         return None
     if tree is None:
         return None
     changed: list[str] = []
     for node in list(tree.find_all(exp.Sub)):
-        left, right = _date_operand(node.this, dates), _date_operand(node.expression, dates)
-        if left is None or right is None:
+        sides = []
+        for side in (node.this, node.expression):
+            operand, column = _operand(side)
+            scope = scopes.get(id(column)) if column is not None else None
+            if operand is None or column is None or scope is None:
+                break
+            origin = _origin(column, scope, dates)
+            if origin is None or not dates.holds_dates(*origin, timeout_s=timeout_s):
+                break
+            sides.append(operand)
+        if len(sides) != 2:
             continue
         changed.append(node.sql(dialect="sqlite"))
-        days = exp.Sub(this=_julianday(left), expression=_julianday(right))
+        days = exp.Sub(this=_julianday(sides[0]), expression=_julianday(sides[1]))
         node.replace(exp.Paren(this=days))
     if not changed:
         return None
@@ -120,44 +149,69 @@ def _julianday(operand: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this="julianday", expressions=[operand.copy()])
 
 
-def _date_operand(node: exp.Expression, dates: DateColumns) -> exp.Expression | None:
-    """What julianday() should read for ``node``, one side of a subtraction: a date-text
-    column, ``date()``/``datetime()`` of one, or the column a numeric CAST of one reads
-    (``CAST(closed_at AS REAL)`` is the year too); None for anything else."""
+def _operand(node: exp.Expression) -> tuple[exp.Expression | None, exp.Column | None]:
+    """(what julianday() should read, the column under it) for one side of a subtraction:
+    a column, ``date()``/``datetime()`` of one, its MIN or MAX (read as they are), or a date
+    or fractional CAST of one (the column itself read); (None, None) for anything else."""
     while isinstance(node, exp.Paren):
         node = node.this
-    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.NUMERIC_TYPES):
-        node = node.this
-    return node if _date_column(node, dates) is not None else None
-
-
-def _date_column(node: exp.Expression, dates: DateColumns) -> exp.Column | None:
-    """The date-text column ``node`` is (or ``date()``/``datetime()`` of), else None."""
-    if isinstance(node, exp.Date) and not node.expressions:
-        node = node.this
+    if isinstance(node, exp.Cast) and node.to.this in DATE_CASTS:
+        inner = node.this
+        return (inner, inner) if isinstance(inner, exp.Column) else (None, None)
+    inner = node
+    if isinstance(node, exp.Date | exp.Max | exp.Min) and not node.expressions:
+        inner = node.this
     elif isinstance(node, exp.Anonymous) and node.name.casefold() in DATE_FUNCTIONS:
-        if len(node.expressions) != 1:
+        inner = node.expressions[0] if len(node.expressions) == 1 else None
+    if isinstance(inner, exp.Column) and inner.name:
+        return node, inner
+    return None, None
+
+
+def _origin(column: exp.Column, scope: Scope, dates: DateColumns) -> tuple[str, str] | None:
+    """(table, column) ``column`` reads in ``scope``, followed through CTEs and derived
+    tables (a projection that is a bare column, renamed or not) and to enclosing scopes (a
+    correlated reference); None when it is no plain column of one table."""
+    name = column.name
+    for _ in range(MAX_DEPTH):
+        source = _source(column, name, scope, dates)
+        if source is None:
             return None
-        node = node.expressions[0]
-    if not isinstance(node, exp.Column) or not node.name:
-        return None
-    table = _table_of(node, dates)
-    return node if table is not None and dates.holds_dates(table, node.name) else None
+        if isinstance(source, exp.Table):
+            return source.name, name
+        select = source.expression
+        if not isinstance(select, exp.Select):
+            return None
+        projected = next((p for p in select.expressions if p.alias_or_name == name), None)
+        inner = projected.unalias() if projected is not None else None
+        if not isinstance(inner, exp.Column):
+            return None
+        column, name, scope = inner, inner.name, source
+    return None
 
 
-def _table_of(column: exp.Column, dates: DateColumns) -> str | None:
-    """The table ``column`` reads in its SELECT: the one its qualifier names (alias or
-    name), or the only table of the SELECT's FROM and JOINs that has such a column."""
-    select = column.find_ancestor(exp.Select)
-    if select is None:
-        return None
-    tables: dict[str, str] = {}
-    sources = [select.args.get("from_"), *(select.args.get("joins") or [])]
-    for source in sources:
-        if source is not None and isinstance(source.this, exp.Table):
-            table = source.this
-            tables[(table.alias_or_name or table.name).casefold()] = table.name
-    if column.table:
-        return tables.get(column.table.casefold())
-    having = [t for t in tables.values() if column.name.casefold() in dates.columns_of(t)]
-    return having[0] if len(having) == 1 else None
+def _source(
+    column: exp.Column, name: str, scope: Scope | None, dates: DateColumns
+) -> exp.Table | Scope | None:
+    """The source of ``scope`` (or, failing that, of an enclosing one) ``column`` reads:
+    the one its qualifier names, or the only one that has a column ``name``."""
+    while scope is not None:
+        sources = scope.sources
+        if column.table:
+            if column.table in sources:
+                return sources[column.table]
+        else:
+            having = [s for s in sources.values() if _has(s, name, dates)]
+            if len(having) == 1:
+                return having[0]
+            if having:
+                return None  # ambiguous: the database will say so
+        scope = scope.parent
+    return None
+
+
+def _has(source: exp.Table | Scope, name: str, dates: DateColumns) -> bool:
+    if isinstance(source, exp.Table):
+        return name.casefold() in dates.columns_of(source.name)
+    select = source.expression
+    return isinstance(select, exp.Select) and name in select.named_selects

@@ -112,8 +112,12 @@ class Refiner:
                 "timeout", f"not run: {DEADLINE_NOTE}", sql=candidate.sql, elapsed=0.0
             )
             return candidate
-        rewritten = self.rewriter.rewrite(candidate.sql)
-        if rewritten is not None:
+        tried: set[str] = set()
+        for filters in (True, False):  # with the default filters, then the rest alone
+            rewritten = self.rewriter.rewrite(candidate.sql, timeout_s=limit, filters=filters)
+            if rewritten is None or rewritten.sql in tried:
+                continue
+            tried.add(rewritten.sql)
             results = self.database.execute(
                 rewritten.sql, max_rows=self.options.max_rows, timeout_s=limit
             )

@@ -2,7 +2,8 @@
 template, the SQL of an answer not run): the default filters of the question's knowledge it
 lacks (:mod:`agents.sql.default_filters`) and, on SQLite, differences of dates stored as text
 computed in days (:mod:`agents.sql.date_arithmetic`). A rewrite that cannot be made leaves the
-query as written; it never costs an answer."""
+query as written; it never costs an answer. Which columns hold dates is read from a sample of
+their values (a few rows each, once per rewriter), also for the SQL of an answer not run."""
 
 from __future__ import annotations
 
@@ -26,15 +27,22 @@ class QueryRewriter:
         self._columns: dict[str, list[str]] | None = None
         self._dates: DateColumns | None = None
 
-    def rewrite(self, sql: str) -> Filtered | None:
-        """``sql`` rewritten, with one note per change; None when nothing changed."""
-        filtered = filtered_on(sql, self.filters, self.database, self._schema)
+    def rewrite(
+        self, sql: str, *, timeout_s: float | None = None, filters: bool = True
+    ) -> Filtered | None:
+        """``sql`` rewritten, with one note per change; None when nothing changed.
+        ``timeout_s``: for each column's sample (which columns hold dates); ``filters``:
+        False for the day differences alone (what is left to try when the database rejected
+        the query with its default filters)."""
+        filtered = None
+        if filters:
+            filtered = filtered_on(sql, self.filters, self.database, self._schema)
         if self.database.dialect != "sqlite":
             return filtered
         if self._dates is None:
             self._dates = DateColumns(self.database)
         try:
-            days = with_day_differences(filtered.sql if filtered else sql, self._dates)
+            days = with_day_differences(filtered.sql if filtered else sql, self._dates, timeout_s)
         except Exception as exc:  # a rewrite never costs an answer
             log.warning("day differences not computed for %r: %s", sql[:200], exc)
             return filtered

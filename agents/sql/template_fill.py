@@ -5,7 +5,8 @@ When the worked examples the RAG step chose agree, the question very likely has 
 *active* template of the database (when the RAG showed fewer than ``k``, because logged
 questions without a label took places in its retrieval, the next nearest labeled
 experiences complete them) (:mod:`agents.learn.mine.templates`), fills the template's
-slots with the question's values, and runs the filled SQL read-only on the target. A query
+slots with the question's values, and runs the filled SQL read-only on the target (rewritten
+as a model's query is: :mod:`agents.sql.rewrites`). A query
 that runs and returns rows is the answer (tier ``template``); anything else (no agreement, no
 active template, values that do not fill the slots, an error, no rows) returns None and the
 question goes down the model path unchanged.
@@ -147,7 +148,7 @@ class TemplateFiller:
         filtered = QueryRewriter(self.database, filters_for(rag)).rewrite(sql)
         if filtered is not None:
             results = self.database.execute(filtered.sql)
-            if results.ok:
+            if results.ok or results.error_kind != "sql":
                 return filtered.sql, filtered.notes, results
             note = f"the rewritten template was not kept: the database said {results.error}"
             return sql, [note], self.database.execute(sql)

@@ -9,6 +9,7 @@ import pytest
 
 from agents.answer import Candidate
 from agents.sql.date_arithmetic import DateColumns, with_day_differences
+from agents.sql.default_filters import DefaultFilter
 from agents.sql.refine import RefineOptions, Refiner
 from kb.target.database import Database
 
@@ -66,19 +67,59 @@ def test_aliases_joins_date_calls_and_the_reasoning_header_are_kept(incidents):
     assert rows == [("Network", 1.0)]
 
 
-def test_a_numeric_cast_of_a_date_is_read_as_the_date(incidents):
-    sql = "SELECT MAX(CAST(closed_at AS REAL) - CAST(opened_at AS INTEGER)) FROM incidents"
-    assert incidents.execute(sql).rows == [(0.0,)]
-    rewritten, rows = _days(incidents, sql)
+def test_a_date_or_fractional_cast_of_a_date_is_read_as_the_date(incidents):
+    real = "SELECT MAX(CAST(closed_at AS REAL) - CAST(opened_at AS REAL)) FROM incidents"
+    assert incidents.execute(real).rows == [(0.0,)]
+    rewritten, rows = _days(incidents, real.replace("opened_at AS REAL", "opened_at AS DATE"))
     assert "MAX((JULIANDAY(closed_at) - JULIANDAY(opened_at)))" in rewritten.sql
     assert rows == [(10.5,)]
-    # a cast to text is not a number: left alone
-    assert (
-        with_day_differences(
-            "SELECT CAST(closed_at AS TEXT) - opened_at FROM incidents", DateColumns(incidents)
-        )
-        is None
+    # a cast to text is no date, one to INTEGER may be a deliberate difference of years
+    for cast in ("TEXT", "INTEGER"):
+        query = f"SELECT CAST(closed_at AS {cast}) - CAST(opened_at AS {cast}) FROM incidents"
+        assert with_day_differences(query, DateColumns(incidents)) is None
+
+
+def test_columns_are_followed_through_ctes_derived_tables_and_min_max(incidents):
+    cte = (
+        "WITH r AS (SELECT closed_at AS shut, opened_at FROM incidents WHERE category = "
+        "'Network') SELECT AVG(r.shut - opened_at) FROM r"
     )
+    rewritten, rows = _days(incidents, cte)
+    assert "AVG((JULIANDAY(r.shut) - JULIANDAY(opened_at)))" in rewritten.sql
+    assert rows[0][0] == pytest.approx(2.0)
+    derived = (
+        "SELECT MAX(t.c) - MIN(t.o) FROM (SELECT closed_at AS c, opened_at AS o FROM incidents)"
+        " AS t"
+    )
+    rewritten, rows = _days(incidents, derived)
+    assert "JULIANDAY(MAX(t.c)) - JULIANDAY(MIN(t.o))" in rewritten.sql
+    assert rows[0][0] == pytest.approx(
+        69 + (5 * 60 + 2) / 1440, abs=1e-6
+    )  # Jan 1 06:58 -> Mar 11 12:00
+    correlated = (
+        "SELECT number FROM incidents AS i WHERE EXISTS (SELECT 1 FROM notes AS n "
+        "WHERE n.number = i.number AND i.closed_at - i.opened_at > 0.5)"
+    )
+    rewritten, rows = _days(incidents, correlated)
+    assert "(JULIANDAY(i.closed_at) - JULIANDAY(i.opened_at)) > 0.5" in rewritten.sql
+    assert rows == [("INC1",)]
+
+
+def test_a_timestamp_julianday_cannot_read_is_no_date(tmp_path):
+    path = tmp_path / "offsets.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE t (a TIMESTAMP, b TIMESTAMP, c DATE, d DATE)")
+        connection.execute(
+            "INSERT INTO t VALUES ('2023-01-01T00:00:00+0000', '2023-01-02T00:00:00+0000',"
+            " '2023-01-01', '2023-02-01')"
+        )
+    database = Database(f"sqlite:///{path}")
+    try:
+        assert with_day_differences("SELECT b - a FROM t", DateColumns(database)) is None
+        _, rows = _days(database, "SELECT d - c FROM t")  # declared DATE, held as text
+        assert rows == [(31.0,)]
+    finally:
+        database.close()
 
 
 @pytest.mark.parametrize(
@@ -113,3 +154,19 @@ def test_the_refine_agent_runs_the_difference_in_days_and_says_so(incidents):
     ran = refiner.execute(Candidate(sql="SELECT MAX(closed_at - opened_at) FROM incidents"))
     assert ran.results.rows == [(10.5,)]
     assert "JULIANDAY" in ran.sql and ran.notes[0].startswith("days between dates")
+
+
+def test_when_the_default_filters_break_the_query_the_day_differences_stay(incidents):
+    network = DefaultFilter("category", "Network", "Network desk")
+    refiner = Refiner(incidents, None, options=RefineOptions(default_filters=(network,)))
+    first = refiner.execute(Candidate(sql="SELECT MAX(closed_at - opened_at) FROM incidents"))
+    assert first.results.rows == [(3.0,)]  # Network's incidents only, in days
+    assert "category = 'Network'" in first.sql
+    path = incidents.url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as connection:  # the filter's column is gone since
+        connection.execute("ALTER TABLE incidents RENAME COLUMN category TO kind")
+    ran = refiner.execute(Candidate(sql="SELECT MAX(closed_at - opened_at) FROM incidents"))
+    assert ran.results.rows == [(10.5,)]
+    assert ran.sql == "SELECT MAX((JULIANDAY(closed_at) - JULIANDAY(opened_at))) FROM incidents"
+    assert ran.notes[0].startswith("not kept (default filter added: ")
+    assert ran.notes[1].startswith("days between dates")
