@@ -39,7 +39,8 @@ def load_llama(model_path: str, *, weight_repack: bool | None = None, **options:
 
     repack = (not amx_in_build()) if weight_repack is None else weight_repack
     if repack:
-        return llama_cpp.Llama(model_path=model_path, **options)
+        with _PARAMS_LOCK:  # not while another load has the defaults replaced
+            return llama_cpp.Llama(model_path=model_path, **options)
     if weight_repack is None:
         log.info(
             "llama.cpp was built with AMX: loading %s without extra weight buffers"
@@ -56,6 +57,13 @@ def load_llama(model_path: str, *, weight_repack: bool | None = None, **options:
     with _PARAMS_LOCK:
         low_level.llama_model_default_params = without_extra_buffers
         try:
-            return llama_cpp.Llama(model_path=model_path, **options)
+            llama = llama_cpp.Llama(model_path=model_path, **options)
         finally:
             low_level.llama_model_default_params = defaults
+    params = getattr(llama, "model_params", None)
+    if params is not None and getattr(params, "use_extra_bufts", False):
+        log.warning(  # llama-cpp-python no longer reads its defaults where we replace them
+            "%s was loaded with llama.cpp's extra weight buffers despite weight_repack=False",
+            model_path,
+        )
+    return llama

@@ -72,12 +72,11 @@ class Predicate:
 def _discount_band_case() -> str:
     """The sales ledger's discount bands (:data:`bench.autofin.plants.DISCOUNT_BANDS`) as a
     CASE expression over one invoice's columns."""
-    *lower, deepest = DISCOUNT_BANDS
     cases = " ".join(
         f"WHEN discount_<cur> / gross_sales_<cur> < {high:g} THEN '{name}'"
-        for _, high, name in lower
+        for _, high, name in DISCOUNT_BANDS
     )
-    return f"CASE {cases} ELSE '{deepest[2]}' END"
+    return f"CASE {cases} END"  # no band (NULL) past the deepest or without gross sales
 
 
 # fmt: off
@@ -192,7 +191,8 @@ METRICS = (
     Metric("Price realisation", "SUM(net_sales_usd) / SUM(units * list_price_usd)",
            "The share of list price the sales ledger's invoices realise: net sales over units "
            "times list price (USD).", "metric", "ratio",
-           ("realised price", "price realization"), ("net_sales_usd", "list_price_usd")),
+           ("realised price", "price realization"),
+           ("net_sales_usd", "units", "list_price_usd")),
     Metric("Units sold", "SUM(<qty>) on REV_VEH rows", "Vehicles sold (ptd_qty, ytd_qty, ...); "
            "the sales ledger's units give the same monthly totals.", "indicator", "vehicles",
            ("volume", "deliveries", "units"), ("ptd_qty",)),

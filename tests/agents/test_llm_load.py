@@ -18,7 +18,19 @@ class _RecordingLlama:
     def __init__(self, model_path: str, **options: Any) -> None:
         self.model_path = model_path
         self.options = options
-        self.extra_buffers = low_level.llama_model_default_params().use_extra_bufts
+        self.model_params = low_level.llama_model_default_params()
+        self.extra_buffers = self.model_params.use_extra_bufts
+
+
+_ORIGINAL_DEFAULTS = low_level.llama_model_default_params
+
+
+class _StaleLlama(_RecordingLlama):
+    """A llama-cpp-python that no longer reads its defaults through the module attribute."""
+
+    def __init__(self, model_path: str, **options: Any) -> None:
+        super().__init__(model_path, **options)
+        self.model_params = _ORIGINAL_DEFAULTS()
 
 
 @pytest.fixture
@@ -77,3 +89,12 @@ def test_the_defaults_are_restored_when_loading_fails(monkeypatch: pytest.Monkey
     with pytest.raises(ValueError, match=r"missing\.gguf"):
         load_llama("/models/missing.gguf", weight_repack=False)
     assert low_level.llama_model_default_params is defaults
+
+
+def test_a_load_that_kept_the_extra_buffers_is_reported(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(llama_cpp, "Llama", _StaleLlama)
+    with caplog.at_level("WARNING", logger=llamacpp_load.__name__):
+        load_llama("/models/m.gguf", weight_repack=False)
+    assert "despite weight_repack=False" in caplog.text

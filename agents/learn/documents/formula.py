@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlglot
 from sqlglot import expressions as exp
@@ -98,12 +99,13 @@ def check_formula(
     return checked
 
 
-def rows_filter(checked: CheckedFormula) -> dict[str, str | int | float] | None:
+def rows_filter(checked: CheckedFormula) -> dict[str, Any] | None:
     """The default filter of a measure whose condition is one ``column = literal``
-    (``SUM(<amount>) WHERE report_item_level1 = 'Revenue'``): ``{"column", "value"}``, for
-    the chain to add to a query that names the metric but not the column
+    (``SUM(<amount>) WHERE report_item_level1 = 'Revenue'``): ``{"column", "value",
+    "tables"}`` (the tables of the schema the formula's column was found in), for the chain
+    to add to a query that names the metric but not the column
     (:mod:`agents.sql.default_filters`); None for any other formula."""
-    condition = checked.condition
+    condition = checked.condition.unnest() if checked.condition is not None else None
     if not isinstance(condition, exp.EQ):
         return None
     column, literal = condition.this, condition.expression
@@ -120,7 +122,14 @@ def rows_filter(checked: CheckedFormula) -> dict[str, str | int | float] | None:
             value = int(text) if text.lstrip("-").isdigit() else float(text)
         except ValueError:
             return None
-    return {"column": column.name, "value": value}
+    tables = sorted(
+        {
+            str(c.content_resources["table"])
+            for c in checked.columns
+            if str(c.content_resources.get("column", "")).casefold() == column.name.casefold()
+        }
+    )
+    return {"column": column.name, "value": value, **({"tables": tables} if tables else {})}
 
 
 _CONDITIONS = (

@@ -46,9 +46,14 @@ def test_the_top_row_is_read_with_the_rest_of_the_breakdown(database):
     whole = whole_breakdown(top, database, max_rows=100, timeout_s=5)
     assert [row[0] for row in whole.rows] == ["Revenue", "Cost", "Promo"]
     assert whole.sql == TOP and whole.repair.startswith("the LIMIT taken out")
-    # a failed query, or one as whole as it gets, is kept
+    # one as whole as it gets, one cut at the row cap, or a top asked for is kept
     all_rows = evidence_of(database, "q1", TOP + " LIMIT 10")
     assert whole_breakdown(all_rows, database, max_rows=100, timeout_s=5) is all_rows
+    assert whole_breakdown(top, database, max_rows=2, timeout_s=5) is top
+    asked = top.model_copy(update={"question": "The top 1 item by amount"})
+    assert whole_breakdown(asked, database, max_rows=100, timeout_s=5) is asked
+    busiest = top.model_copy(update={"question": "the two busiest items"})
+    assert whole_breakdown(busiest, database, max_rows=100, timeout_s=5) is busiest
 
 
 def _plan_and_narrative(messages, options) -> str:
@@ -75,5 +80,5 @@ def test_the_analyst_reads_the_whole_breakdown(database, baseline):
         if baseline
         else analyst.analyze(question, schema_text=schema)
     )
-    assert [e.row_count for e in analysis.evidence] == [3] * len(analysis.evidence), analysis.evidence
+    assert [e.row_count for e in analysis.evidence] == [3] * len(analysis.evidence)
     assert any(f["tool"] == "outliers" for f in analysis.facts)

@@ -276,7 +276,11 @@ def test_formulas_in_a_document_s_own_notation_are_checked_not_dropped(concert, 
     seats = by_name["seats"].content_resources
     assert seats["placeholders"] == ["<size>"] and seats["columns"] == ["stadium.Location"]
     # one value after WHERE: the chain adds it when a question names "seats"
-    assert seats["default_filter"] == {"column": "Location", "value": "Raith Rovers"}
+    assert seats["default_filter"] == {
+        "column": "Location",
+        "value": "Raith Rovers",
+        "tables": ["stadium"],
+    }
     assert "default_filter" not in by_name["crowd"].content_resources
     fill = by_name["fill"].content_resources
     assert sorted(fill["metrics"]) == ["crowd", "seats"] and fill["columns"] == []

@@ -54,9 +54,11 @@ def test_a_placeholder_and_a_filter_after_where():
     ("formula", "expected"),
     [
         ("SUM(<amount>) WHERE report_item_level1 = 'Revenue'",
-         {"column": "report_item_level1", "value": "Revenue"}),
-        ("SUM(units) WHERE 'BEV' = powertrain", {"column": "powertrain", "value": "BEV"}),
-        ("SUM(units) WHERE units = 3", {"column": "units", "value": 3}),
+         {"column": "report_item_level1", "value": "Revenue",
+          "tables": ["income_a", "income_b"]}),
+        ("SUM(units) WHERE ('BEV' = powertrain)",
+         {"column": "powertrain", "value": "BEV", "tables": ["sales"]}),
+        ("SUM(units) WHERE units = 3", {"column": "units", "value": 3, "tables": ["sales"]}),
         ("SUM(units) WHERE powertrain IN ('BEV', 'PHEV')", None),  # not one value
         ("SUM(units) WHERE powertrain = 'BEV' AND units > 1", None),  # two conditions
         ("SUM(units)", None),
