@@ -3,10 +3,9 @@
 ``Pipeline.ask(question, context, options)`` answers one question on one target database:
 
 1. ``retrieve``: the RAG agent builds the schema slice, hints and examples;
-2. ``generate`` / ``refine``: each tier's model writes candidates, which get the default
-   filters of the question's rules they lack (``caliber = 'B'`` from the user's profile:
-   :mod:`agents.sql.default_filters`), are executed read-only and repaired
-   (``agents.sql.cascade``, ``agents.sql.refine``);
+2. ``generate`` / ``refine``: each tier's model writes candidates, rewritten (the default
+   filters they lack, day differences on SQLite: :mod:`agents.sql.rewrites`), executed
+   read-only and repaired (``agents.sql.cascade``, ``agents.sql.refine``);
 3. ``vote``: majority over execution results (before 2, an active mined query template the
    worked examples agree on, filled with the question's values, answers with no model call
    when it returns rows: :mod:`agents.sql.template_fill`);

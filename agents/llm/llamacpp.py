@@ -99,14 +99,8 @@ class LlamaCppLLM:
         keep_process_output()
         self.name = f"llama.cpp:{model_path.rsplit('/', 1)[-1]}"
         self.seed = seed
-        self._llama = load_llama(
-            model_path,
-            weight_repack=weight_repack,
-            n_ctx=n_ctx,
-            n_threads=n_threads,
-            seed=seed,
-            verbose=False,
-        )
+        options = {"n_ctx": n_ctx, "n_threads": n_threads, "seed": seed, "verbose": False}
+        self._llama = load_llama(model_path, weight_repack=weight_repack, **options)
         if parallel_sequences > 1:
             multi_sequence_context(self._llama, parallel_sequences)
         self._eval_whole = self._llama.eval

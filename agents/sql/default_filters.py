@@ -66,7 +66,8 @@ class DefaultFilter:
 
 @dataclass(frozen=True)
 class Filtered:
-    """The rewritten query and one note per filter added."""
+    """A rewritten query and one note per change (a default filter added; also the day
+    differences of :mod:`agents.sql.date_arithmetic`)."""
 
     sql: str
     notes: list[str]
