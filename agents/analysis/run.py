@@ -15,9 +15,9 @@ query filters less than the direct question's is made from that query instead
 (:mod:`agents.analysis.series_repair`); a forecast's history has its range bounds taken
 out and the direct query's filters it forgot put back (:mod:`agents.analysis.history_repair`);
 any other sub-answer a LIMIT cut to its top rows is read whole
-(:mod:`agents.analysis.breakdown_repair`); and for a diagnostic question (or a descriptive one about a change), the measure in the
-period before and the breakdowns the change falls on are queried from a sub-answer's query,
-with no model call (:mod:`agents.analysis.drivers`).
+(:mod:`agents.analysis.breakdown_repair`); and for a diagnostic question (or a descriptive
+one about a change), the measure in the period before and the breakdowns the change falls
+on are queried from a sub-answer's query, with no model call (:mod:`agents.analysis.drivers`).
 """
 
 from __future__ import annotations
