@@ -19,6 +19,12 @@ and ``report_item_level1 = 'Revenue'`` do, ``country_code = 'US'`` (no row in Eu
 not, nor does a condition that picks some periods (``fiscal_month = 1``). Both apply only to
 one SELECT over one table (no join) grouped by the time column; the evidence says what was
 changed.
+
+A series step may come back with no series at all: asked "in which month should we expect
+Helix's revenue to peak, as history: one row per month", the model selected the latest month
+alone, with no measure. :func:`series_of_direct` then reads the direct query, when that is
+grouped by the time column (``... GROUP BY period ORDER BY revenue DESC LIMIT 1``), whole
+and in time order.
 """
 
 from __future__ import annotations
@@ -28,12 +34,21 @@ import time
 
 from sqlglot import exp
 
+from agents.analysis.charts import roles
 from agents.analysis.models import Evidence
-from agents.analysis.series_repair import MIN_SERIES_ROWS, and_conditions, one_select, replaced
+from agents.analysis.series_repair import (
+    MIN_SERIES_ROWS,
+    and_conditions,
+    history_of,
+    one_select,
+    regrouped_series,
+    replaced,
+)
 from kb.target.database import Database
 from kb.target.sql_guard import sqlglot_dialect
 
 log = logging.getLogger(__name__)
+MIN_QUERY_S = 5.0  # a repair query gets at least this long, as the analyst's model calls do
 _RANGE = (exp.Between, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like)
 _FILTER = (exp.EQ, exp.In)
 
@@ -85,6 +100,48 @@ def widened(sql: str, time_column: str, dialect: str) -> str | None:
     group = wider.args["group"].expressions
     by_time = next(g for g in group if _is_column(g, time_column))  # as the query spells it
     return wider.order_by(by_time.copy()).sql(dialect=dialect)
+
+
+def has_series(item: Evidence) -> bool:
+    """Whether ``item``'s rows are a series: at least :data:`MIN_SERIES_ROWS` of them, with a
+    time column and a measure beside it (``SELECT MAX(period) ...`` has no measure)."""
+    if item.error is not None or item.row_count < MIN_SERIES_ROWS:
+        return False
+    found = roles(item.columns, item.rows)
+    return found["time"] is not None and found["measure"] is not None
+
+
+def series_of_direct(
+    item: Evidence,
+    direct: Evidence | None,
+    time_column: str,
+    database: Database,
+    *,
+    max_rows: int,
+    timeout_s: float,
+) -> Evidence:
+    """A series step that got no series (:func:`has_series`) answered by the ``direct``
+    query when that is grouped by ``time_column``: its bounds on that column and its LIMIT
+    taken out, in time order ("in which month will revenue peak" was asked directly as
+    ``... GROUP BY period ORDER BY revenue DESC LIMIT 1``, and as history with ``SELECT
+    MAX(period)``, no measure). ``item`` itself when it has a series or that does not run."""
+    if has_series(item) or direct is None or direct.error is not None or not direct.sql:
+        return item
+    dialect = sqlglot_dialect(database.dialect)
+    grouped = _series_select(direct.sql, time_column, dialect)
+    if grouped is None:
+        return item
+    sql = widened(direct.sql, time_column, dialect)
+    if sql is None:
+        by_time = next(g for g in grouped.args["group"].expressions if _is_column(g, time_column))
+        sql = grouped.order_by(by_time.copy(), append=False).sql(dialect=dialect)
+    results = database.execute(sql, max_rows=max_rows, timeout_s=timeout_s)
+    candidate = replaced(item, sql, results, "") if results.ok else item
+    if not results.ok or results.truncated or not has_series(candidate):
+        return item
+    log.info("series %s: made from %s's query, %d rows", item.id, direct.id, results.row_count)
+    why = f"the series made from {direct.id}'s query, in {time_column} order, whole"
+    return replaced(item, sql, results, _also(item, why))
 
 
 def widened_history(
@@ -191,3 +248,39 @@ def _table(select: exp.Select) -> str:
 def _also(item: Evidence, why: str) -> str:
     """``why`` after the repairs ``item`` had already."""
     return f"{item.repair}; {why}" if item.repair else why
+
+
+def repaired_series(
+    item: Evidence,
+    direct: Evidence | None,
+    time_column: str,
+    database: Database,
+    *,
+    predictive: bool,
+    max_rows: int,
+    seconds: float,
+) -> Evidence:
+    """A series step's evidence repaired on ``database`` within ``seconds`` in all: regrouped
+    when one row came back, or made from the ``direct`` question's query when that filters
+    more (:mod:`agents.analysis.series_repair`), or when it got no series
+    (:func:`series_of_direct`); for a ``predictive`` question then over every period the
+    data holds, with the direct query's filters it lacks and the data allows."""
+    deadline = time.monotonic() + seconds
+
+    def left() -> float:
+        return max(MIN_QUERY_S, deadline - time.monotonic())
+
+    if item.error is None:
+        item = regrouped_series(
+            item, database, time_column=time_column, max_rows=max_rows, timeout_s=left()
+        )
+    item = history_of(item, direct, time_column, database, max_rows=max_rows, timeout_s=left())
+    item = series_of_direct(
+        item, direct, time_column, database, max_rows=max_rows, timeout_s=left()
+    )
+    if not predictive:
+        return item
+    item = widened_history(item, time_column, database, max_rows=max_rows, timeout_s=left())
+    return with_direct_filters(
+        item, direct, time_column, database, max_rows=max_rows, timeout_s=left()
+    )

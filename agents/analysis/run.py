@@ -31,11 +31,10 @@ from typing import Any
 from agents.analysis.breakdown_repair import whole_breakdown
 from agents.analysis.compute import compute_facts, facts_payload
 from agents.analysis.drivers import driver_evidence, wants_drivers
-from agents.analysis.history_repair import widened_history, with_direct_filters
+from agents.analysis.history_repair import repaired_series
 from agents.analysis.models import AnalysisAnswer, Evidence
 from agents.analysis.narrative import write_narrative
 from agents.analysis.plan import AnalysisRefused, SubQuestion, plan_analysis
-from agents.analysis.series_repair import history_of, regrouped_series
 from agents.analysis.typing import QuestionTyping, classify_question
 from agents.answer import Answer
 from agents.llm.base import LLM
@@ -272,28 +271,18 @@ class Analyst:
         seconds: float,
         kind: str,
     ) -> Evidence:
-        """A series step's evidence repaired on the database within ``seconds`` in all:
-        regrouped when one row came back, or made from the direct question's query when
-        that filters more (:mod:`agents.analysis.series_repair`); for a predictive question
-        then over every period the data holds, with the direct query's filters it lacks and
-        the data allows (:mod:`agents.analysis.history_repair`)."""
+        """A series step's evidence repaired on the database within ``seconds`` in all
+        (:func:`agents.analysis.history_repair.repaired_series`)."""
         assert self.database is not None
-        rows, deadline = self.options.max_rows, time.monotonic() + seconds
-
-        def left() -> float:
-            return max(MIN_CALL_S, deadline - time.monotonic())
-
-        if item.error is None:
-            item = regrouped_series(
-                item, self.database, time_column=time_column, max_rows=rows, timeout_s=left()
-            )
         direct = answer.evidence[0] if self.options.direct and answer.evidence else None
-        item = history_of(item, direct, time_column, self.database, max_rows=rows, timeout_s=left())
-        if kind != "predictive":
-            return item
-        item = widened_history(item, time_column, self.database, max_rows=rows, timeout_s=left())
-        return with_direct_filters(
-            item, direct, time_column, self.database, max_rows=rows, timeout_s=left()
+        return repaired_series(
+            item,
+            direct,
+            time_column,
+            self.database,
+            predictive=kind == "predictive",
+            max_rows=self.options.max_rows,
+            seconds=max(MIN_CALL_S, seconds),
         )
 
     def _whole(self, item: Evidence, seconds: float) -> Evidence:

@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from agents.analysis.history_repair import widened, widened_history, with_direct_filters
+from agents.analysis.history_repair import (
+    has_series,
+    series_of_direct,
+    widened,
+    widened_history,
+    with_direct_filters,
+)
 from agents.analysis.run import AnalysisOptions, Analyst
 from agents.answer import Answer
 from agents.sql.default_filters import DefaultFilter, with_default_filters
@@ -164,3 +170,24 @@ def test_a_history_the_default_filters_rewrote_is_still_widened(database):
     assert "income.item = 'Revenue'" in (wide.sql or "") and "202509" not in (wide.sql or "")
     # a series cut by the row cap is no history: the newest periods would be missing
     assert widened_history(cut, "period", database, max_rows=5, timeout_s=5) is cut
+
+
+def test_a_history_with_no_measure_is_made_from_the_direct_grouped_query(database):
+    """Asked "in which month will revenue peak", the model answered directly with the top month
+    of a grouped query and, as history, with the latest month alone (no measure)."""
+    direct = evidence_of(
+        database,
+        "q1",
+        REVENUE + "AND item = 'Revenue' GROUP BY period ORDER BY revenue DESC LIMIT 1",
+    )
+    latest = evidence_of(database, "q2", "SELECT MAX(period) AS period FROM income")
+    assert not has_series(latest) and direct.row_count == 1
+    made = series_of_direct(latest, direct, "period", database, max_rows=100, timeout_s=5)
+    assert made.row_count == 12 and has_series(made)
+    assert [row[0] for row in made.rows] == [f"2025{m:02d}" for m in range(1, 13)]
+    assert made.repair == "the series made from q1's query, in period order, whole"
+    # a step that has its series, or a direct query not grouped by the period, is kept
+    whole = evidence_of(database, "q2", REVENUE + "GROUP BY period")
+    assert series_of_direct(whole, direct, "period", database, max_rows=100, timeout_s=5) is whole
+    flat = evidence_of(database, "q1", "SELECT SUM(amount) FROM income WHERE period = '202601'")
+    assert series_of_direct(latest, flat, "period", database, max_rows=100, timeout_s=5) is latest
