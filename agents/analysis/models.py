@@ -29,6 +29,9 @@ class Evidence(BaseModel):
     error: str | None = None
     seconds: float = 0.0
     repair: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    """What the reader of the rows must know that the SQL's names do not say (a difference of
+    dates computed in days), shown with the rows to the narrative writer."""
 
     @property
     def ok(self) -> bool:

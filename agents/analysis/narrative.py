@@ -356,6 +356,7 @@ def _shown(item: Evidence) -> dict[str, Any]:
         "more": more,
         "error": item.error,
         "note": note,
+        "notes": item.notes,
     }
 
 

@@ -38,6 +38,7 @@ from agents.analysis.plan import AnalysisRefused, SubQuestion, plan_analysis
 from agents.analysis.typing import QuestionTyping, classify_question
 from agents.answer import Answer
 from agents.llm.base import LLM
+from agents.sql.date_arithmetic import DAYS_NOTE
 from kb.target.database import Database
 
 log = logging.getLogger(__name__)
@@ -374,7 +375,16 @@ def _from_answer(step: SubQuestion, reply: Answer, max_rows: int, began: float) 
         truncated=reply.truncated or len(reply.rows) > max_rows,
         error=reply.error,
         seconds=time.monotonic() - began,
+        notes=_reading_notes(reply),
     )
+
+
+def _reading_notes(reply: Answer) -> list[str]:
+    """What the rows' reader must know of the chosen query's rewrites: its date differences
+    are in days (:mod:`agents.sql.date_arithmetic`)."""
+    chosen = [c for c in reply.candidates if reply.sql and c.sql == reply.sql]
+    notes = [n for c in chosen[:1] for n in c.notes if n.startswith(DAYS_NOTE)]
+    return ["the differences of dates in these rows are in days"] if notes else []
 
 
 def _lookup_text(reply: Answer) -> str:

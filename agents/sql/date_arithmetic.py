@@ -42,7 +42,8 @@ DATE_CASTS = {*exp.DataType.TEMPORAL_TYPES, *exp.DataType.REAL_TYPES}  # not INT
 MAX_DEPTH = 8  # CTEs and derived tables followed to a base table
 SAMPLE = 20  # values of a column read to decide it holds dates
 DATE_FUNCTIONS = {"date", "datetime"}
-NOTE = "days between dates stored as text: {pairs} computed with julianday()"
+DAYS_NOTE = "days between dates stored as text"  # how each note starts
+NOTE = DAYS_NOTE + ": {pairs} computed with julianday()"
 
 
 class DateColumns:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from agents.analysis.run import AnalysisOptions, Analyst
-from agents.answer import Answer
+from agents.answer import Answer, CandidateSummary
 from agents.confidence.report import Abstention
 from tests.agents.analysis.test_tools import monthly_sales
 from tests.agents.scripted import ScriptedLLM
@@ -35,8 +35,7 @@ def answer(question: str, columns=(), rows=(), **fields) -> Answer:
         rows=[list(r) for r in rows],
         row_count=len(rows),
         executed=True,
-        sql="SELECT 1",
-        **fields,
+        **{"sql": "SELECT 1", **fields},
     )
 
 
@@ -181,3 +180,34 @@ def test_an_abstained_subanswer_is_missing_evidence():
 def test_options_are_checked():
     with pytest.raises(ValueError, match="max_steps"):
         AnalysisOptions(max_steps=0)
+
+
+def test_a_result_whose_dates_were_subtracted_in_days_says_so_to_the_narrative():
+    sql = "SELECT region, AVG((JULIANDAY(closed_at) - JULIANDAY(opened_at))) AS ttr FROM t"
+    days = CandidateSummary(
+        sql=sql, notes=["days between dates stored as text: closed_at - opened_at computed"]
+    )
+    other = CandidateSummary(sql="SELECT 2", notes=["days between dates stored as text: x"])
+    rows = [["East", 2.5], ["West", 1.0], ["North", 9.0]]
+    asked = "Describe the distribution of ttr by region"
+    chain = FakeChain()
+    chain.canned = {
+        q: answer(q, ["region", "ttr"], rows, sql=sql, candidates=[other, days])
+        for q in (asked, *(p["question"] for p in PLAN))
+    }
+    prompts = []
+
+    def reply(messages, options):
+        prompts.append(messages[-1]["content"])
+        if "Split the analyst's question" in messages[-1]["content"]:
+            return json.dumps({"steps": PLAN[:1]})
+        return json.dumps({"short_answer": "North is slowest.", "findings": [], "caveats": []})
+
+    analyst = Analyst(chain, ScriptedLLM([reply]), AnalysisOptions(max_steps=2, max_seconds=60))
+    analysis = analyst.analyze(asked, schema_text=SCHEMA)
+    assert analysis.evidence[0].notes == ["the differences of dates in these rows are in days"]
+    assert "(the differences of dates in these rows are in days)" in prompts[-1]
+    # a query the chain did not rewrite says nothing
+    chain.canned = {q: answer(q, ["region", "ttr"], rows) for q in chain.canned}
+    analysis = analyst.analyze(asked, schema_text=SCHEMA)
+    assert analysis.evidence[0].notes == []
