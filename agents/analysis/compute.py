@@ -3,7 +3,8 @@
 A result with a time column and a measure gets the period change (with its drivers by each
 category column, and by two of them combined), trend and seasonality, outliers over time,
 and a forecast for a predictive question; a result with a category and a measure gets
-outliers across the categories and, for a prescriptive question, the ranking of the
+outliers across the categories, how its total splits over them (a count or an amount:
+the largest share against an even split) and, for a prescriptive question, the ranking of the
 categories as options. A tool that fails leaves a caveat, and the others still run. A
 result whose rows an earlier one already had (in any order, under other column names: "the
 incidents per category" asked twice) adds no facts: the narrative would say it twice.
@@ -30,7 +31,14 @@ from agents.analysis.timeseries import (
     time_series,
     trend_seasonality,
 )
-from agents.analysis.tools import frame, outliers, period_change, rank_options
+from agents.analysis.tools import (
+    additive,
+    frame,
+    outliers,
+    period_change,
+    rank_options,
+    shares,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +107,8 @@ def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], 
     elif category is not None:
         if kind == "prescriptive":
             runs.append(("rank_options", lambda: rank_options(df, category, measure)))
+        if kind in {"descriptive", "diagnostic"} and additive(df, measure):
+            runs.append(("shares", lambda: shares(df, category, measure)))
         if len(df) >= 3:
             runs.append(("outliers", lambda: outliers(df, measure, category)))
     results: list[ToolFacts] = []

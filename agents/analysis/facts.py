@@ -187,6 +187,44 @@ class Outliers(ToolFacts):
 
 
 @dataclass
+class SegmentShare:
+    """One segment's value and its share of the total, in percent."""
+
+    segment: str
+    value: float
+    share_pct: float
+
+
+@dataclass
+class Shares(ToolFacts):
+    """How a total splits over a breakdown's segments: the largest and the smallest, against
+    an even split (``even_share_pct``: 100 / ``count``; ``top_to_even``: the largest share
+    over it, 1.0 for a perfectly even split)."""
+
+    measure: str
+    category: str
+    total: float
+    count: int
+    even_share_pct: float
+    top: SegmentShare
+    bottom: SegmentShare
+    top_to_even: float
+
+    def __post_init__(self) -> None:
+        self.tool = "shares"
+
+    def summary(self) -> str:
+        top, bottom = self.top, self.bottom
+        return (
+            f"{top.segment} has the largest share of {self.measure}: {shown(top.value)} of "
+            f"{shown(self.total)} ({shown(top.share_pct)}%), {shown(self.top_to_even)} times "
+            f"an even share ({shown(self.even_share_pct)}% for each of {self.count}); "
+            f"{bottom.segment} has the smallest: {shown(bottom.value)} "
+            f"({shown(bottom.share_pct)}%)."
+        )
+
+
+@dataclass
 class TrendSeasonality(ToolFacts):
     count: int
     method: str

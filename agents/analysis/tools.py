@@ -1,6 +1,6 @@
 """Analysis tools on the sub-answers' results (pandas DataFrames): what changed and who
-drove it, outliers, and the ranking of options. Time series tools are in
-:mod:`agents.analysis.timeseries`.
+drove it, outliers, how a total splits over segments, and the ranking of options. Time
+series tools are in :mod:`agents.analysis.timeseries`.
 
 Statistics come from maintained libraries (pandas, scipy); each tool returns a small
 dataclass of rounded facts (:mod:`agents.analysis.facts`).
@@ -23,6 +23,8 @@ from agents.analysis.facts import (
     Outliers,
     PeriodChange,
     RankedOptions,
+    SegmentShare,
+    Shares,
     label,
     rounded,
 )
@@ -181,3 +183,42 @@ def rank_options(
             low, high = rounded(low), rounded(high)
         ranked.append(OptionEffect(label(name), rounded(mean), count, low, high))
     return RankedOptions(option=option, effect=effect, options=ranked)
+
+
+def additive(df: pd.DataFrame, measure: str) -> bool:
+    """Whether ``measure``'s values add up to a meaningful total: summed by name
+    (:func:`aggregation`: a count or an amount, not an average or a rate), none negative."""
+    if measure not in df.columns or aggregation(measure) != "sum":
+        return False
+    values = pd.to_numeric(df[measure], errors="coerce").dropna()
+    return bool(len(values)) and bool((values >= 0).all()) and float(values.sum()) > 0
+
+
+def shares(df: pd.DataFrame, category: str, measure: str) -> Shares:
+    """How the total of ``measure`` (an additive one: :func:`additive`) splits over the
+    segments of ``category``: the largest and the smallest share against an even split."""
+    _require(df, category, measure)
+    if not additive(df, measure):
+        raise ValueError(f"shares: {measure!r} is no count or amount that adds up")
+    values = df.dropna(subset=[category, measure]).groupby(category, sort=False)[measure].sum()
+    if len(values) < 2:
+        raise ValueError(f"shares needs at least 2 segments of {category!r}, got {len(values)}")
+    total = float(values.sum())
+    ordered = values.astype(float).sort_values(ascending=False)
+    even = 100.0 / len(ordered)
+
+    def segment(name: Any) -> SegmentShare:
+        value = float(ordered[name])
+        return SegmentShare(label(name), rounded(value), rounded(100.0 * value / total))
+
+    top = segment(ordered.index[0])
+    return Shares(
+        measure=measure,
+        category=category,
+        total=rounded(total),
+        count=len(ordered),
+        even_share_pct=rounded(even),
+        top=top,
+        bottom=segment(ordered.index[-1]),
+        top_to_even=rounded(top.share_pct / even),
+    )

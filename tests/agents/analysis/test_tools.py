@@ -10,7 +10,15 @@ import pytest
 from agents.analysis.compute import compute_facts
 from agents.analysis.models import Evidence
 from agents.analysis.timeseries import coarse_periods, forecast, time_series, trend_seasonality
-from agents.analysis.tools import aggregation, frame, outliers, period_change, rank_options
+from agents.analysis.tools import (
+    additive,
+    aggregation,
+    frame,
+    outliers,
+    period_change,
+    rank_options,
+    shares,
+)
 
 MONTHS = [str(p) for p in pd.period_range("2024-01", periods=12, freq="M")]
 
@@ -279,3 +287,51 @@ def test_large_numbers_are_shown_with_separators_and_pass_the_number_check():
     )
     assert shown(0.01234) == "0.01234" and shown(None) == "n/a"
     assert unsupported_number("went from 1,600,680 to 1,529,490.5", [1600680.0, 1529490.5]) is None
+
+
+def test_shares_say_how_a_count_splits_against_an_even_split():
+    callers = frame(
+        ["caller_id", "incident_count"],
+        [["David Loo", 266], ["Bud Richman", 86], ["ITIL User", 75], ["Don Goodliffe", 73]],
+    )
+    found = shares(callers, "caller_id", "incident_count")
+    assert found.total == 500 and found.count == 4 and found.even_share_pct == 25.0
+    assert (found.top.segment, found.top.value, found.top.share_pct) == ("David Loo", 266, 53.2)
+    assert found.bottom.segment == "Don Goodliffe" and found.top_to_even == 2.128
+    assert found.summary() == (
+        "David Loo has the largest share of incident_count: 266 of 500 (53.2%), 2.128 times an "
+        "even share (25% for each of 4); Don Goodliffe has the smallest: 73 (14.6%)."
+    )
+    assert all(n in found.numbers() for n in (266, 500, 53.2, 2.128, 25, 73, 14.6))
+    # the four equal-sized outliers test found none: 266 is inside the far-out fences
+    assert outliers(callers, "incident_count", "caller_id").points == []
+
+
+def test_shares_apply_to_counts_and_amounts_only():
+    rates = frame(["region", "avg_margin"], [["East", 0.2], ["West", 0.3]])
+    assert not additive(rates, "avg_margin")
+    with pytest.raises(ValueError, match="adds up"):
+        shares(rates, "region", "avg_margin")
+    signed = frame(["region", "profit"], [["East", -5], ["West", 30]])
+    assert not additive(signed, "profit")
+    facts, _ = compute_facts(
+        [
+            Evidence(
+                id="q1",
+                question="q",
+                columns=["region", "avg_margin"],
+                rows=[["E", 0.2], ["W", 0.3], ["N", 0.1]],
+            )
+        ],
+        "descriptive",
+    )
+    assert "shares" not in {f.tool for f in facts}
+    facts, _ = compute_facts(
+        [
+            Evidence(
+                id="q1", question="q", columns=["region", "n"], rows=[["E", 2], ["W", 3], ["N", 9]]
+            )
+        ],
+        "descriptive",
+    )
+    assert [f.tool for f in facts][:1] == ["shares"]
