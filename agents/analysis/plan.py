@@ -175,11 +175,27 @@ _FUTURE = re.compile(
 )
 
 
+_WHEN_PEAK = re.compile(  # "in which month of next year should we expect X to peak?"
+    r"^(?:(?:in|during)\s+)?(?:which|what)\s+(?:month|quarter|week|day|year)s?\b.*?\b"
+    r"(?:should|will|would|does|do|did|is|are|can)\s+(?:we\s+)?(?:expect\s+)?(?P<a>.+?)\s+"
+    r"(?:to\s+)?(?:peak|be\s+(?:at\s+its\s+)?(?:highest|lowest|largest|smallest|strongest|"
+    r"weakest)|bottom\s+out)\b|"
+    r"^when\s+(?:will|would|does|do|did|is|are|should)\s+(?:we\s+expect\s+)?(?P<b>.+?)\s+"
+    r"(?:to\s+)?(?:peak|be\s+(?:at\s+its\s+)?(?:highest|lowest|largest|smallest)|bottom\s+out)\b",
+    re.IGNORECASE,
+)
+
+
 def history_step(question: str, time_column: str) -> SubQuestion:
     """The history a forecast is fitted to: the question's measure by month over every month
     the data holds. The future period it names is taken out ("in January 2026", "next
-    month"): asked as written, the model filters on that period and finds no rows."""
+    month"): asked as written, the model filters on that period and finds no rows. A
+    question of when a measure peaks is asked for the measure itself ("in which month should
+    we expect Helix's revenue to peak" -> "Helix's revenue by month"): asked as written, the
+    model selected the peak month alone, no measure to fit."""
     core = " ".join(_FUTURE.sub("", question).split()).strip(" ?.,")
+    if (when := _WHEN_PEAK.search(core)) is not None:
+        core = f"{when.group('a') or when.group('b')} by month"
     return SubQuestion(
         id="",
         question=f"{core}, as history: one row per month over every month the data holds, "

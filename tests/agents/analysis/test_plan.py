@@ -7,7 +7,14 @@ import json
 
 import pytest
 
-from agents.analysis.plan import AnalysisRefused, names_in, plan_analysis, time_columns, with_names
+from agents.analysis.plan import (
+    AnalysisRefused,
+    history_step,
+    names_in,
+    plan_analysis,
+    time_columns,
+    with_names,
+)
 from agents.analysis.typing import QuestionTyping
 from agents.llm.base import LLMOutputError
 from tests.agents.scripted import ScriptedLLM
@@ -171,3 +178,20 @@ def test_the_names_of_a_question(question, names):
     assert names_in(question) == names
     expected = f"Revenue by region for {names[0]}?" if names else "Revenue by region?"
     assert with_names("Revenue by region?", question) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "history"),
+    [
+        ("In which month of next year should we expect Helix's revenue to peak?",
+         "Helix's revenue by month, as history"),
+        ("When will Helix revenue peak next year?", "Helix revenue by month, as history"),
+        ("Which month will sales be highest in 2026?", "sales by month, as history"),
+        ("What will the monthly revenue in Europe be in January 2026?",
+         "What will the monthly revenue in Europe be, as history"),
+    ],
+)  # fmt: skip
+def test_the_history_of_a_peak_question_asks_for_the_measure_itself(question, history):
+    """Asked as written ("in which month ... peak, as history"), the model selected the peak
+    month alone: the history step asks for the measure by month."""
+    assert history_step(question, "period").question.startswith(history)
