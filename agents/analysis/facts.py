@@ -306,8 +306,14 @@ class RankedOptions(ToolFacts):
         self.tool = "rank_options"
 
     def summary(self) -> str:
-        best = self.options[0]
-        return (
+        best, worst = self.options[0], self.options[-1]
+        text = (
             f"By {self.effect}, the best {self.option} is {best.option} "
-            f"(expected {shown(best.expected_effect)} over {best.support} rows)."
+            f"(expected {shown(best.expected_effect)} over {best.support} rows)"
+        )
+        if len(self.options) < 2:
+            return text + "."
+        return text + (  # what to cut or stop is the question as often as what to pick
+            f"; the worst is {worst.option} "
+            f"(expected {shown(worst.expected_effect)} over {worst.support} rows)."
         )

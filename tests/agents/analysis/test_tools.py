@@ -144,6 +144,12 @@ def test_rank_options_puts_the_best_expected_effect_first():
     assert [o.option for o in ranked.options] == ["0%", "10%", "20%"]
     best = ranked.options[0]
     assert best.expected_effect == 10.0 and best.support == 2 and best.low < 10 < best.high
+    assert ranked.summary() == (
+        "By margin, the best discount is 0% (expected 10 over 2 rows); "
+        "the worst is 20% (expected 0 over 2 rows)."
+    )
+    alone = rank_options(frame(["discount", "margin"], rows[:2]), "discount", "margin")
+    assert alone.summary() == "By margin, the best discount is 10% (expected 6 over 2 rows)."
 
 
 def test_compute_facts_picks_the_tools_and_keeps_going_past_a_failing_one():
