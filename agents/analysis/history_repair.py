@@ -136,12 +136,14 @@ def series_of_direct(
         by_time = next(g for g in grouped.args["group"].expressions if _is_column(g, time_column))
         sql = grouped.order_by(by_time.copy(), append=False).sql(dialect=dialect)
     results = database.execute(sql, max_rows=max_rows, timeout_s=timeout_s)
-    candidate = replaced(item, sql, results, "") if results.ok else item
-    if not results.ok or results.truncated or not has_series(candidate):
+    if not results.ok or results.truncated:
+        return item
+    why = f"the series made from {direct.id}'s query, in {time_column} order, whole"
+    made = replaced(item, sql, results, _also(item, why))
+    if not has_series(made):
         return item
     log.info("series %s: made from %s's query, %d rows", item.id, direct.id, results.row_count)
-    why = f"the series made from {direct.id}'s query, in {time_column} order, whole"
-    return replaced(item, sql, results, _also(item, why))
+    return made
 
 
 def widened_history(
