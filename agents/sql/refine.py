@@ -112,29 +112,11 @@ class Refiner:
                 "timeout", f"not run: {DEADLINE_NOTE}", sql=candidate.sql, elapsed=0.0
             )
             return candidate
-        tried: set[str] = set()
-        for filters in (True, False):  # with the default filters, then the rest alone
-            rewritten = self.rewriter.rewrite(candidate.sql, timeout_s=limit, filters=filters)
-            if rewritten is None or rewritten.sql in tried:
-                continue
-            tried.add(rewritten.sql)
-            results = self.database.execute(
-                rewritten.sql, max_rows=self.options.max_rows, timeout_s=limit
-            )
-            if not (results.error and results.error_kind == "sql"):
-                candidate.sql, candidate.results = rewritten.sql, results
-                candidate.notes = [*candidate.notes, *_new(rewritten.notes, candidate.notes)]
-                return candidate
-            added = "; ".join(rewritten.notes)
-            note = f"not kept ({added}): the query so rewritten failed: {results.error}"
-            candidate.notes = [*candidate.notes, *_new([note[:300]], candidate.notes)]
-            limit = self.query_limit()
-            if limit is None:
-                candidate.results = results
-                return candidate
-        candidate.results = self.database.execute(
-            candidate.sql, max_rows=self.options.max_rows, timeout_s=limit
+        ran = self.rewriter.execute(
+            candidate.sql, max_rows=self.options.max_rows, time_limit=self.query_limit
         )
+        candidate.sql, candidate.results = ran.sql, ran.results
+        candidate.notes = [*candidate.notes, *_new(ran.notes, candidate.notes)]
         return candidate
 
     def query_limit(self) -> float | None:

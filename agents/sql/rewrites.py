@@ -8,13 +8,24 @@ their values (a few rows each, once per rewriter), also for the SQL of an answer
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from agents.sql.date_arithmetic import DateColumns, with_day_differences
 from agents.sql.default_filters import DefaultFilter, Filtered, filtered_on, schema_columns
-from kb.target.database import Database
+from kb.target.database import Database, Results
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Executed:
+    """What :meth:`QueryRewriter.execute` ran: ``sql`` (rewritten, or as written when every
+    rewrite was rejected), one note per change or rejected rewrite, and its ``results``."""
+
+    sql: str
+    results: Results
+    notes: list[str] = field(default_factory=list)
 
 
 class QueryRewriter:
@@ -49,6 +60,39 @@ class QueryRewriter:
         if days is None:
             return filtered
         return Filtered(days.sql, [*(filtered.notes if filtered else []), *days.notes])
+
+    def execute(
+        self,
+        sql: str,
+        *,
+        max_rows: int | None = None,
+        time_limit: Callable[[], float | None] | None = None,
+    ) -> Executed:
+        """``sql`` run rewritten: with its default filters and day differences, then (when
+        the database rejected that) with the day differences alone, then as written — the
+        first the database does not reject for its SQL (a timeout or a dead database is
+        an answer, not a reason to try the next). ``time_limit``: the limit of the next query,
+        asked before each (None once the question's deadline has passed: the last failure,
+        or nothing run, is returned); without it the database's own limit applies."""
+        notes: list[str] = []
+        tried: set[str] = set()
+        limit = time_limit() if time_limit is not None else None
+        for filters in (True, False):
+            rewritten = self.rewrite(sql, timeout_s=limit, filters=filters)
+            if rewritten is None or rewritten.sql in tried:
+                continue
+            tried.add(rewritten.sql)
+            results = self.database.execute(rewritten.sql, max_rows=max_rows, timeout_s=limit)
+            if not (results.error and results.error_kind == "sql"):
+                return Executed(rewritten.sql, results, [*notes, *rewritten.notes])
+            added = "; ".join(rewritten.notes)
+            note = f"not kept ({added}): the query so rewritten failed: {results.error}"
+            notes.append(note[:300])
+            if time_limit is not None:
+                limit = time_limit()
+                if limit is None:
+                    return Executed(sql, results, notes)
+        return Executed(sql, self.database.execute(sql, max_rows=max_rows, timeout_s=limit), notes)
 
     def _schema(self) -> dict[str, list[str]]:
         if self._columns is None:

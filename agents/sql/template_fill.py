@@ -145,14 +145,8 @@ class TemplateFiller:
         query (:mod:`agents.sql.rewrites`: a template mined from answers in caliber A says
         nothing of the caliber a caliber-B analyst wants); when the database rejects the
         rewritten query, ``sql`` as filled runs (noted)."""
-        filtered = QueryRewriter(self.database, filters_for(rag)).rewrite(sql)
-        if filtered is not None:
-            results = self.database.execute(filtered.sql)
-            if results.ok or results.error_kind != "sql":
-                return filtered.sql, filtered.notes, results
-            note = f"the rewritten template was not kept: the database said {results.error}"
-            return sql, [note], self.database.execute(sql)
-        return sql, [], self.database.execute(sql)
+        ran = QueryRewriter(self.database, filters_for(rag)).execute(sql)
+        return ran.sql, ran.notes, ran.results
 
     def examples(self, rag: RagContext, context: QueryContext) -> list[BaseUKF]:
         """The first ``top_k`` labeled experiences near the question: the RAG's examples,
