@@ -12,6 +12,10 @@ For one candidate:
    qualified with the wrong table to the one table of the query that has the column
    (``agents/sql/column_fix.py``), kept only when the query then runs.
 
+A query that ran but joins a table on a condition that links nothing (``ON a.id = a.id``:
+``agents/sql/join_check.py``) goes back to the model as a problem too; when the repairs do
+not fix it, the query is kept as it ran.
+
 Before any of it runs, a query gets the default filters of the question's rules it lacks
 (``caliber = 'B'`` from the user's profile, ``agents/sql/default_filters.py``) and, on
 SQLite, differences of dates stored as text computed in days (``agents/sql/date_arithmetic.py``);
@@ -36,6 +40,7 @@ from agents.sql.column_fix import ColumnQualifierFix
 from agents.sql.default_filters import DefaultFilter
 from agents.sql.extract import strip_comments
 from agents.sql.generate import candidate_from_reply, fence_options
+from agents.sql.join_check import unlinked_joins
 from agents.sql.predicates import PredicateChecker, PredicateIssue
 from agents.sql.rewrites import QueryRewriter
 from agents.templates import render
@@ -71,6 +76,9 @@ class RefineOptions:
     repair_all: bool = False
     fenced: bool = True  # repairs start inside a ```sql fence (see GenerateOptions)
     fix_columns: bool = True  # re-qualify misplaced column references before asking the model
+    # a query that ran but joins a table ON a condition linking nothing (a.id = a.id) is
+    # shown to the model as a problem (agents.sql.join_check)
+    check_joins: bool = True
     deadline: float | None = None
     # the rules' default filters for this question (set per question by the pipeline):
     # added to every query that reads a table with the column and never mentions it
@@ -149,6 +157,7 @@ class Refiner:
         """Execute ``candidate`` (unless ``executed``: it already ran) and repair it up to
         ``rounds`` times; returns the last version."""
         current = candidate if executed else self.execute(candidate)
+        ran = _with_data(current)
         history = list(messages)
         tried = {_query_key(current.sql)}
         for attempt in range(1, self.options.rounds + 1):
@@ -156,7 +165,7 @@ class Refiner:
             if problem is None:
                 return current
             if self.past_deadline():
-                return _stopped(current)
+                return _stopped(_kept(current, ran))
             if current.sql and problem.issues:
                 fixed = self._fix_predicates(current, problem.issues)
                 if fixed is None:
@@ -165,11 +174,12 @@ class Refiner:
                     current = fixed
                     continue
             if self.llm is None or not problem.repairable or not self.options.model_repairs:
-                return self._without_model(current, problem)
+                return _kept(self._without_model(current, problem), ran)
             repaired = self._repair(current, history, problem, attempt)
             if repaired is None:
-                return self._without_model(current, problem)
+                return _kept(self._without_model(current, problem), ran)
             current = repaired
+            ran = _with_data(current) or ran
             if repaired.sql and _query_key(repaired.sql) in tried:
                 # a query it already wrote fails the same way: another round would be spent
                 # showing the model the same problem (greedy repairs rarely leave such a loop)
@@ -179,7 +189,9 @@ class Refiner:
         problem = self._problem(current)
         if problem is None:
             return current
-        return _stopped(current) if self.past_deadline() else self._without_model(current, problem)
+        if self.past_deadline():
+            return _stopped(_kept(current, ran))
+        return _kept(self._without_model(current, problem), ran)
 
     def _without_model(self, candidate: Candidate, problem: _Problem) -> Candidate:
         """The last resort when the model cannot (or did not) repair a rejected query.
@@ -218,6 +230,13 @@ class Refiner:
             if lines:
                 text += " " + " ".join(lines) + "."
             return _Problem(text, issues=issues)
+        if self.options.check_joins and candidate.sql:
+            unlinked = unlinked_joins(candidate.sql, self.database.dialect)
+            if unlinked:
+                return _Problem(
+                    f"It ran, but {'; '.join(unlinked)}: every row of one table is paired "
+                    "with every row of the other. Join on the columns that link the tables."
+                )
         return None
 
     def _fix_columns(self, candidate: Candidate) -> Candidate | None:
@@ -300,6 +319,23 @@ class Refiner:
 def _new(notes: list[str], had: list[str]) -> list[str]:
     """The ``notes`` not among ``had`` (a filter added again after a repair is noted once)."""
     return [n for n in notes if n not in had]
+
+
+def _with_data(candidate: Candidate) -> Candidate | None:
+    """``candidate`` when it ran and returned data (a repair that then fails or comes back
+    empty does not replace it: :func:`_kept`), else None."""
+    results = candidate.results
+    return candidate if results is not None and results.ok and results.has_data else None
+
+
+def _kept(last: Candidate, ran: Candidate | None) -> Candidate:
+    """What the repairs leave: ``last``, unless it has no data and an earlier version
+    (``ran``: one whose join linked nothing) did."""
+    if ran is None or ran is last or _with_data(last) is not None:
+        return last
+    note = "repairs gave no rows: the query that ran is kept"
+    ran.notes = [*ran.notes, *_new([note], ran.notes)]
+    return ran
 
 
 def _stopped(candidate: Candidate) -> Candidate:
