@@ -2,8 +2,9 @@
 matplotlib on request.
 
 A result with a time column and a measure is a line (one per category when there is also a
-category column); a category and a measure, a bar chart. A result with no numeric column,
-or one row, gets no chart.
+category column); a category and a measure, a bar chart; two numeric columns and neither,
+a scatter of the measure against the other. A result with no numeric column, or one row,
+gets no chart.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from agents.analysis.plan import TIME_NAMES
+from agents.analysis.tools import IDENTIFIER
 
 VEGA_LITE = "https://vega.github.io/schema/vega-lite/v5.json"
 MAX_POINTS = 500
@@ -88,12 +90,17 @@ def chart_spec(
         return None
     found = roles(columns, rows)
     time, category, measure = found["time"], found["category"], found["measure"]
-    if measure is None or (time is None and category is None):
+    other = _other_number(columns, rows, measure) if time is None and category is None else None
+    if measure is None or (time is None and category is None and other is None):
         return None
     values = [dict(zip(columns, row, strict=False)) for row in rows[:MAX_POINTS]]
     y = {"field": measure, "type": "quantitative"}
-    if time is not None:
-        encoding: dict[str, Any] = {"x": {"field": time, "type": "ordinal"}, "y": y}
+    encoding: dict[str, Any]
+    if other is not None:
+        encoding = {"x": {"field": other, "type": "quantitative"}, "y": y}
+        mark = "point"
+    elif time is not None:
+        encoding = {"x": {"field": time, "type": "ordinal"}, "y": y}
         if category is not None:
             encoding["color"] = {"field": category, "type": "nominal"}
         mark = "line"
@@ -107,6 +114,20 @@ def chart_spec(
         "mark": mark,
         "encoding": encoding,
     }
+
+
+def _other_number(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], measure: str | None
+) -> str | None:
+    """The first numeric column of a result other than ``measure`` and not an identifier
+    (the x of a scatter)."""
+    for position, name in enumerate(columns):
+        values = pd.Series([row[position] for row in rows]).dropna()
+        if name == measure or IDENTIFIER.search(str(name)):
+            continue
+        if len(values) and pd.to_numeric(values, errors="coerce").notna().all():
+            return str(name)
+    return None
 
 
 def render_png(spec_or_data: dict[str, Any] | pd.DataFrame, path: str | Path) -> Path:
@@ -135,6 +156,8 @@ def render_png(spec_or_data: dict[str, Any] | pd.DataFrame, path: str | Path) ->
                 axes.plot(part[x].astype(str), part[y], marker="o", label=str(name) or None)
             if color:
                 axes.legend(title=color)
+        elif spec["mark"] == "point":
+            axes.scatter(data[x], data[y], s=12)
         else:
             axes.bar(data[x].astype(str), data[y])
         axes.set_xlabel(x)

@@ -5,7 +5,10 @@ category column, and by two of them combined), trend and seasonality, outliers o
 and a forecast for a predictive question; a result with a category and a measure gets
 outliers across the categories, how its total splits over them (a count or an amount:
 the largest share against an even split) and, for a prescriptive question, the ranking of the
-categories as options. A tool that fails leaves a caveat, and the others still run. A
+categories as options. A result of 8 rows or more with no time column and another numeric
+column gets how the measure moves with it (rank correlation, and the measure in that
+column's lowest and highest quarter: "how does an expense's cost affect its processing
+time"). A tool that fails leaves a caveat, and the others still run. A
 result whose rows an earlier one already had (in any order, under other column names: "the
 incidents per category" asked twice) adds no facts: the narrative would say it twice.
 """
@@ -32,11 +35,14 @@ from agents.analysis.timeseries import (
     trend_seasonality,
 )
 from agents.analysis.tools import (
+    RELATION_MIN_ROWS,
     additive,
     frame,
     outliers,
     period_change,
     rank_options,
+    related_columns,
+    relation,
     shares,
 )
 
@@ -61,7 +67,9 @@ def compute_facts(
         facts.extend(found)
         caveats.extend(notes)
     if not facts and any(e.ok for e in evidence):
-        caveats.append("no analysis applied: no result holds a time series or a breakdown")
+        caveats.append(
+            "no analysis applied: no result holds a time series, a breakdown or two measures"
+        )
     drivers = {e.id for e in evidence if e.purpose == DRIVERS}
     return sorted(facts, key=lambda f: _driver_rank(f, drivers)), caveats
 
@@ -111,6 +119,9 @@ def _analyse(item: Evidence, kind: str, horizon: int) -> tuple[list[ToolFacts], 
             runs.append(("shares", lambda: shares(df, category, measure)))
         if len(df) >= 3:
             runs.append(("outliers", lambda: outliers(df, measure, category)))
+    if time is None and len(df) >= RELATION_MIN_ROWS:
+        for other in related_columns(df, measure):
+            runs.append(("relation", partial(relation, df, other, measure)))
     results: list[ToolFacts] = []
     for name, run in runs:
         try:

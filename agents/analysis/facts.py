@@ -225,6 +225,40 @@ class Shares(ToolFacts):
 
 
 @dataclass
+class Relation(ToolFacts):
+    """How ``y`` moves with ``x`` over a result's rows: Spearman's rank correlation
+    (``rho``, its ``p_value``, ``count`` rows with both), and the mean of ``y`` in the lowest
+    and the highest quarter of ``x`` (``low_x_up_to``: the lowest quarter's top value of
+    ``x``; ``high_x_from``: the highest quarter's bottom one). ``monotonic``: the correlation
+    is significant at 5 % and ``|rho|`` is 0.1 or more."""
+
+    x: str
+    y: str
+    count: int
+    rho: float | None
+    p_value: float | None
+    monotonic: bool
+    low_x_up_to: float
+    low_mean_y: float
+    high_x_from: float
+    high_mean_y: float
+
+    def __post_init__(self) -> None:
+        self.tool = "relation"
+
+    def summary(self) -> str:
+        test = f"Spearman rho = {shown(self.rho)}, p = {shown(self.p_value)}, n = {self.count}"
+        if not self.monotonic:
+            return f"No monotonic relation between {self.x} and {self.y} ({test})."
+        way = "rises" if (self.rho or 0) > 0 else "falls"
+        return (
+            f"{self.y} {way} as {self.x} rises ({test}): mean {self.y} "
+            f"{shown(self.low_mean_y)} where {self.x} is up to {shown(self.low_x_up_to)}, "
+            f"{shown(self.high_mean_y)} where it is {shown(self.high_x_from)} or more."
+        )
+
+
+@dataclass
 class TrendSeasonality(ToolFacts):
     count: int
     method: str

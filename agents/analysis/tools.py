@@ -1,5 +1,6 @@
 """Analysis tools on the sub-answers' results (pandas DataFrames): what changed and who
-drove it, outliers, how a total splits over segments, and the ranking of options. Time
+drove it, outliers, how a total splits over segments, how one measure moves with another,
+and the ranking of options. Time
 series tools are in :mod:`agents.analysis.timeseries`.
 
 Statistics come from maintained libraries (pandas, scipy); each tool returns a small
@@ -23,6 +24,7 @@ from agents.analysis.facts import (
     Outliers,
     PeriodChange,
     RankedOptions,
+    Relation,
     SegmentShare,
     Shares,
     label,
@@ -222,3 +224,55 @@ def shares(df: pd.DataFrame, category: str, measure: str) -> Shares:
         bottom=segment(ordered.index[-1]),
         top_to_even=rounded(top.share_pct / even),
     )
+
+
+def relation(df: pd.DataFrame, x: str, y: str, *, alpha: float = 0.05) -> Relation:
+    """How ``y`` moves with ``x`` over the rows having both: Spearman's rank correlation
+    (scipy; a monotonic relation, not only a straight line) and the mean of ``y`` in the
+    lowest and the highest quarter of ``x`` (what "cheaper expenses wait longer" is made
+    of)."""
+    _require(df, x, y)
+    data = df[[x, y]].apply(pd.to_numeric, errors="coerce").dropna()
+    if len(data) < RELATION_MIN_ROWS or data[x].nunique() < 4 or data[y].nunique() < 2:
+        raise ValueError(
+            f"relation needs {RELATION_MIN_ROWS} rows and 4 values of {x!r}, got "
+            f"{len(data)} rows and {data[x].nunique()} values"
+        )
+    test = stats.spearmanr(data[x], data[y])
+    rho, p_value = float(test.statistic), float(test.pvalue)
+    quarter = pd.qcut(data[x], 4, duplicates="drop")
+    groups = data.groupby(quarter, observed=True)
+    low, high = (
+        groups.get_group(quarter.cat.categories[0]),
+        groups.get_group(quarter.cat.categories[-1]),
+    )
+    return Relation(
+        x=x,
+        y=y,
+        count=len(data),
+        rho=rounded(rho),
+        p_value=rounded(p_value),
+        monotonic=bool(p_value < alpha and abs(rho) >= 0.1),
+        low_x_up_to=rounded(float(low[x].max())),
+        low_mean_y=rounded(float(low[y].mean())),
+        high_x_from=rounded(float(high[x].min())),
+        high_mean_y=rounded(float(high[y].mean())),
+    )
+
+
+RELATION_MIN_ROWS = 8
+# a column that numbers rows rather than measures them: no relation to read
+IDENTIFIER = re.compile(r"(?:^|_)(id|key|no|number|code|rank|index)$", re.I)
+
+
+def related_columns(df: pd.DataFrame, measure: str) -> list[str]:
+    """The numeric columns other than ``measure`` to relate it to (two at most): not named
+    like an identifier, with 4 distinct values or more."""
+    return [
+        c
+        for c in df.columns
+        if c != measure
+        and pd.api.types.is_numeric_dtype(df[c])
+        and not IDENTIFIER.search(str(c))
+        and df[c].nunique() >= 4
+    ][:2]
