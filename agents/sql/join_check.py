@@ -17,12 +17,15 @@ import logging
 import sqlglot
 from sqlglot import exp
 
+from kb.target.sql_guard import sqlglot_dialect
+
 log = logging.getLogger(__name__)
 
 
 def unlinked_joins(sql: str, dialect: str = "sqlite") -> list[str]:
     """One description per join of ``sql`` whose ON links nothing (empty: none, or ``sql``
     does not parse)."""
+    dialect = sqlglot_dialect(dialect)
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except Exception as exc:  # not ours to judge: the database will say what is wrong

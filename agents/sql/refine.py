@@ -12,9 +12,11 @@ For one candidate:
    qualified with the wrong table to the one table of the query that has the column
    (``agents/sql/column_fix.py``), kept only when the query then runs.
 
-A query that ran but joins a table on a condition that links nothing (``ON a.id = a.id``:
-``agents/sql/join_check.py``) goes back to the model as a problem too; when the repairs do
-not fix it, the query is kept as it ran.
+An empty result of a query comparing dates with "now" on data that ends before today runs
+again with "now" read as the data's newest date, kept (noted) when it returns data
+(``agents/sql/now_anchor.py``). A query that ran but joins a table on a condition that
+links nothing (``ON a.id = a.id``: ``agents/sql/join_check.py``) goes back to the model as
+a problem too; when the repairs do not fix it, the query is kept as it ran.
 
 Before any of it runs, a query gets the default filters of the question's rules it lacks
 (``caliber = 'B'`` from the user's profile, ``agents/sql/default_filters.py``) and, on
@@ -41,6 +43,7 @@ from agents.sql.default_filters import DefaultFilter
 from agents.sql.extract import strip_comments
 from agents.sql.generate import candidate_from_reply, fence_options
 from agents.sql.join_check import unlinked_joins
+from agents.sql.now_anchor import NowAnchor
 from agents.sql.predicates import PredicateChecker, PredicateIssue
 from agents.sql.rewrites import QueryRewriter
 from agents.templates import render
@@ -106,6 +109,7 @@ class Refiner:
         self.options = options or RefineOptions()
         self.columns = ColumnQualifierFix(database, database.dialect)
         self.rewriter = QueryRewriter(database, self.options.default_filters)
+        self.now = NowAnchor(database)
 
     def execute(self, candidate: Candidate) -> Candidate:
         """Run ``candidate`` (if it has SQL) and keep the results on it; past the deadline it
@@ -173,6 +177,11 @@ class Refiner:
                 if fixed is not None:
                     current = fixed
                     continue
+            if current.sql and problem.empty:
+                anchored = self._anchor_now(current)
+                if anchored is not None:
+                    current = anchored
+                    continue
             if self.llm is None or not problem.repairable or not self.options.model_repairs:
                 return _kept(self._without_model(current, problem), ran)
             repaired = self._repair(current, history, problem, attempt)
@@ -229,7 +238,7 @@ class Refiner:
             )
             if lines:
                 text += " " + " ".join(lines) + "."
-            return _Problem(text, issues=issues)
+            return _Problem(text, issues=issues, empty=True)
         if self.options.check_joins and candidate.sql:
             unlinked = unlinked_joins(candidate.sql, self.database.dialect)
             if unlinked:
@@ -238,6 +247,16 @@ class Refiner:
                     "with every row of the other. Join on the columns that link the tables."
                 )
         return None
+
+    def _anchor_now(self, candidate: Candidate) -> Candidate | None:
+        """``candidate`` run with "now" read as the newest date of the data it compares
+        with it (:mod:`agents.sql.now_anchor`), when that returns data."""
+        limit = self.query_limit()
+        anchored = self.now.anchored(candidate.sql, timeout_s=limit)
+        if anchored is None or limit is None:
+            return None
+        ran = self.execute(_rewritten(candidate, anchored.sql, anchored.notes))
+        return ran if ran.results is not None and ran.results.has_data else None
 
     def _fix_columns(self, candidate: Candidate) -> Candidate | None:
         """``candidate`` with misplaced column references moved, if that makes it run."""
@@ -375,3 +394,4 @@ class _Problem:
     repairable: bool = True
     issues: list[PredicateIssue] | None = None
     rejected: bool = False  # the database rejected the SQL (not a refusal or a timeout)
+    empty: bool = False  # it ran and returned no data

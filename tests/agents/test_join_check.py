@@ -26,8 +26,9 @@ LINKED = (
 )
 
 
-def test_a_column_compared_with_itself_is_named():
-    (problem,) = unlinked_joins(SELF)
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])  # the database's name for it
+def test_a_column_compared_with_itself_is_named(dialect):
+    (problem,) = unlinked_joins(SELF, dialect)
     assert problem.startswith("JOIN sc ON s.singer_id = s.singer_id")
     assert "compares s.singer_id with itself" in problem
 
