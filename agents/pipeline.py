@@ -52,7 +52,7 @@ from agents.sql.default_filters import filters_for
 from agents.sql.extract import statement_only
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
-from agents.sql.refine import DEADLINE_NOTE
+from agents.sql.refine_steps import DEADLINE_NOTE
 from agents.sql.rewrites import QueryRewriter
 from agents.sql.template_fill import TemplateFiller
 from agents.sql.tiers import ModelTier, build_cascade

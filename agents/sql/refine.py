@@ -14,7 +14,10 @@ For one candidate:
 
 An empty result of a query comparing dates with "now" on data that ends before today runs
 again with "now" read as the data's newest date, kept (noted) when it returns data
-(``agents/sql/now_anchor.py``). A query that ran but joins a table on a condition that
+(``agents/sql/now_anchor.py``). A query rejected for a column that is an alias of its own
+SELECT list, used where the database reads no alias (a window, WHERE), is run with the
+alias written out before the model is asked (``agents/sql/alias_inline.py``). A query that
+ran but joins a table on a condition that
 links nothing (``ON a.id = a.id``: ``agents/sql/join_check.py``) goes back to the model as
 a problem too; when the repairs do not fix it, the query is kept as it ran.
 
@@ -38,6 +41,7 @@ from dataclasses import dataclass, replace
 
 from agents.answer import Candidate
 from agents.llm.base import LLM, LLMError, Message
+from agents.sql.alias_inline import inline_alias, missing_column
 from agents.sql.column_fix import ColumnQualifierFix
 from agents.sql.default_filters import DefaultFilter
 from agents.sql.extract import strip_comments
@@ -45,15 +49,22 @@ from agents.sql.generate import candidate_from_reply, fence_options
 from agents.sql.join_check import unlinked_joins
 from agents.sql.now_anchor import NowAnchor
 from agents.sql.predicates import PredicateChecker, PredicateIssue
+from agents.sql.refine_steps import (
+    DEADLINE_NOTE,
+    Problem,
+    kept,
+    new_notes,
+    query_key,
+    rewritten,
+    stopped,
+    with_data,
+)
 from agents.sql.rewrites import QueryRewriter
 from agents.templates import render
 from kb.target.database import Database
 from kb.target.results import Results
 
 log = logging.getLogger(__name__)
-
-
-DEADLINE_NOTE = "stopped: the answer's deadline had passed"
 
 
 @dataclass
@@ -128,7 +139,7 @@ class Refiner:
             candidate.sql, max_rows=self.options.max_rows, time_limit=self.query_limit
         )
         candidate.sql, candidate.results = ran.sql, ran.results
-        candidate.notes = [*candidate.notes, *_new(ran.notes, candidate.notes)]
+        candidate.notes = [*candidate.notes, *new_notes(ran.notes, candidate.notes)]
         return candidate
 
     def query_limit(self) -> float | None:
@@ -161,15 +172,15 @@ class Refiner:
         """Execute ``candidate`` (unless ``executed``: it already ran) and repair it up to
         ``rounds`` times; returns the last version."""
         current = candidate if executed else self.execute(candidate)
-        ran = _with_data(current)
+        ran = with_data(current)
         history = list(messages)
-        tried = {_query_key(current.sql)}
+        tried = {query_key(current.sql)}
         for attempt in range(1, self.options.rounds + 1):
             problem = self._problem(current)
             if problem is None:
                 return current
             if self.past_deadline():
-                return _stopped(_kept(current, ran))
+                return stopped(kept(current, ran))
             if current.sql and problem.issues:
                 fixed = self._fix_predicates(current, problem.issues)
                 if fixed is None:
@@ -182,27 +193,32 @@ class Refiner:
                 if anchored is not None:
                     current = anchored
                     continue
+            if current.sql and problem.rejected:
+                inlined = self._inline_alias(current)
+                if inlined is not None:
+                    current = inlined
+                    continue
             if self.llm is None or not problem.repairable or not self.options.model_repairs:
-                return _kept(self._without_model(current, problem), ran)
+                return kept(self._without_model(current, problem), ran)
             repaired = self._repair(current, history, problem, attempt)
             if repaired is None:
-                return _kept(self._without_model(current, problem), ran)
+                return kept(self._without_model(current, problem), ran)
             current = repaired
-            ran = _with_data(current) or ran
-            if repaired.sql and _query_key(repaired.sql) in tried:
+            ran = with_data(current) or ran
+            if repaired.sql and query_key(repaired.sql) in tried:
                 # a query it already wrote fails the same way: another round would be spent
                 # showing the model the same problem (greedy repairs rarely leave such a loop)
                 current.notes = [*current.notes, "repairs stopped: the same query again"]
                 break
-            tried.add(_query_key(repaired.sql))
+            tried.add(query_key(repaired.sql))
         problem = self._problem(current)
         if problem is None:
             return current
         if self.past_deadline():
-            return _stopped(_kept(current, ran))
-        return _kept(self._without_model(current, problem), ran)
+            return stopped(kept(current, ran))
+        return kept(self._without_model(current, problem), ran)
 
-    def _without_model(self, candidate: Candidate, problem: _Problem) -> Candidate:
+    def _without_model(self, candidate: Candidate, problem: Problem) -> Candidate:
         """The last resort when the model cannot (or did not) repair a rejected query.
 
         Moving misplaced column references comes after the model's rounds: a query that
@@ -214,18 +230,18 @@ class Refiner:
             return self._fix_columns(candidate) or candidate
         return candidate
 
-    def _problem(self, candidate: Candidate) -> _Problem | None:
+    def _problem(self, candidate: Candidate) -> Problem | None:
         results = candidate.results
         if results is None:
             return None
         if results.error:
             if results.error.startswith("model failed"):
-                return _Problem(results.error, repairable=False)
+                return Problem(results.error, repairable=False)
             if not candidate.sql:
-                return _Problem("Your reply had no SQL query. Answer with one ```sql block.")
+                return Problem("Your reply had no SQL query. Answer with one ```sql block.")
             if results.error_kind == "connection":
-                return _Problem(results.error, repairable=False)
-            return _Problem(
+                return Problem(results.error, repairable=False)
+            return Problem(
                 f"The database rejected it: {results.error}", rejected=results.error_kind == "sql"
             )
         if not results.has_data and self.options.repair_empty:
@@ -238,15 +254,26 @@ class Refiner:
             )
             if lines:
                 text += " " + " ".join(lines) + "."
-            return _Problem(text, issues=issues, empty=True)
+            return Problem(text, issues=issues, empty=True)
         if self.options.check_joins and candidate.sql:
             unlinked = unlinked_joins(candidate.sql, self.database.dialect)
             if unlinked:
-                return _Problem(
+                return Problem(
                     f"It ran, but {'; '.join(unlinked)}: every row of one table is paired "
                     "with every row of the other. Join on the columns that link the tables."
                 )
         return None
+
+    def _inline_alias(self, candidate: Candidate) -> Candidate | None:
+        """``candidate`` with the alias the database could not read written out
+        (:mod:`agents.sql.alias_inline`), when the query then runs."""
+        results = candidate.results
+        name = missing_column(results.error or "") if results is not None else None
+        inlined = inline_alias(candidate.sql, name, self.database.dialect) if name else None
+        if inlined is None:
+            return None
+        ran = self.execute(rewritten(candidate, inlined.sql, inlined.notes))
+        return ran if ran.results is not None and ran.results.ok else None
 
     def _anchor_now(self, candidate: Candidate) -> Candidate | None:
         """``candidate`` run with "now" read as the newest date of the data it compares
@@ -255,7 +282,7 @@ class Refiner:
         anchored = self.now.anchored(candidate.sql, timeout_s=limit)
         if anchored is None or limit is None:
             return None
-        ran = self.execute(_rewritten(candidate, anchored.sql, anchored.notes))
+        ran = self.execute(rewritten(candidate, anchored.sql, anchored.notes))
         return ran if ran.results is not None and ran.results.has_data else None
 
     def _fix_columns(self, candidate: Candidate) -> Candidate | None:
@@ -264,7 +291,7 @@ class Refiner:
         if moved is None:
             return None
         fixed = self.execute(
-            _rewritten(candidate, moved.sql, [f"column moved: {n}" for n in moved.notes])
+            rewritten(candidate, moved.sql, [f"column moved: {n}" for n in moved.notes])
         )
         if fixed.results is None or fixed.results.error:
             return None
@@ -302,10 +329,10 @@ class Refiner:
             for i in issues
             if i.certain
         ]
-        return self.execute(_rewritten(candidate, sql, notes))
+        return self.execute(rewritten(candidate, sql, notes))
 
     def _repair(
-        self, candidate: Candidate, history: list[Message], problem: _Problem, attempt: int
+        self, candidate: Candidate, history: list[Message], problem: Problem, attempt: int
     ) -> Candidate | None:
         assert self.llm is not None
         shown = strip_comments(candidate.sql) if candidate.sql else "(no SQL)"
@@ -333,65 +360,3 @@ class Refiner:
         if not repaired.sql:
             return repaired  # a failed candidate; the next round may try again
         return self.execute(repaired)
-
-
-def _new(notes: list[str], had: list[str]) -> list[str]:
-    """The ``notes`` not among ``had`` (a filter added again after a repair is noted once)."""
-    return [n for n in notes if n not in had]
-
-
-def _with_data(candidate: Candidate) -> Candidate | None:
-    """``candidate`` when it ran and returned data (a repair that then fails or comes back
-    empty does not replace it: :func:`_kept`), else None."""
-    results = candidate.results
-    return candidate if results is not None and results.ok and results.has_data else None
-
-
-def _kept(last: Candidate, ran: Candidate | None) -> Candidate:
-    """What the repairs leave: ``last``, unless it has no data and an earlier version
-    (``ran``: one whose join linked nothing) did."""
-    if ran is None or ran is last or _with_data(last) is not None:
-        return last
-    note = "repairs gave no rows: the query that ran is kept"
-    ran.notes = [*ran.notes, *_new([note], ran.notes)]
-    return ran
-
-
-def _stopped(candidate: Candidate) -> Candidate:
-    """``candidate`` as it stands, noted as stopped by the deadline."""
-    if DEADLINE_NOTE not in candidate.notes:
-        candidate.notes = [*candidate.notes, DEADLINE_NOTE]
-    return candidate
-
-
-def _query_key(sql: str) -> str:
-    """``sql`` without comments and with its whitespace collapsed, for spotting a repeat."""
-    return " ".join(strip_comments(sql).split()).rstrip(";").lower() if sql else ""
-
-
-def _rewritten(candidate: Candidate, sql: str, notes: list[str]) -> Candidate:
-    """``candidate`` with ``sql`` rewritten without the model (not a repair round)."""
-    return Candidate(
-        sql=sql,
-        reasoning=candidate.reasoning,
-        model=candidate.model,
-        sample=candidate.sample,
-        tier=candidate.tier,
-        repairs=candidate.repairs,
-        notes=[*candidate.notes, *notes],
-        prompt_tokens=candidate.prompt_tokens,
-        completion_tokens=candidate.completion_tokens,
-        logprob_mean=candidate.logprob_mean,
-        logprob_min=candidate.logprob_min,
-        sql_logprob_mean=candidate.sql_logprob_mean,
-        sql_logprob_min=candidate.sql_logprob_min,
-    )
-
-
-@dataclass
-class _Problem:
-    text: str
-    repairable: bool = True
-    issues: list[PredicateIssue] | None = None
-    rejected: bool = False  # the database rejected the SQL (not a refusal or a timeout)
-    empty: bool = False  # it ran and returned no data
