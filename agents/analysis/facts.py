@@ -258,6 +258,11 @@ class Relation(ToolFacts):
         )
 
 
+# the STL seasonal strength from which a series is called seasonal (Wang, Smith & Hyndman's
+# measure: 0 for none, 1 for a pure cycle; a noisy trend scores well under it)
+SEASONAL = 0.4
+
+
 @dataclass
 class TrendSeasonality(ToolFacts):
     count: int
@@ -285,11 +290,17 @@ class TrendSeasonality(ToolFacts):
             f"(slope {shown(self.slope)} per period, p = {shown(self.p_value)})."
         )
         if self.seasonal_strength is not None and self.peak_position is not None:
-            text += (
-                f" It is seasonal with a cycle of {self.period} periods "
-                f"(strength {shown(self.seasonal_strength)}),"
-                f" peaking in {self.peak_position}."
-            )
+            if self.seasonal_strength >= SEASONAL:
+                text += (
+                    f" It is seasonal with a cycle of {self.period} periods "
+                    f"(strength {shown(self.seasonal_strength)}),"
+                    f" peaking in {self.peak_position}."
+                )
+            else:
+                text += (
+                    f" It shows no clear seasonality over a cycle of {self.period} periods "
+                    f"(strength {shown(self.seasonal_strength)})."
+                )
         return text
 
 

@@ -27,16 +27,22 @@ CYCLES = {"M": 12, "Q": 4, "W": 52, "D": 7}
 def time_series(df: pd.DataFrame, time: str, measure: str) -> pd.Series:
     """``measure`` per value of ``time`` (summed, or averaged for an average or a rate:
     :func:`~agents.analysis.tools.aggregation`), in time order; indexed by periods when the
-    times parse as dates of a regular frequency (monthly, quarterly, ...)."""
+    times parse as dates of a regular frequency (monthly, quarterly, ...), are years, or
+    are year-months written as numbers (``202411``, how a ledger keeps its periods)."""
     if time not in df.columns or measure not in df.columns:
         raise ValueError(f"no column {time!r} or {measure!r} in {list(df.columns)}")
     rows = df.dropna(subset=[time, measure]).groupby(time, sort=True)[measure]
     series = rows.agg(aggregation(measure))
     series = series.astype(float)
     if pd.api.types.is_numeric_dtype(series.index):
-        years = series.index.astype(int)
-        if len(years) and years.min() >= 1800 and years.max() <= 2200:
-            series.index = pd.PeriodIndex([str(y) for y in years], freq="Y")
+        whole = series.index.to_numpy(dtype=float)
+        if len(whole) and (whole == np.round(whole)).all():
+            numbers = whole.astype(int)
+            if numbers.min() >= 1800 and numbers.max() <= 2200:
+                series.index = pd.PeriodIndex([str(y) for y in numbers], freq="Y")
+            elif _year_months(numbers):  # 202411: November 2024 (a ledger's period)
+                months = [f"{n // 100}-{n % 100:02d}" for n in numbers]
+                series.index = pd.PeriodIndex(months, freq="M")
         return series
     try:
         when = pd.to_datetime(pd.Series(series.index.astype(str)), format="mixed")
@@ -51,6 +57,12 @@ def time_series(df: pd.DataFrame, time: str, measure: str) -> pd.Series:
     if code in {"M", "Q", "Y", "A", "W", "D"}:
         series.index = series.index.to_period("Y" if code == "A" else code)
     return series
+
+
+def _year_months(numbers: np.ndarray) -> bool:
+    """Whether every number reads as a year and month, YYYYMM (180001 to 220012)."""
+    years, months = numbers // 100, numbers % 100
+    return bool(((years >= 1800) & (years <= 2200) & (months >= 1) & (months <= 12)).all())
 
 
 def coarse_periods(df: pd.DataFrame, time: str, *, most: int = 60) -> str:
