@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 import re
 
-import sqlglot
 from sqlglot import exp
 
+from agents.confidence.sql_shape import parse_statement
 from agents.sql.default_filters import Filtered
 from kb.target.sql_guard import sqlglot_dialect
 
@@ -46,12 +46,8 @@ def inline_alias(sql: str, name: str, dialect: str = "sqlite") -> Filtered | Non
     replaced by the expression it names; None when ``name`` is no alias of a SELECT of
     ``sql``, it is referenced nowhere it could be inlined, or ``sql`` does not parse."""
     dialect = sqlglot_dialect(dialect)
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except Exception as exc:  # not ours to judge
-        log.debug("alias inline skipped for %r: %s", sql[:200], exc)
-        return None
-    if tree is None:
+    tree = parse_statement(sql, dialect)
+    if tree is None:  # not ours to judge: the database will say what is wrong
         return None
     wanted = name.lower()
     replaced = 0

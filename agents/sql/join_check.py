@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 
-import sqlglot
 from sqlglot import exp
 
+from agents.confidence.sql_shape import parse_statement
 from kb.target.sql_guard import sqlglot_dialect
 
 log = logging.getLogger(__name__)
@@ -26,12 +26,8 @@ def unlinked_joins(sql: str, dialect: str = "sqlite") -> list[str]:
     """One description per join of ``sql`` whose ON links nothing (empty: none, or ``sql``
     does not parse)."""
     dialect = sqlglot_dialect(dialect)
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except Exception as exc:  # not ours to judge: the database will say what is wrong
-        log.debug("join check skipped for %r: %s", sql[:200], exc)
-        return []
-    if tree is None:
+    tree = parse_statement(sql, dialect)
+    if tree is None:  # not ours to judge: the database will say what is wrong
         return []
     found: list[str] = []
     for select in tree.find_all(exp.Select):

@@ -19,9 +19,9 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-import sqlglot
 from sqlglot import exp
 
+from agents.confidence.sql_shape import parse_statement
 from agents.sql.default_filters import Filtered, schema_columns
 from kb.target.database import Database
 from kb.target.sql_guard import sqlglot_dialect
@@ -55,11 +55,7 @@ class NowAnchor:
         when that lies before today; None when ``sql`` has no "now", its columns hold no
         dates, the data reaches today, or the query does not parse."""
         dialect = sqlglot_dialect(self.database.dialect)
-        try:
-            tree = sqlglot.parse_one(sql, read=dialect)
-        except Exception as exc:  # not ours to judge
-            log.debug("now anchor skipped for %r: %s", sql[:200], exc)
-            return None
+        tree = parse_statement(sql, dialect)
         if tree is None:
             return None
         references = _references(tree)
