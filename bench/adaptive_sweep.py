@@ -24,8 +24,12 @@ for every target it can speak for: a run at a target under 1.0 knows nothing of 
 samples would have given those questions, so targets above the lowest greedy confidence it
 stopped at are left out (named under the table).
 
-Each target's line: EX, mean latency, its share of the fixed vote's mean latency, and the
-share of questions that drew more than the greedy answer (a question that ran past the
+Each target's line: EX, mean latency, its share of the fixed vote's mean latency, the
+share of questions that drew more than the greedy answer, and the AUROC and ECE of the
+confidence each answer would have carried (the greedy answer's where it stops, else the
+final one's): how well the answers are ranked is a function of the target too, since the
+vote's agreement is the strongest signal and a higher target buys it for more answers.
+Without ``--fixed`` the vote's columns are left out (a question that ran past the
 run's timeout lost its answer and its trace: it counts as it ran, wrong and slow, under
 every target, and as escalated); ``meets`` marks the targets
 within ``--ex-margin`` (default 0.01) of the vote's EX at ``--latency-share`` (default
@@ -37,11 +41,13 @@ here is then checked by a run of its own (``--adaptive-target T`` without ``1.0`
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.confidence.metrics import auroc, expected_calibration_error
 from bench.run import QuestionResult, load_results
 
 DEFAULT_TARGETS = tuple(round(0.05 * i, 2) for i in range(21))
@@ -58,6 +64,15 @@ class Traced:
     final_correct: bool
     final_seconds: float
     escalated: bool  # drew more than the greedy answer in the run
+    final_confidence: float = 0.0
+
+    def confidence_at(self, target: float) -> float:
+        """The confidence the answer under ``target`` would have carried: its greedy
+        answer's when it stops there, else the final answer's (0 for a question that lost
+        its answer to the timeout: nothing was said)."""
+        if self.escalated and self.greedy_confidence >= target:
+            return self.greedy_confidence
+        return self.final_confidence
 
     def at(self, target: float) -> tuple[bool, float, bool]:
         """(correct, seconds, escalated) under ``target``."""
@@ -74,6 +89,8 @@ class TargetLine:
     latency_share: float
     escalated_share: float
     meets: bool
+    auroc: float | None = None  # of the confidence each answer would have carried
+    ece: float | None = None
 
 
 class TraceMissingError(ValueError):
@@ -95,6 +112,7 @@ def traced(result: QuestionResult) -> Traced:
             final_correct=_correct(result.scores),
             final_seconds=result.latency_s,
             escalated=True,
+            final_confidence=0.0,
         )
     if not checks:
         raise TraceMissingError(
@@ -119,6 +137,7 @@ def traced(result: QuestionResult) -> Traced:
         final_correct=final_correct,
         final_seconds=result.latency_s,
         escalated=escalated,
+        final_confidence=float(result.system_metadata.get("confidence") or 0.0),
     )
 
 
@@ -133,22 +152,29 @@ def highest_estimable(questions: Sequence[Traced]) -> float:
 
 def sweep(
     adaptive: Sequence[QuestionResult],
-    fixed: Sequence[QuestionResult],
+    fixed: Sequence[QuestionResult] | None,
     targets: Sequence[float] = DEFAULT_TARGETS,
     *,
     ex_margin: float = 0.01,
     latency_share: float = 0.5,
 ) -> tuple[list[TargetLine], float, float, int]:
     """Each target's line, and the fixed vote's EX and mean latency, over the scored
-    questions both runs answered (their number last). Targets above
+    questions both runs answered (their number last). Without a ``fixed`` run every scored
+    question counts, the vote's figures are NaN and no line ``meets``. Targets above
     :func:`highest_estimable` (a run at a target under 1.0) have no line."""
-    fixed_by_id = {r.id: r for r in fixed if r.scored}
-    questions = [traced(r) for r in adaptive if r.scored and r.id in fixed_by_id]
+    fixed_by_id = {r.id: r for r in fixed if r.scored} if fixed is not None else None
+    questions = [
+        traced(r)
+        for r in adaptive
+        if r.scored and (fixed_by_id is None or r.id in fixed_by_id)
+    ]
     if not questions:
         raise ValueError("the two runs have no scored question in common")
-    vote = [fixed_by_id[q.id] for q in questions]
-    vote_ex = sum(_correct(r.scores) for r in vote) / len(vote)
-    vote_s = sum(r.latency_s for r in vote) / len(vote)
+    vote_ex = vote_s = float("nan")
+    if fixed_by_id is not None:
+        vote = [fixed_by_id[q.id] for q in questions]
+        vote_ex = sum(_correct(r.scores) for r in vote) / len(vote)
+        vote_s = sum(r.latency_s for r in vote) / len(vote)
     ceiling = highest_estimable(questions)
     lines = []
     for target in (t for t in targets if t <= ceiling):
@@ -156,6 +182,8 @@ def sweep(
         ex = sum(correct for correct, _, _ in outcomes) / len(outcomes)
         mean_s = sum(seconds for _, seconds, _ in outcomes) / len(outcomes)
         share = mean_s / vote_s if vote_s else float("nan")
+        confidences = [q.confidence_at(target) for q in questions]
+        labels = [correct for correct, _, _ in outcomes]
         lines.append(
             TargetLine(
                 target=target,
@@ -164,26 +192,48 @@ def sweep(
                 latency_share=share,
                 escalated_share=sum(up for _, _, up in outcomes) / len(outcomes),
                 meets=ex >= vote_ex - ex_margin - 1e-9 and share <= latency_share,
+                auroc=auroc(confidences, labels),
+                ece=expected_calibration_error(confidences, labels),
             )
         )
     return lines, vote_ex, vote_s, len(questions)
 
 
 def report(lines: Sequence[TargetLine], vote_ex: float, vote_s: float, count: int) -> str:
-    """The sweep as a Markdown table, the vote's figures first."""
+    """The sweep as a Markdown table, the vote's figures first (without a vote: its columns
+    left out). AUROC and ECE are of the confidence each answer would have carried."""
+    if math.isnan(vote_ex):
+        out = [
+            f"{count} questions, no fixed vote to compare with",
+            "",
+            "| target | EX | mean latency | escalated | AUROC | ECE |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for line in lines:
+            out.append(
+                f"| {line.target:.2f} | {line.ex:.3f} | {line.mean_s:.2f} s | "
+                f"{100 * line.escalated_share:.0f} % | {_fmt(line.auroc)} | {_fmt(line.ece)} |"
+            )
+        return "\n".join(out)
     out = [
         f"fixed vote on {count} questions: EX {vote_ex:.3f}, mean latency {vote_s:.2f} s",
         "",
-        "| target | EX | vs vote | mean latency | share of the vote's | escalated | meets |",
-        "|---:|---:|---:|---:|---:|---:|:---:|",
+        "| target | EX | vs vote | mean latency | share of the vote's | escalated | AUROC | ECE "
+        "| meets |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for line in lines:
         out.append(
             f"| {line.target:.2f} | {line.ex:.3f} | {100 * (line.ex - vote_ex):+.1f} | "
             f"{line.mean_s:.2f} s | {100 * line.latency_share:.0f} % | "
-            f"{100 * line.escalated_share:.0f} % | {'yes' if line.meets else ''} |"
+            f"{100 * line.escalated_share:.0f} % | {_fmt(line.auroc)} | {_fmt(line.ece)} | "
+            f"{'yes' if line.meets else ''} |"
         )
     return "\n".join(out)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _correct(scores: dict[str, float] | None) -> bool:
@@ -204,7 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--adaptive", type=Path, required=True, help="run at --adaptive-target 1")
-    parser.add_argument("--fixed", type=Path, required=True, help="the vote on the same questions")
+    parser.add_argument(
+        "--fixed", type=Path, help="the vote on the same questions (without it: no vote columns)"
+    )
     parser.add_argument("--targets", type=_targets, default=DEFAULT_TARGETS, help="T,T,...")
     parser.add_argument("--ex-margin", type=float, default=0.01)
     parser.add_argument("--latency-share", type=float, default=0.5)
@@ -213,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         lines, vote_ex, vote_s, count = sweep(
             load_results(args.adaptive / "results.jsonl"),
-            load_results(args.fixed / "results.jsonl"),
+            load_results(args.fixed / "results.jsonl") if args.fixed else None,
             args.targets,
             ex_margin=args.ex_margin,
             latency_share=args.latency_share,

@@ -186,3 +186,38 @@ def test_a_run_under_target_one_speaks_only_for_targets_up_to_its_lowest_stop(
     printed = capsys.readouterr().out
     assert "| 0.10 |" in printed and "| 0.50 |" not in printed
     assert "Targets 0.50, 0.90 left out" in printed
+
+
+def test_each_target_carries_the_auroc_and_ece_of_the_confidence_its_answers_would_have():
+    # a, d stop sure at 0.5 (0.9, 0.4 -> d escalates), b, c draw on and carry the vote's 0.9
+    runs = [
+        result("a", greedy=(0.9, True, 2.0), final=(True, 10.0)),
+        result("b", greedy=(0.6, False, 3.0), final=(True, 12.0)),
+        result("c", greedy=(0.2, False, 4.0), final=(False, 14.0)),
+    ]
+    for run, final_confidence in zip(runs, (0.95, 0.8, 0.1), strict=True):
+        run.system_metadata["confidence"] = final_confidence
+    questions = [traced(r) for r in runs]
+    # at 0.0 the greedy confidences: 0.9 right, 0.6 wrong, 0.2 wrong
+    assert [q.confidence_at(0.0) for q in questions] == [0.9, 0.6, 0.2]
+    # at 0.7 b and c draw on: b's vote (right, 0.8), c's (wrong, 0.1)
+    assert [q.confidence_at(0.7) for q in questions] == [0.9, 0.8, 0.1]
+    lines, vote_ex, _, count = sweep(runs, None, (0.0, 0.7))
+    assert count == 3 and vote_ex != vote_ex  # no vote: NaN
+    low, high = lines
+    assert low.auroc == 1.0 and high.auroc == 1.0
+    assert low.ece == pytest.approx((0.1 + 0.6 + 0.2) / 3)
+    assert high.ece == pytest.approx((0.1 + 0.2 + 0.1) / 3)
+    assert not low.meets and not high.meets
+
+
+def test_without_a_fixed_vote_the_sweep_prints_no_vote_columns(tmp_path: Path, capsys):
+    (tmp_path / "adaptive").mkdir()
+    (tmp_path / "adaptive" / "results.jsonl").write_text(
+        "".join(r.model_dump_json() + "\n" for r in ADAPTIVE)
+    )
+    assert main(["--adaptive", str(tmp_path / "adaptive"), "--targets", "0.5"]) == 0
+    printed = capsys.readouterr().out
+    assert "4 questions, no fixed vote" in printed
+    assert "| target | EX | mean latency | escalated | AUROC | ECE |" in printed
+    assert "| 0.50 | 0.500 |" in printed
