@@ -164,9 +164,7 @@ def sweep(
     :func:`highest_estimable` (a run at a target under 1.0) have no line."""
     fixed_by_id = {r.id: r for r in fixed if r.scored} if fixed is not None else None
     questions = [
-        traced(r)
-        for r in adaptive
-        if r.scored and (fixed_by_id is None or r.id in fixed_by_id)
+        traced(r) for r in adaptive if r.scored and (fixed_by_id is None or r.id in fixed_by_id)
     ]
     if not questions:
         raise ValueError("the two runs have no scored question in common")
