@@ -34,6 +34,9 @@ Features (a feature that does not apply is left out, never set to a made-up valu
 - ``projection_echoes_filter``: the SELECT returns only columns its WHERE holds equal to a
   literal; ``attribute_via_reference``: it reads a column of rows referencing the named
   entity when the entity's own table has that column (:mod:`agents.confidence.sql_reading`);
+- ``unlinked_joins``: joins whose ON links nothing (``ON a.x = a.x``, or reading one side
+  only; :mod:`agents.sql.join_check`): refine asks the model to repair them, and one that
+  survives pairs every row with every other;
 - ``samples``, ``failed_share``; with more than one sample ``vote_share`` (the winning
   result's share of all samples) and ``distinct_results``;
 - ``plain_fallback``, ``escalated`` (tiers asked after the first);
@@ -57,6 +60,7 @@ from agents.confidence.sql_shape import parse_statement, sql_shape
 from agents.confidence.vocabulary import VocabularySnapshot, generic_words
 from agents.rag.agent import RagContext
 from agents.sql.extract import statement_only
+from agents.sql.join_check import unlinked_joins
 from agents.sql.vote import VoteOutcome
 from indices.experience_skeleton import skeleton_of, sql_skeleton
 from indices.normalize import tokenize
@@ -157,6 +161,7 @@ def answer_signals(
         f.update(sql_shape(statement, dialect, tree=tree))
         f.update(knowledge_use(rag, statement, dialect, tree=tree))
         f.update(sql_reading(tree, vocabulary.keys))
+        f["unlinked_joins"] = float(len(unlinked_joins(statement, dialect, tree=tree)))
     f["repairs"] = float(winner.repairs)
     f["value_corrected"] = float(any("value" in note for note in winner.notes))
     if winner.template_id is not None:

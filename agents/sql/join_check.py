@@ -22,11 +22,14 @@ from kb.target.sql_guard import sqlglot_dialect
 log = logging.getLogger(__name__)
 
 
-def unlinked_joins(sql: str, dialect: str = "sqlite") -> list[str]:
+def unlinked_joins(
+    sql: str, dialect: str = "sqlite", *, tree: exp.Expression | None = None
+) -> list[str]:
     """One description per join of ``sql`` whose ON links nothing (empty: none, or ``sql``
-    does not parse)."""
+    does not parse). ``tree``: ``sql`` already parsed (the answer's signals parse it once)."""
     dialect = sqlglot_dialect(dialect)
-    tree = parse_statement(sql, dialect)
+    if tree is None:
+        tree = parse_statement(sql, dialect)
     if tree is None:  # not ours to judge: the database will say what is wrong
         return []
     found: list[str] = []

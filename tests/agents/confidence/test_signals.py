@@ -122,6 +122,24 @@ def test_what_the_winning_sql_reads_is_a_signal(concert):
     assert _signals(concert, question, [right]).features["projection_echoes_filter"] == 0.0
 
 
+def test_a_join_that_links_nothing_is_counted(concert):
+    question = "What are the names of singers in concerts?"
+    crossed = _candidate(
+        "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T2.singer_id = "
+        "T2.singer_id",
+        [("Joe Sharp",)],
+    )
+    assert _signals(concert, question, [crossed]).features["unlinked_joins"] == 1.0
+    linked = _candidate(
+        "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = "
+        "T2.singer_id",
+        [("Joe Sharp",)],
+    )
+    assert _signals(concert, question, [linked]).features["unlinked_joins"] == 0.0
+    unparsed = _signals(concert, question, [_candidate("SELECT * FROM (", [(6,)])]).features
+    assert "unlinked_joins" not in unparsed  # an SQL that does not parse is not judged
+
+
 def test_log_probabilities_repairs_and_value_corrections_of_the_winner(concert):
     winner = _candidate("S", [(6,)], logprobs=[-0.1, -0.3, -2.0], repairs=2)
     winner.notes.append("predicate value corrected: 'france' -> 'France'")
