@@ -69,8 +69,12 @@ class Scored:
     seconds: float
 
 
-def read_run(set_name: str, folder: Path) -> list[Scored]:
-    """The scored answers of a ``bench run`` folder (questions whose gold failed left out)."""
+def read_run(set_name: str, folder: Path, metric: str = "ex") -> list[Scored]:
+    """The scored answers of a ``bench run`` folder (questions whose gold failed left out).
+
+    An answer is right when its score under ``metric`` is 1; an answer scored without that
+    metric falls back to ``ex`` (Spider's ``spider_ex`` lets the columns come in any order,
+    as Spider's own evaluation does; AutoFin and GeoQuery answers have ``ex`` only)."""
     found = []
     for result in load_results(folder / "results.jsonl"):
         if result.scores is None:
@@ -81,7 +85,7 @@ def read_run(set_name: str, folder: Path) -> list[Scored]:
                 set_name,
                 result.id,
                 {k: float(v) for k, v in (meta.get("signals") or {}).items()},
-                result.scores.get("ex", 0.0) >= 1.0,
+                result.scores.get(metric, result.scores.get("ex", 0.0)) >= 1.0,
                 meta.get("confidence"),
                 result.latency_s,
             )
@@ -201,7 +205,7 @@ def report(args: argparse.Namespace) -> int:
         name, _, folder = spec.partition("=")
         if not folder:
             raise ValueError(f"a run is NAME=FOLDER, got {spec!r}")
-        sets[name] = read_run(name, Path(folder))
+        sets[name] = read_run(name, Path(folder), args.correct)
     if args.unanswerable:
         sets[UNANSWERABLE] = read_unanswerable(args.unanswerable)
     lines = [_quality_table(sets), "", _abstention_table(sets, args.abstain_fit)]
@@ -358,6 +362,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("--adaptive", type=Path, help="a run of almanac-adaptive")
     rep.add_argument("--fixed", type=Path, help="a run of almanac-tts on the same questions")
+    rep.add_argument(
+        "--correct",
+        default="ex",
+        help="the score an answer must reach 1 on to count right (default ex; spider_ex: "
+        "Spider's column-order-free match, ex where a run has no such score)",
+    )
     rep.add_argument("--write", type=Path, help="fit on every set and save the calibrator here")
     rep.add_argument("--out", type=Path, help="also write the tables here (markdown)")
     return parser

@@ -116,3 +116,30 @@ def test_recorded_abstention_reads_the_confidence_the_answers_carried(tmp_path, 
     assert table["0.3"][2].strip() == "0.500 (5/10)" and table["0.3"][3].strip() == "0.000 (0/20)"
     assert table["0.5"][3].strip() == "0.000 (0/20)"  # 0.5 is not under 0.5
     assert table["0.6"][2].strip() == "1.000 (10/10)" and table["0.6"][3].strip() == "1.000 (20/20)"
+
+
+def test_correctness_can_be_read_from_another_score_falling_back_to_ex(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    rows = [
+        # the columns in another order: wrong under ex, right under Spider's match
+        QuestionResult(
+            id="swapped",
+            position=0,
+            question="q",
+            database="db",
+            scores={"ex": 0.0, "spider_ex": 1.0},
+            system_metadata={"signals": {}},
+        ),
+        QuestionResult(  # scored without spider_ex (an AutoFin answer): ex decides
+            id="plain",
+            position=1,
+            question="q",
+            database="db",
+            scores={"ex": 1.0},
+            system_metadata={"signals": {}},
+        ),
+    ]
+    (folder / "results.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rows))
+    assert [s.correct for s in read_run("r", folder)] == [False, True]
+    assert [s.correct for s in read_run("r", folder, "spider_ex")] == [True, True]
