@@ -39,7 +39,7 @@ from bench.learn_split import (
 )
 from bench.report import alternative_lines, mean_scores, timeout_line, write_report
 from bench.run import MiningSystem, RunConfig, Runner, write_run_manifest
-from bench.sampling import shuffled, stratified_ids, stratified_sample
+from bench.sampling import asked_ids, shuffled, stratified_ids, stratified_sample
 from bench.stream_mining import StreamMiningOptions
 from bench.synthesis import synthesis_transforms, write_synthesis
 from bench.systems import System, make_system
@@ -56,12 +56,17 @@ def run_command(args: argparse.Namespace) -> int:
     hidden = [e.id for e in revealed] if args.examples_per_db is not None else []
     if args.exclude_stratified:
         hidden += stratified_ids(full.filter(split=args.split), args.exclude_stratified)
+    for run_dir in args.exclude_run or []:
+        hidden += asked_ids(run_dir)
     if args.split or args.limit is not None or hidden:
         dataset = dataset.filter(split=args.split, limit=args.limit, exclude_ids=hidden)
-        if args.exclude_stratified and not dataset.examples:
-            raise ValueError(
-                f"--exclude-stratified {args.exclude_stratified} leaves no question to ask"
-            )
+        if (args.exclude_stratified or args.exclude_run) and not dataset.examples:
+            named = []
+            if args.exclude_stratified:
+                named.append(f"--exclude-stratified {args.exclude_stratified}")
+            if args.exclude_run:
+                named.append(f"--exclude-run {[str(d) for d in args.exclude_run]}")
+            raise ValueError(f"{' '.join(named)} leaves no question to ask")
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
     if args.shuffle is not None:
@@ -139,6 +144,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["shuffle"] = args.shuffle
     if args.exclude_stratified:  # only then, as above
         manifest["exclude_stratified"] = sorted(args.exclude_stratified)
+    if args.exclude_run:  # only then, as above
+        manifest["exclude_run"] = [str(d) for d in args.exclude_run]
     if args.learn_split == REST_SPLIT:  # since same-SQL paraphrases are held back
         manifest["rest"] = "the questions not asked, without same-SQL paraphrases of the asked"
     if args.no_knowledge_pack:

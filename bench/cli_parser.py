@@ -143,6 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
         " (--stratify 150 --exclude-stratified 300)",
     )
     run.add_argument(
+        "--exclude-run",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="leave out the questions a recorded run (DIR/results.jsonl) asked (repeatable):"
+        " after a calibrator is fitted on runs, measure it on questions none of them asked",
+    )
+    run.add_argument(
         "--data-dictionary",
         action="store_true",
         help="apply the data dictionary a benchmark ships (Spider's tables.json: natural"

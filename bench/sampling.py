@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 
 from bench.datasets import Dataset
 
@@ -48,6 +50,22 @@ def stratified_ids(dataset: Dataset, sizes: Iterable[int], *, seed: int = 0) -> 
     """The ids of every stratified sample of ``dataset`` of the given sizes (the questions
     ``--stratify N`` asks), e.g. to leave out of a later sample what a calibrator saw."""
     return {e.id for size in sizes for e in stratified_sample(dataset, size, seed=seed).examples}
+
+
+def asked_ids(run_dir: Path) -> set[str]:
+    """The ids of the questions a recorded ``bench run`` asked (its ``results.jsonl``), e.g.
+    to leave out of a later sample what a calibrator fitted on that run saw."""
+    results = run_dir / "results.jsonl"
+    if not results.is_file():
+        raise FileNotFoundError(f"--exclude-run {run_dir}: no results.jsonl there")
+    ids = set()
+    for number, line in enumerate(results.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                ids.add(str(json.loads(line)["id"]))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{results}:{number}: not a result line ({exc})") from exc
+    return ids
 
 
 def shuffled(dataset: Dataset, seed: int) -> Dataset:

@@ -158,6 +158,25 @@ def test_exclude_stratified_asks_only_questions_the_named_samples_do_not(spider,
     assert not (tmp_path / "none").exists()
 
 
+def test_exclude_run_asks_only_questions_the_recorded_runs_did_not(spider, tmp_path, capsys):
+    """After a calibrator is fitted on recorded runs, measure it on questions none asked."""
+    first = tmp_path / "first"
+    run = ["run", "--dataset", "spider_dev", "--system", "gold", "--stratify", "10"]
+    assert bench_main([*run, "--out", str(first)]) == 0
+    assert bench_main([*run, "--exclude-run", str(first), "--out", str(tmp_path / "next")]) == 0
+
+    def ids(folder):
+        return {json.loads(line)["id"] for line in (folder / "results.jsonl").open()}
+
+    assert len(ids(tmp_path / "next")) == 10 and not ids(first) & ids(tmp_path / "next")
+    manifest = json.loads((tmp_path / "next" / "run.json").read_text())
+    assert manifest["exclude_run"] == [str(first)]
+
+    missing = ["--exclude-run", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")]
+    assert bench_main([*run, *missing]) == 2
+    assert "no results.jsonl there" in capsys.readouterr().err
+
+
 def test_learn_split_rest_holds_back_same_sql_paraphrases_of_the_asked(tmp_path):
     """Spider dev pairs paraphrases under one gold SQL: revealing one would answer the other."""
     from bench.learn_split import rest_of
