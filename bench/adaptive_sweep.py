@@ -25,13 +25,13 @@ samples would have given those questions, so targets above the lowest greedy con
 stopped at are left out (named under the table).
 
 Each target's line: EX, mean latency, its share of the fixed vote's mean latency, the
-share of questions that drew more than the greedy answer, and the AUROC and ECE of the
-confidence each answer would have carried (the greedy answer's where it stops, else the
-final one's): how well the answers are ranked is a function of the target too, since the
-vote's agreement is the strongest signal and a higher target buys it for more answers.
-Without ``--fixed`` the vote's columns are left out (a question that ran past the
+share of questions that drew more than the greedy answer (a question that ran past the
 run's timeout lost its answer and its trace: it counts as it ran, wrong and slow, under
-every target, and as escalated); ``meets`` marks the targets
+every target, and as escalated, with confidence 0), and the AUROC and ECE of the
+confidence each answer would have carried (the greedy answer's where it stops, else the
+final one's): how well the answers are ranked depends on the target too, since answers
+the vote made right keep a split vote's low confidence. Without ``--fixed`` the vote's
+columns are left out. ``meets`` marks the targets
 within ``--ex-margin`` (default 0.01) of the vote's EX at ``--latency-share`` (default
 0.5) of its latency or less. The latency of a question that would have stopped is an
 estimate from the run (its greedy answer was not timed alone), so the best target found
