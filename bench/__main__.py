@@ -56,17 +56,16 @@ def run_command(args: argparse.Namespace) -> int:
     hidden = [e.id for e in revealed] if args.examples_per_db is not None else []
     if args.exclude_stratified:
         hidden += stratified_ids(full.filter(split=args.split), args.exclude_stratified)
+    excluded_runs = [str(d) for d in args.exclude_run or []]
     for run_dir in args.exclude_run or []:
         hidden += asked_ids(run_dir)
     if args.split or args.limit is not None or hidden:
         dataset = dataset.filter(split=args.split, limit=args.limit, exclude_ids=hidden)
-        if (args.exclude_stratified or args.exclude_run) and not dataset.examples:
-            named = []
-            if args.exclude_stratified:
-                named.append(f"--exclude-stratified {args.exclude_stratified}")
-            if args.exclude_run:
-                named.append(f"--exclude-run {[str(d) for d in args.exclude_run]}")
-            raise ValueError(f"{' '.join(named)} leaves no question to ask")
+        if (args.exclude_stratified or excluded_runs) and not dataset.examples:
+            named = {"--exclude-stratified": args.exclude_stratified}
+            named["--exclude-run"] = excluded_runs
+            options = " ".join(f"{option} {value}" for option, value in named.items() if value)
+            raise ValueError(f"{options} leaves no question to ask")
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
     if args.shuffle is not None:
@@ -144,8 +143,8 @@ def run_command(args: argparse.Namespace) -> int:
         manifest["shuffle"] = args.shuffle
     if args.exclude_stratified:  # only then, as above
         manifest["exclude_stratified"] = sorted(args.exclude_stratified)
-    if args.exclude_run:  # only then, as above
-        manifest["exclude_run"] = [str(d) for d in args.exclude_run]
+    if excluded_runs:  # only then, as above
+        manifest["exclude_run"] = excluded_runs
     if args.learn_split == REST_SPLIT:  # since same-SQL paraphrases are held back
         manifest["rest"] = "the questions not asked, without same-SQL paraphrases of the asked"
     if args.no_knowledge_pack:

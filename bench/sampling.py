@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
 from bench.datasets import Dataset
+from bench.run import load_results
 
 
 def stratified_sample(dataset: Dataset, size: int, *, seed: int = 0) -> Dataset:
@@ -58,14 +58,7 @@ def asked_ids(run_dir: Path) -> set[str]:
     results = run_dir / "results.jsonl"
     if not results.is_file():
         raise FileNotFoundError(f"--exclude-run {run_dir}: no results.jsonl there")
-    ids = set()
-    for number, line in enumerate(results.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                ids.add(str(json.loads(line)["id"]))
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{results}:{number}: not a result line ({exc})") from exc
-    return ids
+    return {result.id for result in load_results(results)}
 
 
 def shuffled(dataset: Dataset, seed: int) -> Dataset:
