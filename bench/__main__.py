@@ -64,8 +64,8 @@ def run_command(args: argparse.Namespace) -> int:
         if (args.exclude_stratified or excluded_runs) and not dataset.examples:
             named = {"--exclude-stratified": args.exclude_stratified}
             named["--exclude-run"] = excluded_runs
-            options = " ".join(f"{option} {value}" for option, value in named.items() if value)
-            raise ValueError(f"{options} leaves no question to ask")
+            flags = " ".join(f"{option} {value}" for option, value in named.items() if value)
+            raise ValueError(f"{flags} leaves no question to ask")
     if args.stratify:
         dataset = stratified_sample(dataset, args.stratify)
     if args.shuffle is not None:
