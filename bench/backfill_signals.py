@@ -17,7 +17,6 @@ An answer that already carries a signal keeps its value; one without recorded si
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Callable
@@ -28,8 +27,7 @@ from sqlglot import exp
 from agents.confidence.sql_shape import parse_statement
 from agents.sql.extract import statement_only
 from agents.sql.join_check import unlinked_joins
-
-log = logging.getLogger(__name__)
+from bench.run_copy import copy_run
 
 SqlSignal = Callable[[str, str, exp.Expression], float]
 SQL_ONLY_SIGNALS: dict[str, SqlSignal] = {
@@ -42,27 +40,13 @@ SQL_ONLY_SIGNALS: dict[str, SqlSignal] = {
 def backfill(run: Path, out: Path, dialect: str = "sqlite") -> dict[str, int]:
     """Writes the copy of ``run`` into ``out``; returns how many answers gained each signal
     (and ``answers``, how many lines were read)."""
-    source = run / "results.jsonl"
-    if not source.is_file():
-        raise FileNotFoundError(f"no results.jsonl in {run}")
-    if out.resolve() == run.resolve():
-        raise ValueError(f"--out {out} is the run itself: the copy must go elsewhere")
-    out.mkdir(parents=True, exist_ok=True)
-    counts = dict.fromkeys(SQL_ONLY_SIGNALS, 0) | {"answers": 0}
-    with (out / "results.jsonl").open("w", encoding="utf-8") as sink:
-        for line in source.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            counts["answers"] += 1
-            for name in _fill(row, dialect):
-                counts[name] += 1
-            sink.write(json.dumps(row) + "\n")
-    for item in run.iterdir():
-        target = out / item.name
-        if item.name != "results.jsonl" and not target.exists():
-            target.symlink_to(item.resolve())
-    return counts
+    gained = dict.fromkeys(SQL_ONLY_SIGNALS, 0)
+
+    def add_missing(row: dict) -> None:
+        for name in _fill(row, dialect):
+            gained[name] += 1
+
+    return {"answers": copy_run(run, out, add_missing), **gained}
 
 
 def _fill(row: dict, dialect: str) -> list[str]:

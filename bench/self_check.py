@@ -15,20 +15,17 @@ then says what the signal adds to the others (compare with the same report on th
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
-
-from tqdm import tqdm
 
 from agents.confidence.metrics import auroc
 from agents.confidence.self_check import SelfCheck, schema_ddl
 from bench.agent_workspace import ModelChoice, load_llm
 from bench.datasets.registry import load_dataset
+from bench.run_copy import copy_run
 from kb.target.database import Database
 
-log = logging.getLogger(__name__)
 SIGNAL = "self_check_p_yes"
 
 
@@ -37,39 +34,31 @@ def check_run(run: Path, dataset: str, checker: SelfCheck, out: Path) -> dict[st
     and returns the AUROCs (the signal alone, the recorded confidence) and coverage."""
     urls = load_dataset(dataset).databases
     schemas: dict[str, str] = {}
-    lines = (run / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    out.mkdir(parents=True, exist_ok=True)
     p_yes: list[float] = []
     recorded: list[float] = []
     labels: list[bool] = []
-    read = 0
-    with (out / "results.jsonl").open("w", encoding="utf-8") as sink:
-        for line in tqdm(lines, desc="self-check", unit="answer"):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            sql, scores = row.get("predicted_sql"), row.get("scores")
-            if sql and scores is not None and row["database"] in urls:
-                if row["database"] not in schemas:
-                    database = Database(urls[row["database"]])
-                    schemas[row["database"]] = schema_ddl(database)
-                    database.close()
-                verdict = checker.verdict(row["question"], schemas[row["database"]], sql)
-                if verdict.p_yes is not None:
-                    meta = row.setdefault("system_metadata", {})
-                    meta.setdefault("signals", {})[SIGNAL] = round(verdict.p_yes, 4)
-                    read += 1
-                    right = scores.get("ex", 0.0) >= 1.0
-                    p_yes.append(verdict.p_yes)
-                    labels.append(right)
-                    confidence = (row.get("system_metadata") or {}).get("confidence")
-                    recorded.append(float(confidence) if confidence is not None else 0.0)
-            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-    manifest = run / "manifest.json"
-    if manifest.is_file():
-        (out / "manifest.json").write_text(manifest.read_text(encoding="utf-8"), encoding="utf-8")
+
+    def add_verdict(row: dict) -> None:
+        sql, scores = row.get("predicted_sql"), row.get("scores")
+        if not sql or scores is None or row["database"] not in urls:
+            return
+        if row["database"] not in schemas:
+            database = Database(urls[row["database"]])
+            schemas[row["database"]] = schema_ddl(database)
+            database.close()
+        verdict = checker.verdict(row["question"], schemas[row["database"]], sql)
+        if verdict.p_yes is None:
+            return
+        meta = row.setdefault("system_metadata", {})
+        meta.setdefault("signals", {})[SIGNAL] = round(verdict.p_yes, 4)
+        p_yes.append(verdict.p_yes)
+        labels.append(scores.get("ex", 0.0) >= 1.0)
+        confidence = meta.get("confidence")
+        recorded.append(float(confidence) if confidence is not None else 0.0)
+
+    copy_run(run, out, add_verdict, progress="self-check")
     return {
-        "answers_read": float(read),
+        "answers_read": float(len(labels)),
         "right": float(sum(labels)),
         "auroc_self_check": auroc(p_yes, labels),
         "auroc_recorded_confidence": auroc(recorded, labels),
