@@ -43,7 +43,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +64,7 @@ class Traced:
     final_correct: bool
     final_seconds: float
     escalated: bool  # drew more than the greedy answer in the run
-    final_confidence: float = 0.0
+    final_confidence: float
 
     def confidence_at(self, target: float) -> float:
         """The confidence the answer under ``target`` would have carried: its greedy
@@ -200,34 +200,37 @@ def sweep(
 def report(lines: Sequence[TargetLine], vote_ex: float, vote_s: float, count: int) -> str:
     """The sweep as a Markdown table, the vote's figures first (without a vote: its columns
     left out). AUROC and ECE are of the confidence each answer would have carried."""
-    if math.isnan(vote_ex):
-        out = [
-            f"{count} questions, no fixed vote to compare with",
-            "",
-            "| target | EX | mean latency | escalated | AUROC | ECE |",
-            "|---:|---:|---:|---:|---:|---:|",
-        ]
-        for line in lines:
-            out.append(
-                f"| {line.target:.2f} | {line.ex:.3f} | {line.mean_s:.2f} s | "
-                f"{100 * line.escalated_share:.0f} % | {_fmt(line.auroc)} | {_fmt(line.ece)} |"
-            )
-        return "\n".join(out)
+    with_vote = not math.isnan(vote_ex)
+    columns: list[tuple[str, str, Callable[[TargetLine], str]]] = [
+        ("target", "---:", lambda line: f"{line.target:.2f}"),
+        ("EX", "---:", lambda line: f"{line.ex:.3f}"),
+        ("vs vote", "---:", lambda line: f"{100 * (line.ex - vote_ex):+.1f}"),
+        ("mean latency", "---:", lambda line: f"{line.mean_s:.2f} s"),
+        ("share of the vote's", "---:", lambda line: f"{100 * line.latency_share:.0f} %"),
+        ("escalated", "---:", lambda line: f"{100 * line.escalated_share:.0f} %"),
+        ("AUROC", "---:", lambda line: _fmt(line.auroc)),
+        ("ECE", "---:", lambda line: _fmt(line.ece)),
+        ("meets", ":---:", lambda line: "yes" if line.meets else ""),
+    ]
+    if not with_vote:
+        columns = [c for c in columns if c[0] not in _VOTE_COLUMNS]
+    head = (
+        f"fixed vote on {count} questions: EX {vote_ex:.3f}, mean latency {vote_s:.2f} s"
+        if with_vote
+        else f"{count} questions, no fixed vote to compare with"
+    )
     out = [
-        f"fixed vote on {count} questions: EX {vote_ex:.3f}, mean latency {vote_s:.2f} s",
+        head,
         "",
-        "| target | EX | vs vote | mean latency | share of the vote's | escalated | AUROC | ECE "
-        "| meets |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "| " + " | ".join(name for name, _, _ in columns) + " |",
+        "|" + "|".join(align for _, align, _ in columns) + "|",
     ]
     for line in lines:
-        out.append(
-            f"| {line.target:.2f} | {line.ex:.3f} | {100 * (line.ex - vote_ex):+.1f} | "
-            f"{line.mean_s:.2f} s | {100 * line.latency_share:.0f} % | "
-            f"{100 * line.escalated_share:.0f} % | {_fmt(line.auroc)} | {_fmt(line.ece)} | "
-            f"{'yes' if line.meets else ''} |"
-        )
+        out.append("| " + " | ".join(cell(line) for _, _, cell in columns) + " |")
     return "\n".join(out)
+
+
+_VOTE_COLUMNS = frozenset({"vs vote", "share of the vote's", "meets"})
 
 
 def _fmt(value: float | None) -> str:
