@@ -4,6 +4,9 @@ a calibrator that never saw it.
 - :func:`leave_one_out`: each set predicted by a calibrator fitted on the other sets only;
 - :func:`cross_fitted`: each set split into ``folds`` stratified folds, each fold predicted by
   a calibrator fitted on the other sets and the set's other folds.
+
+Two sets may hold answers to the same questions (a greedy run and a vote on one sample): an
+answer to a question being predicted is never fitted on, from whichever set it comes.
 """
 
 from __future__ import annotations
@@ -17,15 +20,20 @@ from agents.confidence.calibrator import fit_calibrator
 
 
 class Answer(Protocol):
+    id: str  # the question's
     features: dict[str, float]
     correct: bool
 
 
 def leave_one_out(sets: Mapping[str, Sequence[Answer]]) -> dict[str, list[float]]:
-    """P(correct) of each answer, fitted on the other sets."""
+    """P(correct) of each answer, fitted on the other sets' answers to other questions."""
     predicted: dict[str, list[float]] = {}
     for name, found in sets.items():
-        train = [a for other, answers in sets.items() if other != name for a in answers]
+        asked = {a.id for a in found}
+        train = [
+            a for other, answers in sets.items() if other != name for a in answers
+            if a.id not in asked
+        ]  # fmt: skip
         calibrator = fit_calibrator(
             [a.features for a in train], [a.correct for a in train], source="others"
         )
@@ -36,7 +44,8 @@ def leave_one_out(sets: Mapping[str, Sequence[Answer]]) -> dict[str, list[float]
 def cross_fitted(
     sets: Mapping[str, Sequence[Answer]], *, folds: int = 5, seed: int = 0
 ) -> dict[str, list[float]]:
-    """P(correct) of each answer, fitted on the other sets and its set's other folds."""
+    """P(correct) of each answer, fitted on its set's other folds and the other sets'
+    answers to questions outside its fold."""
     predicted: dict[str, list[float]] = {}
     for name, found in sets.items():
         others = [a for other, answers in sets.items() if other != name for a in answers]
@@ -46,7 +55,9 @@ def cross_fitted(
             held = [i for i, f in enumerate(assignment) if f == fold]
             if not held:
                 continue
-            train = others + [a for i, a in enumerate(found) if assignment[i] != fold]
+            held_ids = {found[i].id for i in held}
+            train = [a for a in others if a.id not in held_ids]
+            train += [a for i, a in enumerate(found) if assignment[i] != fold]
             calibrator = fit_calibrator(
                 [a.features for a in train], [a.correct for a in train], source="pooled"
             )

@@ -12,8 +12,11 @@ from bench.calibration import main, read_run, read_unanswerable
 from bench.run import QuestionResult
 
 
-def _run(folder: Path, n: int, seed: int, *, seconds: float = 1.0, samples: float = 1.0) -> None:
-    """``n`` answers whose ``sql_logprob_min`` separates right (high) from wrong (low)."""
+def _run(
+    folder: Path, n: int, seed: int, *, seconds: float = 1.0, samples: float = 1.0, ids: str = "q"
+) -> None:
+    """``n`` answers whose ``sql_logprob_min`` separates right (high) from wrong (low), to
+    questions ``{ids}0``, ``{ids}1``, ... (sets with the same ``ids`` answer the same ones)."""
     rng = random.Random(seed)
     folder.mkdir(parents=True)
     lines = []
@@ -24,7 +27,7 @@ def _run(folder: Path, n: int, seed: int, *, seconds: float = 1.0, samples: floa
             "samples": samples,
         }
         result = QuestionResult(
-            id=f"q{i}",
+            id=f"{ids}{i}",
             position=i,
             question=f"question {i}",
             database="db",
@@ -46,8 +49,8 @@ def _unanswerable(folder: Path, n: int) -> None:
 
 
 def test_the_report_measures_each_set_and_writes_a_calibrator(tmp_path, capsys):
-    _run(tmp_path / "a", 90, 1)
-    _run(tmp_path / "b", 60, 2)
+    _run(tmp_path / "a", 90, 1, ids="a")
+    _run(tmp_path / "b", 60, 2, ids="b")
     _unanswerable(tmp_path / "u", 20)
     assert len(read_run("a", tmp_path / "a")) == 90
     assert {s.correct for s in read_unanswerable(tmp_path / "u")} == {False}
