@@ -36,7 +36,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +43,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.confidence.calibrator import Calibrator, CalibratorLoadError, fit_calibrator
-from agents.confidence.metrics import auroc, brier, expected_calibration_error, sampling_ece
-from bench.calibration_folds import cross_fitted, leave_one_out
+from bench.calibration_tables import UNANSWERABLE, Scored, abstention_table, quality_table
 from bench.datasets.example import Example
 from bench.datasets.registry import default_data_root, load_dataset
 from bench.datasets.unanswerable import load_unanswerable
@@ -53,20 +51,6 @@ from bench.run import load_results
 from bench.systems import make_system
 
 log = logging.getLogger(__name__)
-THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
-UNANSWERABLE = "unanswerable"
-
-
-@dataclass
-class Scored:
-    """One answer of a set: its signals, whether it was right, what it cost."""
-
-    set_name: str
-    id: str
-    features: dict[str, float]
-    correct: bool
-    confidence: float | None
-    seconds: float
 
 
 def read_run(set_name: str, folder: Path, metric: str = "ex") -> list[Scored]:
@@ -208,7 +192,7 @@ def report(args: argparse.Namespace) -> int:
         sets[name] = read_run(name, Path(folder), args.correct)
     if args.unanswerable:
         sets[UNANSWERABLE] = read_unanswerable(args.unanswerable)
-    lines = [_quality_table(sets), "", _abstention_table(sets, args.abstain_fit)]
+    lines = [quality_table(sets), "", abstention_table(sets, args.abstain_fit)]
     if args.adaptive and args.fixed:
         lines += ["", _adaptive_line(args.adaptive, args.fixed)]
     text = "\n".join(lines)
@@ -240,69 +224,6 @@ def _previous(path: Path) -> Calibrator | None:
         return None
 
 
-def _quality_table(sets: dict[str, list[Scored]]) -> str:
-    """AUROC, ECE (and Brier) per set of the recorded, other-sets and pooled confidences;
-    then every set together (the unanswerable questions among the wrong answers). The last
-    column is the ECE that the pooled confidences would show on a set this size if they were
-    perfectly calibrated (:func:`agents.confidence.metrics.sampling_ece`): ECE's floor."""
-    out = [
-        "| set | answers | correct | recorded AUROC | recorded ECE | other sets AUROC | "
-        "other sets ECE | pooled 5-fold AUROC | pooled 5-fold ECE | pooled Brier | "
-        "pooled ECE if calibrated |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    others = leave_one_out(sets)
-    folds = cross_fitted(sets)
-    rows = [(name, found, others[name], folds[name]) for name, found in sets.items()]
-    if len(sets) > 1:
-        rows.append(
-            (
-                "all sets",
-                [s for found in sets.values() for s in found],
-                [p for name in sets for p in others[name]],
-                [p for name in sets for p in folds[name]],
-            )
-        )
-    for name, found, other, pooled in rows:
-        labels = [s.correct for s in found]
-        recorded = [_recorded(s) for s in found]
-        cells = [name, str(len(found)), f"{np.mean(labels):.3f}" if found else "-"]
-        for probs in (recorded, other, pooled):
-            cells += [_fmt(auroc(probs, labels)), _fmt(expected_calibration_error(probs, labels))]
-        cells += [_fmt(brier(pooled, labels)), _fmt(sampling_ece(pooled))]
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
-
-
-def _abstention_table(sets: dict[str, list[Scored]], fit: str) -> str:
-    """Abstention by threshold: unanswerable questions abstained on, and the correct answers
-    of each answerable set abstained on (the cost)."""
-    if fit == "recorded":  # what the answers said: the calibrator they ran with
-        probs = {name: [_recorded(s) for s in found] for name, found in sets.items()}
-    else:
-        probs = leave_one_out(sets) if fit == "other-sets" else cross_fitted(sets)
-    names = [n for n in sets if n != UNANSWERABLE]
-    head = "| threshold | unanswerable abstained | " + " | ".join(
-        f"{n}: correct abstained | {n}: wrong abstained" for n in names
-    )
-    out = [head + " |", "|---:" * (2 + 2 * len(names)) + "|"]
-    for threshold in THRESHOLDS:
-        cells = [f"{threshold:.1f}"]
-        if UNANSWERABLE in sets:
-            cells.append(_share([p < threshold for p in probs[UNANSWERABLE]]))
-        else:
-            cells.append("-")
-        for name in names:
-            found = sets[name]
-            right = [p < threshold for p, s in zip(probs[name], found, strict=True) if s.correct]
-            wrong = [
-                p < threshold for p, s in zip(probs[name], found, strict=True) if not s.correct
-            ]
-            cells += [_share(right), _share(wrong)]
-        out.append("| " + " | ".join(cells) + " |")
-    return f"abstention ({fit} calibrator):\n" + "\n".join(out)
-
-
 def _adaptive_line(adaptive: Path, fixed: Path) -> str:
     a = {s.id: s for s in read_run("adaptive", adaptive)}
     f = {s.id: s for s in read_run("fixed", fixed)}
@@ -319,19 +240,6 @@ def _adaptive_line(adaptive: Path, fixed: Path) -> str:
         f"({100 * (ex_a - ex_f):+.1f} points); mean latency {lat_a:.2f} s vs {lat_f:.2f} s "
         f"({100 * lat_a / lat_f:.0f} %); adaptive drew {samples:.2f} samples on average"
     )
-
-
-def _recorded(answer: Scored) -> float:
-    """The confidence an answer was given when it ran (0.5 for a run that recorded none)."""
-    return answer.confidence if answer.confidence is not None else 0.5
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None or value != value else f"{value:.3f}"
-
-
-def _share(flags: Sequence[bool]) -> str:
-    return f"{np.mean(flags):.3f} ({sum(flags)}/{len(flags)})" if flags else "-"
 
 
 def _parser() -> argparse.ArgumentParser:
