@@ -16,6 +16,9 @@ runs and prints, per set:
   calibrator, the pooled one, or (``--abstain-fit recorded``) the confidence the answers
   carried: on runs the packaged calibrator never saw (``--exclude-stratified``, the held-out
   unanswerable set), what a new deployment would abstain on;
+- with ``--calibrator FILE``: that calibrator's AUROC and ECE on every set (a candidate
+  default measured on runs it never saw, which recorded the current default's confidence);
+  ``--abstain-fit given`` abstains by it;
 - with ``--adaptive RUN --fixed RUN``: EX and mean latency of adaptive sampling against a
   fixed vote on the same questions.
 
@@ -192,7 +195,8 @@ def report(args: argparse.Namespace) -> int:
         sets[name] = read_run(name, Path(folder), args.correct)
     if args.unanswerable:
         sets[UNANSWERABLE] = read_unanswerable(args.unanswerable)
-    lines = [quality_table(sets), "", abstention_table(sets, args.abstain_fit)]
+    given = Calibrator.load(args.calibrator) if args.calibrator else None
+    lines = [quality_table(sets, given), "", abstention_table(sets, args.abstain_fit, given)]
     if args.adaptive and args.fixed:
         lines += ["", _adaptive_line(args.adaptive, args.fixed)]
     text = "\n".join(lines)
@@ -266,7 +270,15 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("runs", nargs="*", help="NAME=FOLDER of `bench run` outputs")
     rep.add_argument("--unanswerable", type=Path, help="folder of ask-unanswerable")
     rep.add_argument(
-        "--abstain-fit", choices=("other-sets", "pooled", "recorded"), default="other-sets"
+        "--abstain-fit",
+        choices=("other-sets", "pooled", "recorded", "given"),
+        default="other-sets",
+        help="whose confidence abstains (given: --calibrator's)",
+    )
+    rep.add_argument(
+        "--calibrator",
+        type=Path,
+        help="also measure this calibrator (a candidate default) on the sets' answers",
     )
     rep.add_argument("--adaptive", type=Path, help="a run of almanac-adaptive")
     rep.add_argument("--fixed", type=Path, help="a run of almanac-tts on the same questions")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents.confidence.calibrator import Calibrator
 from agents.confidence.metrics import auroc, brier, expected_calibration_error, sampling_ece
 from bench.calibration_folds import cross_fitted, leave_one_out
 
@@ -27,16 +28,19 @@ class Scored:
     seconds: float
 
 
-def quality_table(sets: dict[str, list[Scored]]) -> str:
+def quality_table(sets: dict[str, list[Scored]], given: Calibrator | None = None) -> str:
     """AUROC, ECE (and Brier) per set of the recorded, other-sets and pooled confidences;
     then every set together (the unanswerable questions among the wrong answers). The last
     column is the ECE that the pooled confidences would show on a set this size if they were
-    perfectly calibrated (:func:`agents.confidence.metrics.sampling_ece`): ECE's floor."""
+    perfectly calibrated (:func:`agents.confidence.metrics.sampling_ece`): ECE's floor.
+    With a ``given`` calibrator (one fitted before, e.g. a candidate default on answers it
+    never saw) its AUROC and ECE follow the recorded ones."""
+    given_head = "given AUROC | given ECE | " if given is not None else ""
     out = [
-        "| set | answers | correct | recorded AUROC | recorded ECE | other sets AUROC | "
-        "other sets ECE | pooled 5-fold AUROC | pooled 5-fold ECE | pooled Brier | "
-        "pooled ECE if calibrated |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| set | answers | correct | recorded AUROC | recorded ECE | {given_head}"
+        "other sets AUROC | other sets ECE | pooled 5-fold AUROC | pooled 5-fold ECE | "
+        "pooled Brier | pooled ECE if calibrated |",
+        "|---|---:|---:|" + "---:|" * (8 + (2 if given is not None else 0)),
     ]
     others = leave_one_out(sets)
     folds = cross_fitted(sets)
@@ -54,18 +58,28 @@ def quality_table(sets: dict[str, list[Scored]]) -> str:
         labels = [s.correct for s in found]
         recorded = [_recorded(s) for s in found]
         cells = [name, str(len(found)), f"{np.mean(labels):.3f}" if found else "-"]
-        for probs in (recorded, other, pooled):
+        confidences = [recorded, other, pooled]
+        if given is not None:
+            confidences.insert(1, given.predict_many([s.features for s in found]))
+        for probs in confidences:
             cells += [_fmt(auroc(probs, labels)), _fmt(expected_calibration_error(probs, labels))]
         cells += [_fmt(brier(pooled, labels)), _fmt(sampling_ece(pooled))]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
-def abstention_table(sets: dict[str, list[Scored]], fit: str) -> str:
+def abstention_table(
+    sets: dict[str, list[Scored]], fit: str, given: Calibrator | None = None
+) -> str:
     """Abstention by threshold: unanswerable questions abstained on, and the correct answers
-    of each answerable set abstained on (the cost)."""
+    of each answerable set abstained on (the cost). ``fit``: whose confidence (``recorded``,
+    ``given``: the ``given`` calibrator's, ``other-sets``, ``pooled``)."""
     if fit == "recorded":  # what the answers said: the calibrator they ran with
         probs = {name: [_recorded(s) for s in found] for name, found in sets.items()}
+    elif fit == "given":
+        if given is None:
+            raise ValueError("--abstain-fit given needs --calibrator FILE")
+        probs = {name: given.predict_many([s.features for s in f]) for name, f in sets.items()}
     else:
         probs = leave_one_out(sets) if fit == "other-sets" else cross_fitted(sets)
     names = [n for n in sets if n != UNANSWERABLE]

@@ -146,3 +146,31 @@ def test_correctness_can_be_read_from_another_score_falling_back_to_ex(tmp_path)
     (folder / "results.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rows))
     assert [s.correct for s in read_run("r", folder)] == [False, True]
     assert [s.correct for s in read_run("r", folder, "spider_ex")] == [True, True]
+
+
+def test_a_given_calibrator_is_measured_beside_the_recorded_confidence(tmp_path, capsys):
+    _run(tmp_path / "a", 90, 1, ids="a")
+    _run(tmp_path / "b", 60, 2, ids="b")
+    _run(tmp_path / "unseen", 30, 5, ids="c")
+    candidate = tmp_path / "candidate.json"
+    assert (
+        main(["report", f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}", "--write", str(candidate)])
+        == 0
+    )
+    capsys.readouterr()
+    argv = ["report", f"unseen={tmp_path / 'unseen'}", "--calibrator", str(candidate)]
+    assert main([*argv, "--abstain-fit", "given"]) == 0
+    out = capsys.readouterr().out
+    head = next(x for x in out.splitlines() if x.startswith("| set |")).split("|")
+    row = next(x for x in out.splitlines() if x.startswith("| unseen |")).split("|")
+    assert head[6].strip() == "given AUROC" and row[6].strip() == "1.000"  # recorded: 0.500
+    assert row[4].strip() == "0.500"
+    assert "abstention (given calibrator)" in out
+    table = {
+        x.split("|")[1].strip(): x.split("|") for x in out.splitlines() if x.startswith("| 0.")
+    }
+    assert table["0.5"][3].strip() == "0.000 (0/20)" and table["0.5"][4].strip() == "1.000 (10/10)"
+    assert main([*argv[:2], "--abstain-fit", "given"]) == 2
+    assert "--abstain-fit given needs --calibrator" in capsys.readouterr().err
+    (tmp_path / "broken.json").write_text("not json")
+    assert main([*argv[:2], "--calibrator", str(tmp_path / "broken.json")]) == 2
