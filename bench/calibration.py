@@ -22,6 +22,11 @@ runs and prints, per set:
 - with ``--adaptive RUN --fixed RUN``: EX and mean latency of adaptive sampling against a
   fixed vote on the same questions.
 
+``export`` writes a run's answers (signals, scores, confidence, cost; no question text) to a
+gzipped recording in ``bench/recordings/`` (:mod:`bench.recordings`), which ``report`` reads
+in place of the folder: the answers a packaged calibrator is fitted on outlive the machine
+that recorded them.
+
 ``report --write PATH`` fits one calibrator on every set given (the unanswerable set
 included) and saves it, one version after the calibrator already there:
 ``agents/confidence/default_calibrator.json`` is made this way.
@@ -50,6 +55,14 @@ from bench.calibration_tables import UNANSWERABLE, Scored, abstention_table, qua
 from bench.datasets.example import Example
 from bench.datasets.registry import default_data_root, load_dataset
 from bench.datasets.unanswerable import load_unanswerable
+from bench.recordings import (
+    SUFFIX,
+    export_run,
+    export_unanswerable,
+    is_recording,
+    note_commit,
+    read_recording,
+)
 from bench.run import load_results
 from bench.systems import make_system
 
@@ -78,6 +91,20 @@ def read_run(set_name: str, folder: Path, metric: str = "ex") -> list[Scored]:
             )
         )
     return found
+
+
+def read_set(name: str, where: Path, metric: str = "ex") -> list[Scored]:
+    """A set's answers from a run folder, an ask-unanswerable folder or a recording
+    (:mod:`bench.recordings`), named ``name`` (the unanswerable set keeps its own name)."""
+    if is_recording(where):
+        _, found = read_recording(where, metric)
+        for answer in found:
+            if answer.set_name != UNANSWERABLE:
+                answer.set_name = name
+        return found
+    if name == UNANSWERABLE:
+        return read_unanswerable(where)
+    return read_run(name, where, metric)
 
 
 def read_unanswerable(folder: Path) -> list[Scored]:
@@ -123,6 +150,7 @@ def ask_unanswerable(args: argparse.Namespace) -> int:
         options["calibrator"] = args.calibrator
     system = make_system(args.system, **{k: v for k, v in options.items() if v is not None})
     args.out.mkdir(parents=True, exist_ok=True)
+    note_commit(args.out)
     path = args.out / "unanswerable.jsonl"
     done = set()
     if path.exists():
@@ -185,16 +213,30 @@ def _autofin_example(path: Path) -> Example:
     return dataset.examples[0]
 
 
+# --------------------------------------------------------------------------- export
+def export(args: argparse.Namespace) -> int:
+    """Write a run's (or the unanswerable set's) answers to a recording."""
+    command = args.command_line or ""
+    if args.run:
+        count = export_run(args.run, args.set, args.out, commits=args.commit, command=command)
+    else:
+        count = export_unanswerable(
+            args.unanswerable, args.out, commits=args.commit, command=command
+        )
+    print(f"recorded {count} answers: {args.out}")
+    return 0
+
+
 # --------------------------------------------------------------------------- report
 def report(args: argparse.Namespace) -> int:
     sets: dict[str, list[Scored]] = {}
     for spec in args.runs:
-        name, _, folder = spec.partition("=")
-        if not folder:
-            raise ValueError(f"a run is NAME=FOLDER, got {spec!r}")
-        sets[name] = read_run(name, Path(folder), args.correct)
+        name, _, where = spec.partition("=")
+        if not where:
+            raise ValueError(f"a run is NAME=FOLDER or NAME=RECORDING{SUFFIX}, got {spec!r}")
+        sets[name] = read_set(name, Path(where), args.correct)
     if args.unanswerable:
-        sets[UNANSWERABLE] = read_unanswerable(args.unanswerable)
+        sets[UNANSWERABLE] = read_set(UNANSWERABLE, args.unanswerable, args.correct)
     given = Calibrator.load(args.calibrator) if args.calibrator else None
     lines = [quality_table(sets, given), "", abstention_table(sets, args.abstain_fit, given)]
     if args.adaptive and args.fixed:
@@ -266,9 +308,25 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--adaptive-target", type=float, help="default: the server's 0.1")
     ask.add_argument("--calibrator", type=Path)
     ask.add_argument("--out", type=Path, required=True)
+    exp = commands.add_parser("export", help="write answers to a recording (bench/recordings)")
+    source = exp.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", type=Path, help="a `bench run` folder")
+    source.add_argument("--unanswerable", type=Path, help="an ask-unanswerable folder")
+    exp.add_argument("--set", default=UNANSWERABLE, help="the set's name (a run's: required)")
+    exp.add_argument(
+        "--commit",
+        action="append",
+        help="a commit the answers were recorded at (repeat; default: the run's run.json)",
+    )
+    exp.add_argument("--command-line", help="the command that recorded the answers")
+    exp.add_argument("--out", type=Path, required=True, help=f"the recording (NAME{SUFFIX})")
     rep = commands.add_parser("report", help="AUROC, ECE, abstention, adaptive n")
-    rep.add_argument("runs", nargs="*", help="NAME=FOLDER of `bench run` outputs")
-    rep.add_argument("--unanswerable", type=Path, help="folder of ask-unanswerable")
+    rep.add_argument(
+        "runs", nargs="*", help=f"NAME=FOLDER of `bench run` outputs, or NAME=RECORDING{SUFFIX}"
+    )
+    rep.add_argument(
+        "--unanswerable", type=Path, help=f"folder of ask-unanswerable, or its RECORDING{SUFFIX}"
+    )
     rep.add_argument(
         "--abstain-fit",
         choices=("other-sets", "pooled", "recorded", "given"),
@@ -299,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "ask-unanswerable":
             return ask_unanswerable(args)
+        if args.command == "export":
+            if args.run and args.set == UNANSWERABLE:
+                raise ValueError("export --run needs --set NAME (the set's name in reports)")
+            return export(args)
         return report(args)
     except (KeyError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

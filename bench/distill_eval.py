@@ -30,7 +30,7 @@ from typing import Any
 from bench.compare import compare_runs, write_comparison
 from bench.datasets import Dataset, MissingDatabaseError, load_dataset, require_databases
 from bench.report import LABELS
-from bench.run import load_results
+from bench.run import COMMITS, load_results
 from bench.sampling import stratified_sample
 from distill.eval_inputs import EvalError, Sample, base_model_of, student_gguf
 
@@ -269,7 +269,7 @@ def _holds(folder: Path, ids: list[str], dataset: str, sample: Sample, bench: Be
                 f"base run {folder} is not over the same questions with the same chain: its "
                 f"{key} is {manifest.get(key)!r}, this evaluation's {value!r}"
             )
-    other = sorted(set(manifest) - set(expected) - {"model"})
+    other = sorted(set(manifest) - set(expected) - {"model", COMMITS})
     if other:  # --data-dictionary, --cot, --synthesize, --mine-every...: another chain
         raise EvalError(f"base run {folder} ran with options this evaluation does not: {other}")
     answered = {r.id for r in load_results(folder / "results.jsonl")}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ StreamMode = Literal["labeled", "unlabeled"]
 METRICS = ("ex", "spider_ex", "soft_f1", "bf_beta")
 MINING_LOG = "mining.jsonl"
 LEARNED = "learned"  # run.json: what the learn split taught (note_learned)
+COMMITS = "commits"  # run.json: the commits the run's answers were recorded at
 
 
 class MiningRecord(Protocol):
@@ -338,17 +340,48 @@ def write_run_manifest(out_dir: Path, manifest: dict[str, Any], *, fresh: bool) 
     :func:`note_learned` added after the run started is not part of what it is)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "run.json"
+    commits: list[str] = []
     if fresh:
         for name in ("results.jsonl", "run.json", MINING_LOG):
             (out_dir / name).unlink(missing_ok=True)
     elif path.exists():
         previous = json.loads(path.read_text())
         previous.pop(LEARNED, None)
+        commits = previous.pop(COMMITS, [])
         if previous != manifest:
             raise ValueError(
                 f"{out_dir} holds another run ({previous}); use --fresh or another --out"
             )
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    current = source_commit()
+    if current is not None and current not in commits:
+        commits.append(current)  # a run resumed at a later commit says so
+    path.write_text(json.dumps({**manifest, COMMITS: commits}, indent=2, sort_keys=True) + "\n")
+
+
+def source_commit() -> str | None:
+    """The commit of the checkout this code runs from (``-dirty`` when it has uncommitted
+    changes to tracked files), or None outside a git checkout."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}-dirty" if dirty else head or None
 
 
 def note_learned(out_dir: Path, learned: dict[str, Any]) -> None:
