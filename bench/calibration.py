@@ -23,7 +23,8 @@ runs and prints, per set:
   fixed vote on the same questions.
 
 ``export`` writes a run's answers (signals, scores, confidence, cost; no question text) to a
-gzipped recording in ``bench/recordings/`` (:mod:`bench.recordings`), which ``report`` reads
+gzipped recording (:mod:`bench.recordings`; the packaged calibrator's lie in
+``agents/confidence/recordings/``), which ``report`` reads
 in place of the folder: the answers a packaged calibrator is fitted on outlive the machine
 that recorded them.
 
@@ -51,18 +52,12 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.confidence.calibrator import Calibrator, CalibratorLoadError, fit_calibrator
+from agents.confidence.recorded_answers import PACKAGED_FOLDER, SUFFIX, is_recording
 from bench.calibration_tables import UNANSWERABLE, Scored, abstention_table, quality_table
 from bench.datasets.example import Example
 from bench.datasets.registry import default_data_root, load_dataset
 from bench.datasets.unanswerable import load_unanswerable
-from bench.recordings import (
-    SUFFIX,
-    export_run,
-    export_unanswerable,
-    is_recording,
-    note_commit,
-    read_recording,
-)
+from bench.recordings import export_run, export_unanswerable, note_commit, read_scored
 from bench.run import load_results
 from bench.systems import make_system
 
@@ -97,7 +92,7 @@ def read_set(name: str, where: Path, metric: str = "ex") -> list[Scored]:
     """A set's answers from a run folder, an ask-unanswerable folder or a recording
     (:mod:`bench.recordings`), named ``name`` (the unanswerable set keeps its own name)."""
     if is_recording(where):
-        _, found = read_recording(where, metric)
+        _, found = read_scored(where, metric)
         for answer in found:
             if answer.set_name != UNANSWERABLE:
                 answer.set_name = name
@@ -253,9 +248,23 @@ def report(args: argparse.Namespace) -> int:
             previous=_previous(args.write),
             source="bench:" + "+".join(sorted(sets)),
         )
+        fitted.recordings = packaged_names(args)
         fitted.save(args.write)
         print(f"calibrator {fitted.method} v{fitted.version} on {len(everything)}: {args.write}")
+        if not fitted.recordings:
+            print("  (not every set is a recording in agents/confidence/recordings: a refit will")
+            print("   fit on the deployment's answers alone)")
     return 0
+
+
+def packaged_names(args: argparse.Namespace) -> list[str]:
+    """The file names of the report's sets when every one is a packaged recording (what a
+    calibrator written from them lists, and a deployment's refit fits on), else none."""
+    paths = [Path(spec.partition("=")[2]) for spec in args.runs]
+    if args.unanswerable:
+        paths.append(args.unanswerable)
+    inside = [p for p in paths if is_recording(p) and p.resolve().parent == PACKAGED_FOLDER]
+    return [p.name for p in inside] if paths and len(inside) == len(paths) else []
 
 
 def _previous(path: Path) -> Calibrator | None:
@@ -308,7 +317,9 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--adaptive-target", type=float, help="default: the server's 0.1")
     ask.add_argument("--calibrator", type=Path)
     ask.add_argument("--out", type=Path, required=True)
-    exp = commands.add_parser("export", help="write answers to a recording (bench/recordings)")
+    exp = commands.add_parser(
+        "export", help="write answers to a recording (agents/confidence/recordings)"
+    )
     source = exp.add_mutually_exclusive_group(required=True)
     source.add_argument("--run", type=Path, help="a `bench run` folder")
     source.add_argument("--unanswerable", type=Path, help="an ask-unanswerable folder")

@@ -10,10 +10,10 @@ import numpy as np
 
 from agents.confidence.calibrator import Calibrator
 from agents.confidence.metrics import auroc, brier, expected_calibration_error, sampling_ece
+from agents.confidence.recorded_answers import UNANSWERABLE
 from bench.calibration_folds import cross_fitted, leave_one_out
 
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
-UNANSWERABLE = "unanswerable"
 
 
 @dataclass

@@ -1,41 +1,36 @@
-"""Calibration recordings: the answers a calibrator is fitted on, kept in the repository.
+"""Calibration recordings written from bench runs (the format is
+:mod:`agents.confidence.recorded_answers`).
 
 A ``bench run`` or ``ask-unanswerable`` folder lives under ``bench/out`` with its LLM caches,
 and is lost with the machine. What fitting and measuring a calibrator needs of it is small:
-per answer its question id, its confidence signals, its scores (or, for the unanswerable set,
-nothing: every answer is wrong), the confidence it carried and what it cost. A recording is
-that, one gzipped JSON line per answer after a header line that says where the answers came
-from (the set's name, the run's manifest, the commits it was recorded at, the command).
-``bench/recordings/`` holds the ones the packaged calibrator is fitted on, so that
-``python -m bench.calibration report NAME=bench/recordings/NAME.jsonl.gz ... --write`` fits
-it again on any machine, and a later session adds sets instead of recording all of them anew.
+per answer its question id, its confidence signals, its scores, the confidence it carried and
+what it cost. ``export_run`` and ``export_unanswerable`` write that to a recording;
+``agents/confidence/recordings/`` holds the ones the packaged calibrator is fitted on, so that
+``python -m bench.calibration report NAME=agents/confidence/recordings/NAME.jsonl.gz ...
+--write`` fits it again on any machine, a later session adds sets instead of recording all of
+them anew, and a deployment's refit pools them with its own verified answers.
 
     python -m bench.calibration export --run bench/out/s58-spider300-greedy \\
-        --set spider300 --out bench/recordings/spider300.jsonl.gz
+        --set spider300 --out agents/confidence/recordings/spider300.jsonl.gz
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
 
-from bench.calibration_tables import UNANSWERABLE, Scored
+from agents.confidence.recorded_answers import (
+    UNANSWERABLE,
+    RecordedAnswersError,
+    is_correct,
+    read_recording,
+    write_recording,
+)
+from bench.calibration_tables import Scored
 from bench.run import COMMITS, load_results, source_commit
 
-FORMAT = 1
-SUFFIX = ".jsonl.gz"
 ASKED_COMMITS = "commits.json"  # an ask-unanswerable folder: the commits that asked
-
-
-class RecordingError(ValueError):
-    """A recording that cannot be written or read (the path and the reason in the text)."""
-
-
-def is_recording(path: Path) -> bool:
-    """Whether ``path`` names a recording file rather than a run folder."""
-    return path.name.endswith(SUFFIX)
 
 
 def export_run(
@@ -87,7 +82,9 @@ def export_unanswerable(
     The commits are the folder's own (``commits.json``) unless given."""
     path = folder / "unanswerable.jsonl"
     if not path.exists():
-        raise RecordingError(f"{folder}: no unanswerable.jsonl (not an ask-unanswerable folder)")
+        raise RecordedAnswersError(
+            f"{folder}: no unanswerable.jsonl (not an ask-unanswerable folder)"
+        )
     asked = folder / ASKED_COMMITS
     if not commits and asked.exists():
         commits = json.loads(asked.read_text(encoding="utf-8"))
@@ -109,46 +106,24 @@ def export_unanswerable(
     return _write(out, set_name, UNANSWERABLE, {}, commits or [], command, rows, folder)
 
 
-def read_recording(path: Path, metric: str = "ex") -> tuple[str, list[Scored]]:
-    """The set name and the answers of a recording. A run's answer is right when its score
-    under ``metric`` is 1 (``ex`` where it has no such score, as :func:`bench.calibration.
-    read_run` does); an unanswerable set's answers are all wrong."""
-    header, rows = read_rows(path)
-    unanswerable = header["kind"] == UNANSWERABLE
-    found = []
-    for row in rows:
-        scores = row.get("scores") or {}
-        correct = False if unanswerable else scores.get(metric, scores.get("ex", 0.0)) >= 1.0
-        found.append(
-            Scored(
-                UNANSWERABLE if unanswerable else header["set"],
-                row["id"],
-                {k: float(v) for k, v in row["signals"].items()},
-                correct,
-                row.get("confidence"),
-                float(row.get("seconds") or 0.0),
-            )
+def read_scored(path: Path, metric: str = "ex") -> tuple[str, list[Scored]]:
+    """The set name and the answers of a recording, as the calibration report reads them.
+    A run's answer is right when its score under ``metric`` is 1 (``ex`` where it has no
+    such score); an unanswerable set's are all wrong and keep that set's name."""
+    header, rows = read_recording(path)
+    unanswerable = header.get("kind") == UNANSWERABLE
+    found = [
+        Scored(
+            UNANSWERABLE if unanswerable else header["set"],
+            row["id"],
+            {k: float(v) for k, v in row["signals"].items()},
+            is_correct(header, row, metric),
+            row.get("confidence"),
+            float(row.get("seconds") or 0.0),
         )
+        for row in rows
+    ]
     return header["set"], found
-
-
-def read_rows(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A recording's header and answer rows, checked."""
-    if not path.exists():
-        raise RecordingError(f"{path}: no such recording")
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as stream:
-            lines = [json.loads(line) for line in stream if line.strip()]
-    except (OSError, EOFError, json.JSONDecodeError) as exc:
-        raise RecordingError(f"{path}: not a readable recording ({exc})") from exc
-    if not lines or lines[0].get("format") != FORMAT:
-        raise RecordingError(f"{path}: no recording header of format {FORMAT}")
-    header, rows = lines[0], lines[1:]
-    if len(rows) != header.get("answers"):
-        raise RecordingError(
-            f"{path}: header says {header.get('answers')} answers, holds {len(rows)}"
-        )
-    return header, rows
 
 
 def _write(
@@ -162,35 +137,24 @@ def _write(
     folder: Path,
 ) -> int:
     if not commits:
-        raise RecordingError(
+        raise RecordedAnswersError(
             f"{folder}: the commits it was recorded at are unknown (no 'commits' in its "
             "run.json or commits.json): give them with --commit"
         )
     if not rows:
-        raise RecordingError(f"{folder}: no scored answers to record")
-    if not is_recording(out):
-        raise RecordingError(f"{out}: a recording's name ends with {SUFFIX}")
+        raise RecordedAnswersError(f"{folder}: no scored answers to record")
     header = {
-        "format": FORMAT,
         "set": set_name,
         "kind": kind,
-        "answers": len(rows),
         "commits": commits,
         "manifest": manifest,
         "command": command,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # no name, mtime 0: the same answers give the same bytes, so a re-export shows no diff
-    with (
-        out.open("wb") as raw,
-        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as packed,
-    ):
-        for line in (header, *rows):
-            packed.write((json.dumps(line, sort_keys=True) + "\n").encode("utf-8"))
+    write_recording(out, header, rows)
     return len(rows)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.exists():
-        raise RecordingError(f"{path.parent}: no run.json (not a bench run folder)")
+        raise RecordedAnswersError(f"{path.parent}: no run.json (not a bench run folder)")
     return json.loads(path.read_text(encoding="utf-8"))

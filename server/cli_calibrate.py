@@ -5,8 +5,10 @@ almanac kb calibrate [--database NAME] [--dry-run] [--json]
     is a training example; a calibrator fitted on them (logistic regression, isotonic on top
     when it helps; :mod:`agents.confidence.calibrator`) replaces the one in use at
     ``ALMANAC_CONFIDENCE__CALIBRATOR_PATH`` (default ``<data_dir>/calibrator.json``), with
-    its version one more. With too few verified answers nothing is written and the report
-    says how many are needed. ``--dry-run`` fits and reports without writing.
+    its version one more. The recorded bench answers the packaged calibrator was fitted on
+    are fitted on beside them (``ALMANAC_CONFIDENCE__REFIT_WITH_PACKAGED``). With too few
+    verified answers nothing is written and the report says how many are needed.
+    ``--dry-run`` fits and reports without writing.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def run_calibrate_command(args: argparse.Namespace, settings: Settings) -> int:
     from agents.confidence.assess import describe
     from agents.confidence.refit import refit_calibrator
     from kb.store import KnowledgeStore
-    from server.confidence import calibrator_path, calibrator_source
+    from server.confidence import calibrator_path, calibrator_source, refit_packaged_answers
 
     current = calibrator_source(settings).current()
     with KnowledgeStore(settings.resolved_store_url) as store:
@@ -44,6 +46,7 @@ def run_calibrate_command(args: argparse.Namespace, settings: Settings) -> int:
             current,
             database=args.database,
             dry_run=args.dry_run,
+            packaged=refit_packaged_answers(settings),
         )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

@@ -7,8 +7,10 @@ write nothing).
 The job runs :func:`agents.confidence.refit.refit_calibrator` over every logged answer that
 has both confidence signals and a verdict, and writes the new calibrator (its version one
 more than the one in use) to ``ALMANAC_CONFIDENCE__CALIBRATOR_PATH`` (default
-``<data_dir>/calibrator.json``), which the ask path reloads when the file changes. With too
-few verified answers nothing is written and the calibrator in use stays.
+``<data_dir>/calibrator.json``), which the ask path reloads when the file changes. The
+recorded bench answers the packaged calibrator was fitted on are fitted on beside them
+(``ALMANAC_CONFIDENCE__REFIT_WITH_PACKAGED``). With too few verified answers nothing is
+written and the calibrator in use stays.
 
 Feedback keeps a count of verdicts since the last ``calibrate`` job; every
 ``ALMANAC_CONFIDENCE__REFIT_EVERY`` of them, :func:`request_calibrate` submits one (unless
@@ -29,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.confidence.refit import refit_calibrator
 from server.access import check_global_writer
 from server.auth import Identity, Role
-from server.confidence import calibrator_path
+from server.confidence import calibrator_path, refit_packaged_answers
 from server.worker import JobContext
 
 if TYPE_CHECKING:
@@ -69,7 +71,12 @@ def run_calibrate(state: AppState, context: JobContext, params: CalibrateParams)
     )
     context.check()
     report = refit_calibrator(
-        state.store, path, current, database=params.database_name, dry_run=params.dry_run
+        state.store,
+        path,
+        current,
+        database=params.database_name,
+        dry_run=params.dry_run,
+        packaged=refit_packaged_answers(state.settings),
     )
     context.log(report.summary())
     return report.to_dict()

@@ -54,6 +54,12 @@ class ConfidenceSettings(BaseModel):
         "<data_dir>/calibrator.json; until it exists the packaged one fitted on the bench "
         "datasets is used",
     )
+    refit_with_packaged: bool = Field(
+        default=True,
+        description="a calibrate job fits on the deployment's verified answers together with "
+        "the recorded bench answers the packaged calibrator was fitted on (false: the "
+        "deployment's alone)",
+    )
     refit_every: int = Field(
         default=25,
         ge=0,

@@ -80,6 +80,9 @@ class Calibrator:
         coefficients, intercept: the logistic model over the standardised columns.
         C: the inverse regularisation strength chosen (None for the prior).
         isotonic: the isotonic map over the logistic output, when it was kept.
+        recordings: the recorded answers it was fitted on, by file name
+            (:mod:`agents.confidence.recorded_answers`; the packaged calibrator's lie
+            beside it), empty when they were not kept.
     """
 
     version: int
@@ -97,6 +100,7 @@ class Calibrator:
     intercept: float = 0.0
     C: float | None = None
     isotonic: IsotonicMap | None = None
+    recordings: list[str] = field(default_factory=list)
 
     @property
     def columns(self) -> list[str]:

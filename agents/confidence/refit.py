@@ -8,6 +8,15 @@ calibrator on them (:func:`~agents.confidence.calibrator.fit_calibrator`, versio
 than the current one) and saves it where the server reads it. With too few verified answers
 (or only one verdict) nothing is written: the calibrator in use (the packaged one fitted on
 the bench datasets) stays, and the report says how many more are needed.
+
+With ``packaged`` answers (the recorded bench answers the packaged calibrator was fitted on,
+:func:`agents.confidence.recorded_answers.packaged_answers`), the fit is on both: the
+deployment's verdicts move the calibrator where they differ from the bench's, while the
+bench's keep it steady where the deployment has seen few answers (a fit on a deployment's
+first 40 verdicts alone can rank on whichever signal those happened to separate). This is
+how the bench's "pooled" figures are measured (``python -m bench.calibration report``: each
+set predicted by a fit on the other sets and its own other folds). The minimums still count
+the deployment's own verdicts: with fewer, the refit would be the packaged calibrator again.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.confidence.calibrator import Calibrator, fit_calibrator
+from agents.confidence.recorded_answers import FittingAnswers
 from kb.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
@@ -50,6 +60,7 @@ class RefitReport:
     version: int | None = None
     method: str | None = None
     note: str = ""
+    packaged: int = 0  # recorded bench answers fitted on beside the deployment's
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -57,9 +68,10 @@ class RefitReport:
     def summary(self) -> str:
         if not self.written:
             return f"calibrator not refitted: {self.note}"
+        packaged = f" and {self.packaged} recorded bench answers" if self.packaged else ""
         return (
             f"calibrator v{self.version} ({self.method}) fitted on {self.answers} verified "
-            f"answers ({self.correct} correct): {self.path}"
+            f"answers ({self.correct} correct){packaged}: {self.path}"
         )
 
 
@@ -96,8 +108,10 @@ def refit_calibrator(
     min_examples: int = MIN_EXAMPLES,
     min_per_class: int = MIN_PER_CLASS,
     dry_run: bool = False,
+    packaged: FittingAnswers | None = None,
 ) -> RefitReport:
-    """Fit a calibrator on the verified answers and save it at ``path`` (see above)."""
+    """Fit a calibrator on the verified answers (and the ``packaged`` ones) and save it at
+    ``path`` (see above)."""
     data = verified_answers(store, database=database)
     report = RefitReport(len(data.labels), data.correct, False, str(path))
     wrong = len(data.labels) - data.correct
@@ -108,14 +122,17 @@ def refit_calibrator(
             f"{current.method} v{current.version} ({current.source}) stays"
         )
         return report
+    bench = packaged or FittingAnswers()
     fitted = fit_calibrator(
-        data.rows,
-        data.labels,
+        [*bench.rows, *data.rows],
+        [*bench.labels, *data.labels],
         previous=current,
-        source="deployment",
+        source="deployment+recordings" if len(bench) else "deployment",
         min_examples=min_examples,
         min_per_class=min_per_class,
     )
+    fitted.recordings = list(bench.sources)
+    report.packaged = len(bench)
     report.version, report.method, report.note = fitted.version, fitted.method, fitted.note
     if fitted.method == "prior":  # the fit fell back: what is in use stays
         report.note = f"{fitted.note}: {current.method} v{current.version} stays"

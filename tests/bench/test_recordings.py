@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agents.confidence.recorded_answers import RecordedAnswersError, read_recording
 from bench.calibration import main
-from bench.recordings import RecordingError, export_run, read_recording, read_rows
+from bench.recordings import export_run, read_scored
 from bench.run import COMMITS, source_commit, write_run_manifest
 from tests.bench.test_calibration_report import _run, _unanswerable
 
@@ -52,10 +53,10 @@ def test_a_recording_reports_as_its_folder_does(tmp_path, capsys):
     )
     assert from_recordings == from_folders and "a" in from_recordings and "0.5" in from_recordings
 
-    header, rows = read_rows(unanswerable)
+    header, rows = read_recording(unanswerable)
     assert header["kind"] == "unanswerable" and header["commits"] == ["abc123"]
     assert header["command"] == "ask it" and len(rows) == 20
-    name, answers = read_recording(recorded["a"])
+    name, answers = read_scored(recorded["a"])
     assert name == "a" and len(answers) == 90 and answers[0].features["samples"] == 1.0
 
 
@@ -77,9 +78,9 @@ def test_a_recording_takes_the_runs_commits_and_refuses_without_any(tmp_path, ca
     assert main(argv) == 2 and "give them with --commit" in capsys.readouterr().err
     (tmp_path / "a" / "run.json").write_text(json.dumps({"system": "x", COMMITS: ["c9"]}))
     assert main(argv) == 0
-    header, _ = read_rows(out)
+    header, _ = read_recording(out)
     assert header["commits"] == ["c9"] and header["manifest"]["system"] == "x"
-    assert main(argv[:5] + ["--out", str(tmp_path / "a.jsonl")]) == 2  # not a recording name
+    assert main([*argv[:5], "--out", str(tmp_path / "a.jsonl")]) == 2  # not a recording name
     assert "ends with .jsonl.gz" in capsys.readouterr().err
     assert main(["export", "--run", str(tmp_path / "a"), "--out", str(out)]) == 2
     assert "needs --set" in capsys.readouterr().err
@@ -94,8 +95,8 @@ def test_a_broken_recording_is_refused_with_its_path(tmp_path, capsys):
     short = tmp_path / "short.jsonl.gz"
     with gzip.open(short, "wt") as stream:
         stream.write("\n".join(lines[:-1]) + "\n")  # one answer lost
-    with pytest.raises(RecordingError, match="header says 10 answers, holds 9"):
-        read_rows(short)
+    with pytest.raises(RecordedAnswersError, match="header says 10 answers, holds 9"):
+        read_recording(short)
     plain = tmp_path / "plain.jsonl.gz"
     plain.write_text("not gzip")
     assert main(["report", f"a={plain}"]) == 2
@@ -117,12 +118,3 @@ def test_a_run_records_the_commits_it_was_answered_at(tmp_path):
     assert json.loads((folder / "run.json").read_text())[COMMITS] == ["older", current]
     with pytest.raises(ValueError, match="holds another run"):
         write_run_manifest(folder, {"system": "y"}, fresh=False)
-
-
-def test_the_packaged_recordings_are_readable(capsys):
-    """Every recording in bench/recordings reads, says its commits and its command."""
-    folder = Path(__file__).resolve().parents[2] / "bench" / "recordings"
-    for path in sorted(folder.glob("*.jsonl.gz")):
-        header, rows = read_rows(path)
-        assert header["commits"] and header["command"], path
-        assert rows and all("signals" in row for row in rows), path

@@ -162,3 +162,43 @@ def test_the_cli_refits_and_reports(tmp_path: Path, capsys):
     assert main([*data, "kb", "calibrate", "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["version"] == first.version + 1
+
+
+def test_the_cli_refit_fits_on_the_packaged_recordings_too(tmp_path: Path, capsys, monkeypatch):
+    """The recordings the packaged calibrator names are fitted on beside the deployment's
+    verdicts; unreadable ones (logged) or the setting off leave the deployment's alone."""
+    import server.confidence as wiring
+    from agents.confidence.assess import packaged_calibrator
+    from agents.confidence.recorded_answers import packaged_answers, write_recording
+
+    rng = random.Random(3)
+    rows = [
+        {"id": f"b{i}", "signals": {"logprob_mean": rng.gauss(-0.2, 0.2)}, "scores": {"ex": 1.0}}
+        for i in range(60)
+    ]
+    header = {"set": "bench", "kind": "run", "commits": ["c1"], "command": "x"}
+    write_recording(tmp_path / "recordings" / "bench.jsonl.gz", header, rows)
+    listed = packaged_calibrator()
+    listed.recordings = ["bench.jsonl.gz"]
+    monkeypatch.setattr(wiring, "packaged_calibrator", lambda: listed)
+    monkeypatch.setattr(
+        wiring, "packaged_answers", lambda names: packaged_answers(names, tmp_path / "recordings")
+    )
+    from kb.store import KnowledgeStore
+
+    with KnowledgeStore(f"sqlite:///{tmp_path / 'knowledge.db'}") as store:
+        judged_answers(store, right=30, wrong=25)
+    data = ["--data-dir", str(tmp_path)]
+    assert main([*data, "kb", "calibrate"]) == 0
+    assert "55 verified answers (30 correct) and 60 recorded bench answers" in (
+        capsys.readouterr().out
+    )
+    assert Calibrator.load(tmp_path / "calibrator.json").recordings == ["bench.jsonl.gz"]
+
+    monkeypatch.setenv("ALMANAC_CONFIDENCE__REFIT_WITH_PACKAGED", "false")
+    assert main([*data, "kb", "calibrate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["packaged"] == 0
+    monkeypatch.delenv("ALMANAC_CONFIDENCE__REFIT_WITH_PACKAGED")
+    (tmp_path / "recordings" / "bench.jsonl.gz").write_bytes(b"broken")
+    assert main([*data, "kb", "calibrate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["packaged"] == 0
