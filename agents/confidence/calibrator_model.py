@@ -129,6 +129,8 @@ class Calibrator:
     def to_json(self) -> str:
         """The calibrator as plain JSON (with the file format version)."""
         data: dict[str, Any] = {"format": FORMAT_VERSION, **asdict(self)}
+        if not self.recordings:  # a file from before recordings were kept reads back as it was
+            del data["recordings"]
         if self.method == "prior":
             data["prior_version"] = PRIOR_VERSION
         return json.dumps(data, indent=1)
