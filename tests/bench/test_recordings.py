@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.confidence.calibrator import Calibrator
 from agents.confidence.recorded_answers import RecordedAnswersError, read_recording
 from bench.calibration import main
 from bench.recordings import export_run, read_scored
@@ -118,3 +119,22 @@ def test_a_run_records_the_commits_it_was_answered_at(tmp_path):
     assert json.loads((folder / "run.json").read_text())[COMMITS] == ["older", current]
     with pytest.raises(ValueError, match="holds another run"):
         write_run_manifest(folder, {"system": "y"}, fresh=False)
+
+
+def test_a_calibrator_written_from_packaged_recordings_names_them(tmp_path, capsys, monkeypatch):
+    """``report --write`` from recordings beside the packaged calibrator lists them (a
+    deployment's refit fits on them); from anything else it lists none and says so."""
+    import bench.calibration as calibration
+
+    for name, seed in (("a", 1), ("b", 2)):
+        _recorded_run(tmp_path / name, 60, seed, ids=name)
+        export_run(tmp_path / name, name, tmp_path / f"{name}.jsonl.gz", commits=["c1"])
+    monkeypatch.setattr(calibration, "PACKAGED_FOLDER", tmp_path)
+    written = tmp_path / "calibrator.json"
+    sets = [f"a={tmp_path / 'a.jsonl.gz'}", f"b={tmp_path / 'b.jsonl.gz'}"]
+    assert main(["report", *sets, "--write", str(written)]) == 0
+    assert Calibrator.load(written).recordings == ["a.jsonl.gz", "b.jsonl.gz"]
+    capsys.readouterr()
+    assert main(["report", sets[0], f"b={tmp_path / 'b'}", "--write", str(written)]) == 0
+    assert Calibrator.load(written).recordings == []
+    assert "a refit will" in capsys.readouterr().out
