@@ -92,14 +92,18 @@ def read_set(name: str, where: Path, metric: str = "ex") -> list[Scored]:
     """A set's answers from a run folder, an ask-unanswerable folder or a recording
     (:mod:`bench.recordings`), named ``name`` (the unanswerable set keeps its own name)."""
     if is_recording(where):
-        _, found = read_scored(where, metric)
-        for answer in found:
-            if answer.set_name != UNANSWERABLE:
-                answer.set_name = name
-        return found
+        return read_scored(where, name, metric)
     if name == UNANSWERABLE:
         return read_unanswerable(where)
     return read_run(name, where, metric)
+
+
+def read_spec(spec: str, metric: str = "ex") -> tuple[str, Path, list[Scored]]:
+    """A ``NAME=FOLDER`` or ``NAME=RECORDING`` argument: the name, the place and its answers."""
+    name, _, where = spec.partition("=")
+    if not where:
+        raise ValueError(f"a run is NAME=FOLDER or NAME=RECORDING{SUFFIX}, got {spec!r}")
+    return name, Path(where), read_set(name, Path(where), metric)
 
 
 def read_unanswerable(folder: Path) -> list[Scored]:
@@ -213,10 +217,16 @@ def export(args: argparse.Namespace) -> int:
     """Write a run's (or the unanswerable set's) answers to a recording."""
     command = args.command_line or ""
     if args.run:
+        if not args.set:
+            raise ValueError("export --run needs --set NAME (the set's name in reports)")
         count = export_run(args.run, args.set, args.out, commits=args.commit, command=command)
     else:
         count = export_unanswerable(
-            args.unanswerable, args.out, commits=args.commit, command=command
+            args.unanswerable,
+            args.out,
+            commits=args.commit,
+            command=command,
+            set_name=args.set or UNANSWERABLE,
         )
     print(f"recorded {count} answers: {args.out}")
     return 0
@@ -225,13 +235,13 @@ def export(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- report
 def report(args: argparse.Namespace) -> int:
     sets: dict[str, list[Scored]] = {}
+    places: list[Path] = []
     for spec in args.runs:
-        name, _, where = spec.partition("=")
-        if not where:
-            raise ValueError(f"a run is NAME=FOLDER or NAME=RECORDING{SUFFIX}, got {spec!r}")
-        sets[name] = read_set(name, Path(where), args.correct)
+        name, where, sets[name] = read_spec(spec, args.correct)
+        places.append(where)
     if args.unanswerable:
         sets[UNANSWERABLE] = read_set(UNANSWERABLE, args.unanswerable, args.correct)
+        places.append(args.unanswerable)
     given = Calibrator.load(args.calibrator) if args.calibrator else None
     lines = [quality_table(sets, given), "", abstention_table(sets, args.abstain_fit, given)]
     if args.adaptive and args.fixed:
@@ -248,7 +258,7 @@ def report(args: argparse.Namespace) -> int:
             previous=_previous(args.write),
             source="bench:" + "+".join(sorted(sets)),
         )
-        fitted.recordings = packaged_names(args)
+        fitted.recordings = packaged_names(places)
         fitted.save(args.write)
         print(f"calibrator {fitted.method} v{fitted.version} on {len(everything)}: {args.write}")
         if not fitted.recordings:
@@ -257,12 +267,9 @@ def report(args: argparse.Namespace) -> int:
     return 0
 
 
-def packaged_names(args: argparse.Namespace) -> list[str]:
+def packaged_names(paths: Sequence[Path]) -> list[str]:
     """The file names of the report's sets when every one is a packaged recording (what a
     calibrator written from them lists, and a deployment's refit fits on), else none."""
-    paths = [Path(spec.partition("=")[2]) for spec in args.runs]
-    if args.unanswerable:
-        paths.append(args.unanswerable)
     inside = [p for p in paths if is_recording(p) and p.resolve().parent == PACKAGED_FOLDER]
     return [p.name for p in inside] if paths and len(inside) == len(paths) else []
 
@@ -323,7 +330,7 @@ def _parser() -> argparse.ArgumentParser:
     source = exp.add_mutually_exclusive_group(required=True)
     source.add_argument("--run", type=Path, help="a `bench run` folder")
     source.add_argument("--unanswerable", type=Path, help="an ask-unanswerable folder")
-    exp.add_argument("--set", default=UNANSWERABLE, help="the set's name (a run's: required)")
+    exp.add_argument("--set", help="the set's name in reports (required with --run)")
     exp.add_argument(
         "--commit",
         action="append",
@@ -369,8 +376,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ask-unanswerable":
             return ask_unanswerable(args)
         if args.command == "export":
-            if args.run and args.set == UNANSWERABLE:
-                raise ValueError("export --run needs --set NAME (the set's name in reports)")
             return export(args)
         return report(args)
     except (KeyError, ValueError, FileNotFoundError) as exc:

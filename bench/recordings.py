@@ -28,7 +28,7 @@ from agents.confidence.recorded_answers import (
     write_recording,
 )
 from bench.calibration_tables import Scored
-from bench.run import COMMITS, load_results, source_commit
+from bench.run import COMMITS, load_results, with_source_commit
 
 ASKED_COMMITS = "commits.json"  # an ask-unanswerable folder: the commits that asked
 
@@ -65,9 +65,9 @@ def note_commit(folder: Path) -> None:
     resumed one may add a second)."""
     path = folder / ASKED_COMMITS
     commits = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
-    current = source_commit()
-    if current is not None and current not in commits:
-        path.write_text(json.dumps([*commits, current]) + "\n", encoding="utf-8")
+    updated = with_source_commit(commits)
+    if updated != commits:
+        path.write_text(json.dumps(updated) + "\n", encoding="utf-8")
 
 
 def export_unanswerable(
@@ -106,15 +106,16 @@ def export_unanswerable(
     return _write(out, set_name, UNANSWERABLE, {}, commits or [], command, rows, folder)
 
 
-def read_scored(path: Path, metric: str = "ex") -> tuple[str, list[Scored]]:
-    """The set name and the answers of a recording, as the calibration report reads them.
+def read_scored(path: Path, name: str | None = None, metric: str = "ex") -> list[Scored]:
+    """The answers of a recording as the calibration report reads them, in the set ``name``
+    (default: the recording's own).
     A run's answer is right when its score under ``metric`` is 1 (``ex`` where it has no
     such score); an unanswerable set's are all wrong and keep that set's name."""
     header, rows = read_recording(path)
     unanswerable = header.get("kind") == UNANSWERABLE
-    found = [
+    return [
         Scored(
-            UNANSWERABLE if unanswerable else header["set"],
+            UNANSWERABLE if unanswerable else name or header["set"],
             row["id"],
             {k: float(v) for k, v in row["signals"].items()},
             is_correct(header, row, metric),
@@ -123,7 +124,6 @@ def read_scored(path: Path, metric: str = "ex") -> tuple[str, list[Scored]]:
         )
         for row in rows
     ]
-    return header["set"], found
 
 
 def _write(

@@ -33,7 +33,7 @@ from agents.confidence.calibrator import Calibrator, fit_calibrator
 from agents.confidence.metrics import auroc, expected_calibration_error
 from agents.confidence.recorded_answers import RecordedAnswersError
 from agents.confidence.refit import MIN_EXAMPLES, MIN_PER_CLASS
-from bench.calibration import read_set
+from bench.calibration import read_set, read_spec
 from bench.calibration_tables import UNANSWERABLE, Scored
 
 FITS = ("packaged", "deployment alone", "pooled")
@@ -144,15 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the table here (markdown)")
     args = parser.parse_args(argv)
     try:
-        name, _, where = args.deployment.partition("=")
-        deployment = read_set(name, Path(where))
+        name, _, deployment = read_spec(args.deployment)
         shipped: list[Scored] = []
         names = []
         for spec in args.packaged:
-            other, _, place = spec.partition("=")
-            if not place:
-                raise ValueError(f"a set is NAME=RUN or NAME=RECORDING, got {spec!r}")
-            shipped += read_set(other, Path(place))
+            other, _, found = read_spec(spec)
+            shipped += found
             names.append(other)
         if args.unanswerable:
             shipped += read_set(UNANSWERABLE, args.unanswerable)

@@ -352,10 +352,15 @@ def write_run_manifest(out_dir: Path, manifest: dict[str, Any], *, fresh: bool) 
             raise ValueError(
                 f"{out_dir} holds another run ({previous}); use --fresh or another --out"
             )
-    current = source_commit()
-    if current is not None and current not in commits:
-        commits.append(current)  # a run resumed at a later commit says so
+    commits = with_source_commit(commits)  # a run resumed at a later commit says so
     path.write_text(json.dumps({**manifest, COMMITS: commits}, indent=2, sort_keys=True) + "\n")
+
+
+def with_source_commit(commits: list[str]) -> list[str]:
+    """``commits`` with the code's own commit (:func:`source_commit`) after them, unless it
+    is among them already or unknown."""
+    current = source_commit()
+    return [*commits, current] if current is not None and current not in commits else commits
 
 
 def source_commit() -> str | None:

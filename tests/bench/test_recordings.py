@@ -57,7 +57,8 @@ def test_a_recording_reports_as_its_folder_does(tmp_path, capsys):
     header, rows = read_recording(unanswerable)
     assert header["kind"] == "unanswerable" and header["commits"] == ["abc123"]
     assert header["command"] == "ask it" and len(rows) == 20
-    name, answers = read_scored(recorded["a"])
+    answers = read_scored(recorded["a"])
+    name = answers[0].set_name
     assert name == "a" and len(answers) == 90 and answers[0].features["samples"] == 1.0
 
 
