@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agents.confidence.assess import packaged_calibrator
 from agents.confidence.calibrator import Calibrator
 from indices.embeddings import HashingEmbedder
 from kb.profile.profiler import ProfileOptions, profile_database
@@ -126,9 +127,15 @@ def test_feedback_queues_a_refit_and_the_job_writes_the_calibrator_the_next_answ
     assert job["state"] == "succeeded", job
     assert job["result"]["written"] and job["result"]["answers"] == 71
     saved = Calibrator.load(tmp_path / "calibrator.json")
-    assert saved.source == "deployment" and saved.method == "logistic"
+    # the packaged calibrator's recordings (if it names any) are fitted on beside the 71
+    recorded = job["result"]["packaged"]
+    pooled = bool(packaged_calibrator().recordings)
+    assert (recorded > 0) == pooled and saved.recordings == packaged_calibrator().recordings
+    assert saved.source == ("deployment+recordings" if pooled else "deployment")
+    assert saved.method == "logistic" and saved.fitted_on.examples == 71 + recorded
     after = server.request("POST", "/v1/ask", "analyst", json={"question": "How many singers?"})
-    assert after.json()["calibrator"].startswith(f"logistic v{saved.version} (deployment, 71")
+    named = f"logistic v{saved.version} ({saved.source}, {71 + recorded} answers)"
+    assert after.json()["calibrator"] == named
 
 
 def test_a_calibrate_job_without_enough_verdicts_writes_nothing_and_scoped_keys_are_refused(
@@ -168,7 +175,6 @@ def test_the_cli_refit_fits_on_the_packaged_recordings_too(tmp_path: Path, capsy
     """The recordings the packaged calibrator names are fitted on beside the deployment's
     verdicts; unreadable ones (logged) or the setting off leave the deployment's alone."""
     import server.confidence as wiring
-    from agents.confidence.assess import packaged_calibrator
     from agents.confidence.recorded_answers import packaged_answers, write_recording
 
     rng = random.Random(3)
