@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agents.confidence.assess import packaged_calibrator
+from agents.confidence.assess import describe, packaged_calibrator
 from agents.confidence.calibrator import Calibrator
 from indices.embeddings import HashingEmbedder
 from kb.profile.profiler import ProfileOptions, profile_database
@@ -129,13 +129,13 @@ def test_feedback_queues_a_refit_and_the_job_writes_the_calibrator_the_next_answ
     saved = Calibrator.load(tmp_path / "calibrator.json")
     # the packaged calibrator's recordings (if it names any) are fitted on beside the 71
     recorded = job["result"]["packaged"]
-    pooled = bool(packaged_calibrator().recordings)
-    assert (recorded > 0) == pooled and saved.recordings == packaged_calibrator().recordings
+    names = packaged_calibrator().recordings
+    pooled = bool(names)
+    assert (recorded > 0) == pooled and saved.recordings == names
     assert saved.source == ("deployment+recordings" if pooled else "deployment")
     assert saved.method == "logistic" and saved.fitted_on.examples == 71 + recorded
     after = server.request("POST", "/v1/ask", "analyst", json={"question": "How many singers?"})
-    named = f"logistic v{saved.version} ({saved.source}, {71 + recorded} answers)"
-    assert after.json()["calibrator"] == named
+    assert after.json()["calibrator"] == describe(saved)
 
 
 def test_a_calibrate_job_without_enough_verdicts_writes_nothing_and_scoped_keys_are_refused(
