@@ -101,9 +101,9 @@ def plan(
     under 1 % at rank 16) = 6N + 16·L·d·s. Time = FLOPs / (MFU x 989 TFLOPS)."""
     rows = []
     for name, (params, layers, hidden) in STUDENTS.items():
-        attention = 16 * layers * hidden * mean_len
-        for method, weights in (("lora", 6), ("full", 8)):
-            flops = epochs * tokens * (weights * params + attention)
+        for method in ("lora", "full"):
+            per_token = flops_per_token(method, params, layers, hidden, mean_len)
+            flops = epochs * tokens * per_token
             for mfu in mfus:
                 seconds = flops / (mfu * H100_BF16_DENSE_FLOPS)
                 rows.append(
@@ -111,7 +111,7 @@ def plan(
                         "student": name,
                         "method": method,
                         "mfu": mfu,
-                        "flops_per_token": weights * params + attention,
+                        "flops_per_token": per_token,
                         "flops": flops,
                         "h100_seconds": round(seconds, 1),
                         "h100_hours": round(seconds / 3600, 3),
@@ -119,6 +119,15 @@ def plan(
                     }
                 )
     return rows
+
+
+def flops_per_token(
+    method: str, params: float, layers: int, hidden: int, mean_len: float
+) -> float:
+    """Training FLOPs per token of a ``method`` ("lora" or "full") step with gradient
+    checkpointing (:func:`plan`'s count): 6N (LoRA) or 8N (full) + 16·L·d·s."""
+    weights = {"lora": 6, "full": 8}[method]
+    return weights * params + 16 * layers * hidden * mean_len
 
 
 def tuple_lengths(rows: Sequence[dict[str, Any]], tokenizer: Any) -> Lengths:

@@ -34,6 +34,7 @@ from tqdm import tqdm
 from agents.learn.mine.unlabeled import VoteThresholds
 from agents.pipeline_options import PipelineOptions
 from distill.curation import CurationWeights, curate
+from distill.dataset_files import MANIFEST, TRAIN, VALIDATION, EmptyDatasetError
 from distill.manifest import Tokenizer, write_manifest
 from distill.prompts import ChainPrompts
 from distill.sources import TeachingExample, teaching_examples
@@ -44,14 +45,9 @@ from kb.store import KnowledgeStore
 from kb.target.database import Database
 
 log = logging.getLogger(__name__)
-TRAIN, VALIDATION, MANIFEST = "train.jsonl", "validation.jsonl", "manifest.json"
 Progress = Callable[[int, int], None]
 """Called with (experiences done, experiences in all) after each one; an exception it raises
 (a job's cancellation check) stops the build before anything is written."""
-
-
-class EmptyDatasetError(ValueError):
-    """No experience could become a training tuple."""
 
 
 @dataclass
@@ -244,16 +240,3 @@ def _replace_folder(new: Path, old: Path) -> None:
     else:
         old.parent.mkdir(parents=True, exist_ok=True)
         new.rename(old)
-
-
-def read_tuples(path: Path) -> list[dict[str, Any]]:
-    """The tuples of a JSONL file; a malformed line raises ``ValueError`` naming it."""
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not JSON: {exc.msg}") from None
-    return rows

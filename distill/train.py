@@ -29,7 +29,7 @@ from typing import Any
 
 from distill.checkpoints import check_checkpoint, last_checkpoint
 from distill.config import ConfigError, TrainConfig
-from distill.dataset import MANIFEST, TRAIN, VALIDATION, EmptyDatasetError, read_tuples
+from distill.dataset_files import MANIFEST, TRAIN, VALIDATION, EmptyDatasetError, read_tuples
 from distill.heap import HeapTrimCallback, heap_trim_callback
 from distill.progress import ProgressCallback, StepHook
 

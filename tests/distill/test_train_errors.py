@@ -11,7 +11,7 @@ from safetensors.torch import save_file
 
 from distill.checkpoints import CorruptCheckpointError
 from distill.config import ConfigError, TrainConfig, load_config
-from distill.dataset import EmptyDatasetError
+from distill.dataset_files import EmptyDatasetError
 from distill.train import DeviceMissingError, UnknownBaseModelError, load_records, train
 from tests.distill.tiny import tiny_student
 

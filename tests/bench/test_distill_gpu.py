@@ -1,0 +1,62 @@
+"""bench.distill_gpu: the measurement of a distill run, smoke-tested on a CPU with a 2-layer
+random student (the figures themselves come from a GPU node, docs/distillation.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.distill_gpu import main
+from tests.distill.tiny import tiny_student
+
+MESSAGES = [
+    {"role": "system", "content": "Write SQL."},
+    {"role": "user", "content": "How many singers?"},
+]
+TARGET = "```sql\nSELECT count(*) FROM singer\n```"
+
+
+def tokenizer_and_data(tmp_path: Path) -> tuple[Path, Path]:
+    tokenizer = tiny_student(tmp_path / "tok", [TARGET, "How many singers? Write SQL."] * 20, 300)
+    data = tmp_path / "data"
+    data.mkdir()
+    line = json.dumps({"messages": MESSAGES, "target": TARGET})
+    (data / "train.jsonl").write_text("\n".join([line] * 4) + "\n")
+    return tokenizer, data
+
+
+def test_each_method_is_trained_measured_and_cleaned_up(tmp_path: Path):
+    tokenizer, data = tokenizer_and_data(tmp_path)
+    out = tmp_path / "out"
+    common = ["--data", str(data), "--tokenizer", str(tokenizer), "--out", str(out)]
+    argv = [*common, "--run", "tiny:lora", "--run", "tiny:full", "--batch-size", "2"]
+    argv += ["--device", "cpu"]
+    assert main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["epoch"]["real_tokens"] == results["epoch"]["padded_tokens"] > 0
+    lora, full = results["runs"]
+    assert (lora["method"], full["method"]) == ("lora", "full")
+    for row in (lora, full):
+        assert row["steps"] == 2 and row["train_tuples"] == 4  # 4 tuples, batches of 2
+        assert row["train_s"] > 0 and row["flops"] > 0 and row["tflops_per_s"] >= 0
+        # per layer: q, k, v (with biases; 2 of 4 heads for k and v), o, the MLP, 2 norms;
+        # then the LM head (the input embedding is a lookup)
+        layer = (64 * 64 + 64) + 2 * (64 * 32 + 32) + 64 * 64 + 3 * 64 * 128 + 2 * 64
+        assert row["matmul_parameters"] == 2 * layer + 151936 * 64
+        assert "peak_allocated_gb" not in row  # CUDA's counters only on a GPU
+    assert not (out / "base-tiny").exists()  # the base is removed once measured
+    assert not (out / "run-tiny-lora").exists()  # its checkpoint and final weights too
+
+
+def test_a_run_over_the_budget_is_skipped_and_a_failing_one_is_a_row(tmp_path: Path):
+    tokenizer, data = tokenizer_and_data(tmp_path)
+    out = tmp_path / "out"
+    common = ["--data", str(data), "--tokenizer", str(tokenizer), "--out", str(out)]
+    argv = [*common, "--run", "tiny:lora", "--device", "cpu"]
+    argv += ["--max-seq-len", "20"]
+    assert main(argv) == 1  # every tuple is longer than 20 tokens: the run fails
+    (row,) = json.loads((out / "results.json").read_text())["runs"]
+    assert "longer than max_seq_len" in row["error"]
+    assert main([*argv[:-2], "--budget-s", "1e-9"]) == 0
+    (row,) = json.loads((out / "results.json").read_text())["runs"]
+    assert row == {"student": "tiny", "method": "lora", "skipped": "over --budget-s"}
