@@ -121,9 +121,7 @@ def plan(
     return rows
 
 
-def flops_per_token(
-    method: str, params: float, layers: int, hidden: int, mean_len: float
-) -> float:
+def flops_per_token(method: str, params: float, layers: int, hidden: int, mean_len: float) -> float:
     """Training FLOPs per token of a ``method`` ("lora" or "full") step with gradient
     checkpointing (:func:`plan`'s count): 6N (LoRA) or 8N (full) + 16·L·d·s."""
     weights = {"lora": 6, "full": 8}[method]
