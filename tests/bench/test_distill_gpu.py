@@ -7,22 +7,12 @@ import json
 from pathlib import Path
 
 from bench.distill_gpu import main
-from tests.distill.tiny import tiny_student
-
-MESSAGES = [
-    {"role": "system", "content": "Write SQL."},
-    {"role": "user", "content": "How many singers?"},
-]
-TARGET = "```sql\nSELECT count(*) FROM singer\n```"
+from tests.distill.tiny import tiny_base_and_data
 
 
 def tokenizer_and_data(tmp_path: Path) -> tuple[Path, Path]:
-    tokenizer = tiny_student(tmp_path / "tok", [TARGET, "How many singers? Write SQL."] * 20, 300)
-    data = tmp_path / "data"
-    data.mkdir()
-    line = json.dumps({"messages": MESSAGES, "target": TARGET})
-    (data / "train.jsonl").write_text("\n".join([line] * 4) + "\n")
-    return tokenizer, data
+    """The tiny student's folder (only its tokenizer is read) and 4 copies of its tuple."""
+    return tiny_base_and_data(tmp_path, copies=4)
 
 
 def test_each_method_is_trained_measured_and_cleaned_up(tmp_path: Path):

@@ -11,27 +11,16 @@ from transformers import AutoTokenizer
 from distill.config import TrainConfig
 from distill.progress import ProgressCallback
 from distill.train import _trainer, adapted_layers, pairs, train
-from tests.distill.tiny import tiny_student
-
-MESSAGES = [
-    {"role": "system", "content": "Write SQL."},
-    {"role": "user", "content": "How many singers?"},
-]
-TARGET = "```sql\nSELECT count(*) FROM singer\n```"
+from tests.distill.tiny import MESSAGES, TARGET, TEXTS, tiny_base_and_data, tiny_student
 
 
 def base_and_data(tmp_path: Path) -> tuple[Path, Path]:
     """A tiny student and a dataset of the same tuple twice."""
-    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
-    data = tmp_path / "data"
-    data.mkdir()
-    line = json.dumps({"messages": MESSAGES, "target": TARGET})
-    (data / "train.jsonl").write_text(f"{line}\n{line}\n")
-    return base, data
+    return tiny_base_and_data(tmp_path)
 
 
 def test_the_loss_counts_the_target_tokens_only(tmp_path: Path):
-    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
+    base = tiny_student(tmp_path / "base", TEXTS, 300)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     config = TrainConfig(base_model=base, data=tmp_path, output_dir=tmp_path / "run", max_steps=1)
     rows = pairs([{"messages": MESSAGES, "target": TARGET}])
@@ -55,7 +44,7 @@ def test_full_fine_tuning_saves_a_whole_model(tmp_path: Path):
 
 
 def test_gradient_checkpointing_is_on_unless_the_config_turns_it_off(tmp_path: Path):
-    base = tiny_student(tmp_path / "base", [TARGET, "How many singers? Write SQL."] * 20, 300)
+    base = tiny_student(tmp_path / "base", TEXTS, 300)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     rows = pairs([{"messages": MESSAGES, "target": TARGET}])
     for setting in (True, False):

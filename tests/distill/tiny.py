@@ -21,6 +21,25 @@ QWEN2_SPLIT = (
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+MESSAGES = [
+    {"role": "system", "content": "Write SQL."},
+    {"role": "user", "content": "How many singers?"},
+]
+TARGET = "```sql\nSELECT count(*) FROM singer\n```"
+TEXTS = [TARGET, "How many singers? Write SQL."] * 20  # what the tiny tokenizer learns from
+
+
+def tiny_base_and_data(root: Path, copies: int = 2) -> tuple[Path, Path]:
+    """A tiny student in ``root/base`` and a dataset in ``root/data`` of the one tuple
+    (MESSAGES -> TARGET) ``copies`` times."""
+    import json
+
+    base = tiny_student(root / "base", TEXTS, 300)
+    data = root / "data"
+    data.mkdir()
+    line = json.dumps({"messages": MESSAGES, "target": TARGET})
+    (data / "train.jsonl").write_text("\n".join([line] * copies) + "\n")
+    return base, data
 
 
 def tiny_student(folder: Path, texts: Iterable[str], vocab_size: int = 1024) -> Path:
