@@ -23,11 +23,13 @@ Prints a line per run and writes ``results.json`` (each run's output in
 first step's CUDA warm-up included), the median step, the whole call (loading, evaluating
 and saving too), real and padded tokens of the epoch (trl pads each batch to its longest
 tuple, in the sampler's order; :func:`bench.distill_tokens.padded_tokens` estimates it with
-a seeded shuffle), the achieved TFLOP/s and MFU over the padded tokens (and the MFU at the
-median step) by :func:`bench.distill_tokens.flops_per_token` with N = the parameters a
+a seeded shuffle), the achieved TFLOP/s and MFU over the padded tokens against 989 TFLOP/s
+(the H100's and H200's dense bf16; also with the first step's time, CUDA's warm-up, replaced
+by a median step's) by :func:`bench.distill_tokens.flops_per_token` with N = the parameters a
 forward multiplies by at every position (the transformer blocks and the LM head; the input
 embedding is a lookup), and the peak GPU memory allocated and reserved. ``--budget-s`` skips
-the runs that would start after that many seconds (a lease's limit). ``tiny`` is a 2-layer
+the runs that would start after that many seconds (a lease's limit; a run started is not
+stopped). ``tiny`` is a 2-layer
 student for a smoke test on a CPU.
 """
 
@@ -76,7 +78,8 @@ def save_tokenizer(out: Path, gguf: Path | None = None) -> Path:
 
 def make_base(student: str, tokenizer_dir: Path, out: Path, device: str) -> int:
     """A random-weight model of ``student``'s shape and the tokenizer, saved in ``out``;
-    returns the parameters a forward multiplies by at every position (blocks, LM head)."""
+    returns its transformer blocks' and LM head's parameters (the N of the FLOP count). The
+    GPU memory it took is handed back before the runs."""
     import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
@@ -95,8 +98,13 @@ def make_base(student: str, tokenizer_dir: Path, out: Path, device: str) -> int:
         model = Qwen2ForCausalLM._from_config(config, dtype=torch.bfloat16)
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
-    matmuls = [*model.model.layers.parameters(), *model.lm_head.parameters()]
-    return sum(p.numel() for p in matmuls)
+    matmuls = sum(
+        p.numel() for p in [*model.model.layers.parameters(), *model.lm_head.parameters()]
+    )
+    del model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return matmuls
 
 
 def train_once(args: argparse.Namespace, student: str, method: str) -> dict[str, Any]:
@@ -110,6 +118,7 @@ def train_once(args: argparse.Namespace, student: str, method: str) -> dict[str,
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     run_dir = args.out / f"run-{student}-{method}"
+    shutil.rmtree(run_dir, ignore_errors=True)  # an aborted run's metrics would be appended to
     config = TrainConfig(
         base_model=args.out / f"base-{student}",
         data=args.data,
@@ -134,6 +143,7 @@ def train_once(args: argparse.Namespace, student: str, method: str) -> dict[str,
         "steps": result.steps,
         "train_tuples": result.train_tuples,
         "train_s": elapsed[-1] if elapsed else None,
+        "first_step_s": elapsed[0] if elapsed else None,
         "median_step_s": round(statistics.median(steps), 3) if steps else None,
         "call_s": round(seconds, 1),
         "last_loss": result.losses[-1] if result.losses else None,
@@ -145,8 +155,11 @@ def train_once(args: argparse.Namespace, student: str, method: str) -> dict[str,
     return row
 
 
-def epoch_tokens(data: Path, tokenizer_dir: Path, batch_size: int) -> dict[str, float]:
-    """Real and padded tokens of one epoch of ``data``'s train tuples, and the mean tuple."""
+def epoch_tokens(
+    data: Path, tokenizer_dir: Path, batch_size: int, max_seq_len: int
+) -> dict[str, float]:
+    """Real and padded tokens of one epoch of ``data``'s train tuples that fit
+    ``max_seq_len`` (training drops the others), and the mean tuple."""
     from transformers import AutoTokenizer
 
     from bench.distill_tokens import tuple_lengths
@@ -154,6 +167,7 @@ def epoch_tokens(data: Path, tokenizer_dir: Path, batch_size: int) -> dict[str, 
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     totals = tuple_lengths(read_tuples(data / TRAIN), tokenizer).total
+    totals = [n for n in totals if n <= max_seq_len]
     return {
         "real_tokens": sum(totals),
         "padded_tokens": padded_tokens(totals, batch_size),
@@ -161,8 +175,10 @@ def epoch_tokens(data: Path, tokenizer_dir: Path, batch_size: int) -> dict[str, 
     }
 
 
-def with_throughput(row: dict[str, Any], tokens: dict[str, float], matmuls: int) -> dict:
-    """``row`` with its epoch's FLOPs, achieved TFLOP/s and MFU (over the padded tokens)."""
+def with_throughput(row: dict[str, Any], tokens: dict[str, float], matmuls: int) -> dict[str, Any]:
+    """``row`` with its epoch's FLOPs, achieved TFLOP/s and MFU (over the padded tokens,
+    against :data:`bench.distill_tokens.H100_BF16_DENSE_FLOPS`), and the MFU with the first
+    step's time (CUDA's warm-up) replaced by a median step's."""
     shape = STUDENT_SHAPES[row["student"]]
     per_token = flops_per_token(
         row["method"], matmuls, shape["num_hidden_layers"], shape["hidden_size"],
@@ -171,8 +187,9 @@ def with_throughput(row: dict[str, Any], tokens: dict[str, float], matmuls: int)
     flops = per_token * tokens["padded_tokens"] * row.get("epochs", 1.0)
     seconds = row.get("train_s") or 0
     achieved = flops / seconds if seconds else 0.0
-    steady = row.get("median_step_s") or 0
-    steady_s = steady * row.get("steps", 0)  # the epoch at the median step, warm-up left out
+    steady_s = 0.0
+    if seconds and row.get("median_step_s") and row.get("first_step_s") is not None:
+        steady_s = seconds - row["first_step_s"] + row["median_step_s"]
     return row | {
         "matmul_parameters": matmuls,
         "flops": flops,
@@ -186,18 +203,22 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every ``--run``, each in a child process, within ``--budget-s``; a student's base is
     made before its first run and removed after its last (a 7B's is 15 GB)."""
     started = time.perf_counter()
-    tokens = epoch_tokens(args.data, args.tokenizer, args.batch_size)
+    tokens = epoch_tokens(args.data, args.tokenizer, args.batch_size, args.max_seq_len)
     print(json.dumps({"epoch": tokens}), flush=True)
     rows: list[dict[str, Any]] = []
     matmuls: dict[str, int] = {}
     for index, (student, method) in enumerate(args.run):
         base = args.out / f"base-{student}"
-        if args.budget_s and time.perf_counter() - started > args.budget_s:
+        if args.budget_s is not None and time.perf_counter() - started > args.budget_s:
             rows.append({"student": student, "method": method, "skipped": "over --budget-s"})
         else:
-            if student not in matmuls:
-                matmuls[student] = make_base(student, args.tokenizer, base, args.device)
-            row = _child(args, student, method)
+            try:
+                if student not in matmuls:
+                    matmuls[student] = make_base(student, args.tokenizer, base, args.device)
+            except (OSError, RuntimeError) as exc:  # a full disk, CUDA out of memory
+                row = {"student": student, "method": method, "error": f"base: {exc}"}
+            else:
+                row = _child(args, student, method)
             if "error" not in row:
                 row = with_throughput(row | {"epochs": args.epochs}, tokens, matmuls[student])
             rows.append(row)
@@ -212,13 +233,17 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def _child(args: argparse.Namespace, student: str, method: str) -> dict[str, Any]:
     row_file = args.out / f"row-{student}-{method}.json"
+    row_file.unlink(missing_ok=True)
     command = [sys.executable, "-m", "bench.distill_gpu", *args.argv, "--only", student, method]
     done = subprocess.run(command, capture_output=True, text=True)
     (args.out / f"log-{student}-{method}.txt").write_text(done.stdout + done.stderr)
     if done.returncode != 0 or not row_file.is_file():
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return {"student": student, "method": method, "error": " | ".join(tail)}
-    return json.loads(row_file.read_text())
+        rc = done.returncode  # -9: killed (out of host memory)
+        return {"student": student, "method": method, "rc": rc, "error": " | ".join(tail)}
+    row = json.loads(row_file.read_text())
+    row_file.unlink()
+    return row
 
 
 def _run(text: str) -> tuple[str, str]:
@@ -229,6 +254,7 @@ def _run(text: str) -> tuple[str, str]:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
+    """The command line (module docstring); ``argv`` is kept for the child runs."""
     parser = argparse.ArgumentParser(prog="python -m bench.distill_gpu", description=__doc__)
     parser.add_argument("--data", type=Path, required=True, help="a distill dataset folder")
     parser.add_argument("--tokenizer", type=Path, required=True, help="a tokenizer folder")

@@ -4,7 +4,8 @@
 - :mod:`distill.prompts`: the chain's own SQL-gen prompt, the example held out of retrieval;
 - :mod:`distill.dataset`, :mod:`distill.split`, :mod:`distill.curation`,
   :mod:`distill.manifest`: tuples, the split by database and SQL skeleton, the curation
-  score, ``manifest.json``;
+  score, ``manifest.json``; :mod:`distill.dataset_files`: the folder's files as training
+  reads them (without the store or the indices);
 - :mod:`distill.config`, :mod:`distill.train`, :mod:`distill.checkpoints`,
   :mod:`distill.progress`: the training config, SFT with trl + peft, resume, progress;
 - :mod:`distill.base_weights`: Hugging Face base weights dequantized from the packaged GGUF;

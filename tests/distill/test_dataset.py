@@ -7,7 +7,8 @@ import json
 import pytest
 
 from agents.pipeline import ModelTier, Pipeline, PipelineOptions
-from distill.dataset import DatasetOptions, EmptyDatasetError, build_dataset, build_tuples
+from distill.dataset import DatasetOptions, build_dataset, build_tuples
+from distill.dataset_files import EmptyDatasetError
 from distill.prompts import HoldOutRetriever
 from distill.split import SplitRule
 from tests.agents.scripted import ScriptedLLM, sql_reply

@@ -7,6 +7,7 @@ model has hidden size 64 and 2 layers.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,6 @@ TEXTS = [TARGET, "How many singers? Write SQL."] * 20  # what the tiny tokenizer
 def tiny_base_and_data(root: Path, copies: int = 2) -> tuple[Path, Path]:
     """A tiny student in ``root/base`` and a dataset in ``root/data`` of the one tuple
     (MESSAGES -> TARGET) ``copies`` times."""
-    import json
-
     base = tiny_student(root / "base", TEXTS, 300)
     data = root / "data"
     data.mkdir()
@@ -92,8 +91,6 @@ def tiny_run_config(
     """A dataset built from ``store`` into ``root/data`` (a fifth for validation), the tiny
     student trained on its texts into ``root/base``, and the :class:`TrainConfig` of a run in
     ``root/run`` with ``train``'s settings."""
-    import json
-
     from distill.config import TrainConfig
     from distill.dataset import DatasetOptions, build_dataset
     from distill.split import SplitRule
