@@ -68,6 +68,17 @@ DEFAULT_RUNS = [
 ]
 
 
+def _base_dir(out: Path, student: str) -> Path:
+    return out / f"base-{student}"
+
+
+def _run_file(out: Path, student: str, method: str, kind: str) -> Path:
+    """The run's folder (``kind`` "run"), its row (``"row"``, .json) or output (``"log"``,
+    .txt) in ``out``."""
+    suffix = {"run": "", "row": ".json", "log": ".txt"}[kind]
+    return out / f"{kind}-{student}-{method}{suffix}"
+
+
 def save_tokenizer(out: Path, gguf: Path | None = None) -> Path:
     """Write the Qwen2.5 tokenizer of ``gguf`` (default: the packaged 0.5B's) to ``out``."""
     from bench.distill_tokens import load_tokenizer
@@ -117,10 +128,10 @@ def train_once(args: argparse.Namespace, student: str, method: str) -> dict[str,
     cuda = args.device == "cuda"
     if cuda:
         torch.cuda.reset_peak_memory_stats()
-    run_dir = args.out / f"run-{student}-{method}"
+    run_dir = _run_file(args.out, student, method, "run")
     shutil.rmtree(run_dir, ignore_errors=True)  # an aborted run's metrics would be appended to
     config = TrainConfig(
-        base_model=args.out / f"base-{student}",
+        base_model=_base_dir(args.out, student),
         data=args.data,
         output_dir=run_dir,
         full_finetune=method == "full",
@@ -208,7 +219,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     matmuls: dict[str, int] = {}
     for index, (student, method) in enumerate(args.run):
-        base = args.out / f"base-{student}"
+        base = _base_dir(args.out, student)
         if args.budget_s is not None and time.perf_counter() - started > args.budget_s:
             rows.append({"student": student, "method": method, "skipped": "over --budget-s"})
         else:
@@ -224,7 +235,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
             rows.append(row)
             print(json.dumps(row), flush=True)
         # the run's checkpoint (a full fine-tune's holds the optimizer) and final weights
-        shutil.rmtree(args.out / f"run-{student}-{method}", ignore_errors=True)
+        shutil.rmtree(_run_file(args.out, student, method, "run"), ignore_errors=True)
         if all(later != student for later, _ in args.run[index + 1 :]):
             shutil.rmtree(base, ignore_errors=True)
         (args.out / RESULTS).write_text(json.dumps({"epoch": tokens, "runs": rows}, indent=1))
@@ -232,11 +243,11 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _child(args: argparse.Namespace, student: str, method: str) -> dict[str, Any]:
-    row_file = args.out / f"row-{student}-{method}.json"
+    row_file = _run_file(args.out, student, method, "row")
     row_file.unlink(missing_ok=True)
     command = [sys.executable, "-m", "bench.distill_gpu", *args.argv, "--only", student, method]
     done = subprocess.run(command, capture_output=True, text=True)
-    (args.out / f"log-{student}-{method}.txt").write_text(done.stdout + done.stderr)
+    _run_file(args.out, student, method, "log").write_text(done.stdout + done.stderr)
     if done.returncode != 0 or not row_file.is_file():
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         rc = done.returncode  # -9: killed (out of host memory)
@@ -286,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         student, method = args.only
         row = train_once(args, student, method)
-        (args.out / f"row-{student}-{method}.json").write_text(json.dumps(row))
+        _run_file(args.out, student, method, "row").write_text(json.dumps(row))
         return 0
     rows = measure(args)
     return 0 if all("error" not in r for r in rows) else 1

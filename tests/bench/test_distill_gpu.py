@@ -13,13 +13,8 @@ from bench.distill_tokens import flops_per_token
 from tests.distill.tiny import tiny_base_and_data
 
 
-def tokenizer_and_data(tmp_path: Path) -> tuple[Path, Path]:
-    """The tiny student's folder (only its tokenizer is read) and 4 copies of its tuple."""
-    return tiny_base_and_data(tmp_path, copies=4)
-
-
 def test_each_method_is_trained_measured_and_cleaned_up(tmp_path: Path):
-    tokenizer, data = tokenizer_and_data(tmp_path)
+    tokenizer, data = tiny_base_and_data(tmp_path, copies=4)  # only its tokenizer is read
     out = tmp_path / "out"
     common = ["--data", str(data), "--tokenizer", str(tokenizer), "--out", str(out)]
     argv = [*common, "--run", "tiny:lora", "--run", "tiny:full", "--batch-size", "2"]
@@ -52,7 +47,7 @@ def test_each_method_is_trained_measured_and_cleaned_up(tmp_path: Path):
 
 
 def test_a_run_over_the_budget_is_skipped_and_a_failing_one_is_a_row(tmp_path: Path):
-    tokenizer, data = tokenizer_and_data(tmp_path)
+    tokenizer, data = tiny_base_and_data(tmp_path, copies=4)  # only its tokenizer is read
     out = tmp_path / "out"
     common = ["--data", str(data), "--tokenizer", str(tokenizer), "--out", str(out)]
     argv = [*common, "--run", "tiny:lora", "--device", "cpu"]

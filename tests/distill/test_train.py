@@ -14,11 +14,6 @@ from distill.train import _trainer, adapted_layers, pairs, train
 from tests.distill.tiny import MESSAGES, TARGET, TEXTS, tiny_base_and_data, tiny_student
 
 
-def base_and_data(tmp_path: Path) -> tuple[Path, Path]:
-    """A tiny student and a dataset of the same tuple twice."""
-    return tiny_base_and_data(tmp_path)
-
-
 def test_the_loss_counts_the_target_tokens_only(tmp_path: Path):
     base = tiny_student(tmp_path / "base", TEXTS, 300)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
@@ -33,7 +28,7 @@ def test_the_loss_counts_the_target_tokens_only(tmp_path: Path):
 
 
 def test_full_fine_tuning_saves_a_whole_model(tmp_path: Path):
-    base, data = base_and_data(tmp_path)
+    base, data = tiny_base_and_data(tmp_path)
     config = TrainConfig(
         base_model=base, data=data, output_dir=tmp_path / "run", full_finetune=True, max_steps=2
     )
@@ -65,7 +60,7 @@ def test_gradient_checkpointing_is_on_unless_the_config_turns_it_off(tmp_path: P
 
 
 def test_top_layers_puts_the_adapter_on_the_last_layers_only(tmp_path: Path):
-    base, data = base_and_data(tmp_path)
+    base, data = tiny_base_and_data(tmp_path)
     config = TrainConfig(
         base_model=base,
         data=data,
