@@ -25,6 +25,16 @@ filters, groups by or selects it by name (``caliber = 'A'`` because the question
 "management view", or a comparison of both calibers) is the model's reading of the
 question and stays as written. The refine agent runs what the model wrote when the
 rewritten query is rejected (:meth:`agents.sql.refine.Refiner.execute`).
+
+A filter may exclude instead (``"op": "<>"``), and may apply only to a query that breaks its
+rows down (``"breakdown": [columns]``): AutoFin's "headquarters is left out of regional
+rankings and shares" is ``{"column": "region_code", "op": "<>", "value": "HQ", "breakdown":
+["region_code", "region_name"]}``, added to each SELECT that groups by one of those columns
+or reads one in a CASE (a ranking of regions, a region's share of the total), and only when
+no WHERE or HAVING of the query names one of them (the query chose its regions itself); a
+brand's total, which breaks nothing down, keeps headquarters. Four of the 14 wrong AutoFin
+answers the 1.5B was surest of (confidence 0.71-0.77) were shares or rankings of regions
+that counted headquarters in.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from ukf import BaseUKF
 
 log = logging.getLogger(__name__)
 RESOURCE_KEYS = ("default_filter", "preference")  # where a rule keeps its filter
+OPERATORS = ("=", "<>")
 
 
 @dataclass(frozen=True)
@@ -57,11 +68,13 @@ class DefaultFilter:
     rule: str
     unless: tuple[str, ...] = ()  # columns whose mention also leaves the query as written
     tables: tuple[str, ...] = ()  # only these tables (none: every table with the column)
+    op: str = "="  # or "<>": the rows to leave out
+    breakdown: tuple[str, ...] = ()  # only where the query breaks its rows down by one of these
 
     @property
     def condition(self) -> str:
         shown = f"'{self.value}'" if isinstance(self.value, str) else str(self.value)
-        return f"{self.column} = {shown}"
+        return f"{self.column} {self.op} {shown}"
 
 
 @dataclass(frozen=True)
@@ -85,19 +98,25 @@ def filter_of(entry: BaseUKF) -> DefaultFilter | None:
         if not isinstance(spec, Mapping):
             log.warning("%r: default filter %r is no mapping", entry.name, spec)
             return None
-        column, value = spec.get("column"), spec.get("value")
+        column, value, op = spec.get("column"), spec.get("value"), spec.get("op", "=")
         unless, tables = spec.get("unless", []), spec.get("tables", [])
+        breakdown = spec.get("breakdown", [])
         if not isinstance(column, str) or not column.isidentifier():
             log.warning("%r: default filter column %r is no column name", entry.name, column)
             return None
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             log.warning("%r: default filter value %r is no literal", entry.name, value)
             return None
-        if not _names(unless) or not _names(tables):
-            log.warning("%r: default filter unless/tables %r, %r: no lists of names",
-                        entry.name, unless, tables)  # fmt: skip
+        if op not in OPERATORS:
+            log.warning("%r: default filter op %r is none of %s", entry.name, op, OPERATORS)
             return None
-        return DefaultFilter(column, value, entry.name, tuple(unless), tuple(tables))
+        if not _names(unless) or not _names(tables) or not _names(breakdown):
+            log.warning("%r: default filter unless/tables/breakdown %r, %r, %r: no lists of "
+                        "names", entry.name, unless, tables, breakdown)  # fmt: skip
+            return None
+        return DefaultFilter(
+            column, value, entry.name, tuple(unless), tuple(tables), op, tuple(breakdown)
+        )
     return None
 
 
@@ -141,8 +160,10 @@ def with_default_filters(
 ) -> Filtered | None:
     """``sql`` with each filter ANDed into every SELECT reading a table that has its column
     (``table_columns``: the tables' column names, by lower-cased table name), where the
-    query mentions that column nowhere; None when nothing was added, or ``sql`` does not
-    parse or cannot be written back in ``dialect`` as it was read.
+    query mentions that column nowhere (a filter with a ``breakdown``: into every SELECT that
+    breaks its rows down by one of those columns, where no WHERE or HAVING of the query names
+    the column or one of them); None when nothing was added, or ``sql`` does not parse or
+    cannot be written back in ``dialect`` as it was read.
 
     A table on the side of an outer join that may be missing gets the filter in that
     join's ``ON`` (in the WHERE it would drop the rows the join keeps without it); a scope
@@ -163,16 +184,23 @@ def with_default_filters(
         table.casefold(): {c.casefold(): c for c in names} for table, names in table_columns.items()
     }
     mentioned = {c.name.casefold() for c in tree.find_all(exp.Column)}
+    chosen = {
+        c.name.casefold() for node in tree.find_all(exp.Where, exp.Having) for c in _columns(node)
+    }
     notes: list[str] = []
     for default in wanted:
         column = default.column.casefold()
-        if {column, *(c.casefold() for c in default.unless)} & mentioned:
+        breakdown = {c.casefold() for c in default.breakdown}
+        named = {column, *(c.casefold() for c in default.unless)}
+        if (named | breakdown) & (chosen if breakdown else mentioned):
             continue
         tables = {t.casefold() for t in default.tables}
         added = 0
         for scope in scopes:
             select = scope.expression
             if not isinstance(select, exp.Select) or _has_right_or_full_join(select):
+                continue
+            if breakdown and not _breaks_down(select, breakdown):
                 continue
             for alias, source in scope.sources.items():
                 if not isinstance(source, exp.Table):  # a derived table: its own scope
@@ -181,7 +209,8 @@ def with_default_filters(
                 actual = spelled.get(name, {}).get(column)
                 if actual is None or (tables and name not in tables):
                     continue
-                condition = exp.EQ(
+                comparison = exp.EQ if default.op == "=" else exp.NEQ
+                condition = comparison(
                     this=exp.Column(
                         this=exp.to_identifier(actual, quoted=_needs_quotes(actual, dialect)),
                         table=_qualifier(source, alias),
@@ -242,6 +271,22 @@ def schema_columns(database: Database) -> dict[str, list[str]]:
         name.lower(): [column.name for column in info.columns]
         for name, info in database.reflect().items()
     }
+
+
+def _columns(node: exp.Expression) -> list[exp.Column]:
+    return list(node.find_all(exp.Column))
+
+
+def _breaks_down(select: exp.Select, columns: set[str]) -> bool:
+    """Whether ``select`` itself (not a subquery of it) groups by one of ``columns`` or
+    reads one in a CASE."""
+    group = select.args.get("group")
+    if group is not None and any(c.name.casefold() in columns for c in _columns(group)):
+        return True
+    return any(
+        case.parent_select is select and any(c.name.casefold() in columns for c in _columns(case))
+        for case in select.find_all(exp.Case)
+    )
 
 
 def _has_right_or_full_join(select: exp.Select) -> bool:

@@ -35,6 +35,16 @@ FISCAL_YEAR = {
 }
 
 
+# what the chain adds to a ranking or share of regions that counted headquarters in
+# (agents.sql.default_filters): a query grouping by region, or reading one in a CASE
+HQ_FILTER = {
+    "column": "region_code",
+    "op": "<>",
+    "value": "HQ",
+    "breakdown": ["region_code", "region_name"],
+}
+
+
 def currency_rule_name(region_code: str) -> str:
     return f"Default currency for {region_code} users"
 
@@ -91,6 +101,7 @@ def rules() -> list[Rule]:
             "without HQ. Brand and group totals include it.",
             "validity",
             synonyms=("exclude HQ", "regional ranking"),
+            resources={"default_filter": HQ_FILTER},
         ),
         Rule(
             RETAIL_CHANNEL,

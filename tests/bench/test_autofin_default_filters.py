@@ -1,6 +1,6 @@
 """The default filters AutoFin's knowledge pack carries (the caliber rules, the narrow
-tables' currency, the one-report-item metrics) never change a gold query: they only ever fix
-a query that left them out."""
+tables' currency, the one-report-item metrics, headquarters left out of rankings and shares
+of regions) never change a gold query: they only ever fix a query that left them out."""
 
 from __future__ import annotations
 
@@ -36,9 +36,22 @@ def test_the_default_filters_of_the_rules_never_change_a_gold_query(built: Summa
         for r in rules
         if r.triggered(QueryContext(user_profile={"region": "EUR", "caliber": "B"}))
     )
-    assert {(f.column, f.value) for f in eur} == {("caliber", "B"), ("currency", "EUR")}
+    assert {(f.column, f.value) for f in eur} == {
+        ("caliber", "B"),
+        ("currency", "EUR"),
+        ("region_code", "HQ"),
+    }
     plain = filters_of(r for r in rules if r.triggered(QueryContext()))
-    assert [(f.column, f.value) for f in plain] == [("caliber", "A")]
+    assert [(f.column, f.op, f.value) for f in plain] == [
+        ("region_code", "<>", "HQ"),  # rankings and shares of regions leave HQ out
+        ("caliber", "=", "A"),
+    ]
+    share = (
+        "SELECT SUM(CASE WHEN region_code = 'EUR' THEN ptd_amt_usd ELSE 0 END) / "
+        "SUM(ptd_amt_usd) AS share FROM income_orion WHERE period = '202406' AND caliber = 'B'"
+    )
+    no_hq = with_default_filters(share, plain, columns, "sqlite")
+    assert no_hq is not None and no_hq.sql == share + " AND income_orion.region_code <> 'HQ'"
     forgot = "SELECT SUM(ptd_amt_usd) FROM income_nova WHERE period = '202406'"
     added = with_default_filters(forgot, eur, columns, "sqlite")
     assert added is not None and added.sql.endswith("AND income_nova.caliber = 'B'")

@@ -164,8 +164,8 @@ def authored_filters(store: KnowledgeStore) -> dict[tuple[str, str, str], list[B
             if "default_filter" not in entry.content_resources:
                 continue
             default = filter_of(entry)
-            if default is None:
-                continue
+            if default is None or default.op != "=" or default.breakdown:
+                continue  # a habit is an equality on every query
             for database in entry.tag_values("DATABASE"):
                 key = (database, default.column.casefold(), str(default.value).casefold())
                 found[key].append(entry)

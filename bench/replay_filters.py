@@ -1,0 +1,130 @@
+"""What a knowledge pack's default filters change in a recorded run, without a model: each
+scored answer's SQL gets the filters of the rules its question's context switches on, as the
+chain adds them before it runs a query (:mod:`agents.sql.default_filters`), is run again
+and scored against the gold. A filter already in the query, or one the run's chain already
+added, changes nothing; so a run recorded before a rule gained its filter shows what the
+filter would have won and lost. Prints the answers changed, won and lost, and EX before and
+after, with each changed answer::
+
+    python -m bench.autofin --out bench/out/autofin-data-s61    # the pack with the new filter
+    python -m bench.replay_filters --dataset bench/out/autofin-data-s61/questions.jsonl \\
+        --knowledge bench/out/autofin-data-s61/knowledge.jsonl \\
+        --run bench/out/s60-autofin80-unseen-adaptive01
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from agents.sql.default_filters import filters_of, schema_columns, with_default_filters
+from bench.datasets.registry import load_dataset
+from bench.run import best_gold
+from kb.jsonl import read_jsonl
+from kb.target.database import Database
+from kb.target.sql_guard import sqlglot_dialect
+from ukf import BaseUKF
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One scored answer whose SQL the filters changed: right before and after."""
+
+    id: str
+    sql: str
+    replayed_sql: str
+    right_before: bool
+    right_after: bool
+
+
+@dataclass(frozen=True)
+class ReplaySummary:
+    answers: int
+    right_before: int
+    changed: list[Replayed]
+
+    @property
+    def right_after(self) -> int:
+        return self.right_before + sum(r.right_after - r.right_before for r in self.changed)
+
+
+def replay(rows: Iterable[dict], dataset: str, rules: list[BaseUKF]) -> ReplaySummary:
+    """Replays the filters of ``rules`` on the scored answers ``rows`` of ``dataset``."""
+    loaded = load_dataset(dataset)
+    examples = {example.id: example for example in loaded.examples}
+    databases: dict[str, Database] = {}
+    answers = right = 0
+    changed: list[Replayed] = []
+    try:
+        for row in tqdm(list(rows), desc="replay", unit="answer"):
+            example, scores = examples.get(row["id"]), row.get("scores")
+            if example is None or scores is None or example.database not in loaded.databases:
+                continue
+            answers += 1
+            before = scores.get("ex", 0.0) >= 1.0
+            right += before
+            sql = row.get("predicted_sql")
+            filters = filters_of(r for r in rules if r.triggered(example.context))
+            if not sql or not filters:
+                continue
+            if example.database not in databases:
+                databases[example.database] = Database(loaded.databases[example.database])
+            database = databases[example.database]
+            dialect = sqlglot_dialect(database.dialect)
+            filtered = with_default_filters(sql, filters, schema_columns(database), dialect)
+            if filtered is None:
+                continue
+            outcome = database.execute(filtered.sql)
+            golds = [(g, database.execute(g).rows) for g in example.gold_for(database.dialect)]
+            replayed_rows = outcome.rows if outcome.ok else None
+            after = best_gold(replayed_rows, golds, example.order_relevant)[1]["ex"] >= 1.0
+            changed.append(Replayed(row["id"], sql, filtered.sql, before, after))
+    finally:
+        for database in databases.values():
+            database.close()
+    return ReplaySummary(answers, right, changed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.replay_filters", description=__doc__)
+    parser.add_argument("--dataset", required=True, help="the runs' dataset (name or path)")
+    parser.add_argument("--knowledge", type=Path, required=True, help="a knowledge pack (JSONL)")
+    parser.add_argument("--run", type=Path, action="append", required=True,
+                        help="a bench run folder (repeatable)")  # fmt: skip
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        rules = [e for e in read_jsonl(args.knowledge) if e.type == "rule"]
+        rows = []
+        for run in args.run:
+            source = run / "results.jsonl"
+            if not source.is_file():
+                raise FileNotFoundError(f"no results.jsonl in {run}")
+            lines = source.read_text(encoding="utf-8").splitlines()
+            rows += [json.loads(line) for line in lines if line.strip()]
+        summary = replay(rows, args.dataset, rules)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for item in summary.changed:
+        verdict = {(False, True): "won", (True, False): "lost"}.get(
+            (item.right_before, item.right_after), "same"
+        )
+        print(f"{item.id} {verdict}: {item.replayed_sql}")
+    n = max(summary.answers, 1)
+    won = sum(r.right_after and not r.right_before for r in summary.changed)
+    lost = sum(r.right_before and not r.right_after for r in summary.changed)
+    print(f"answers: {summary.answers}  changed: {len(summary.changed)}  won: {won}  lost: {lost}")
+    print(f"EX before: {summary.right_before / n:.3f}  after: {summary.right_after / n:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

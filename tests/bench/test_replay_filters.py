@@ -1,0 +1,71 @@
+"""Replaying a pack's default filters on a recorded run: an answer the new filter fixes is
+won, one it breaks is lost, one it leaves alone is not counted as changed, and the command
+prints the totals."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from bench.replay_filters import main, replay
+from kb.jsonl import write_jsonl
+from ukf import RuleUKF
+
+HQ = {"column": "region_code", "op": "<>", "value": "HQ", "breakdown": ["region_code"]}
+SHARE = "SELECT SUM(CASE WHEN region_code = 'EUR' THEN amount ELSE 0 END) / SUM(amount) FROM income"
+SHARE_NO_HQ = SHARE + " WHERE region_code <> 'HQ'"
+BY_REGION = "SELECT region_code, SUM(amount) FROM income GROUP BY region_code"
+TOTAL = "SELECT SUM(amount) FROM income"
+
+
+def _dataset(folder: Path) -> Path:
+    folder.mkdir()
+    with sqlite3.connect(folder / "fin.sqlite") as connection:
+        connection.execute("CREATE TABLE income (region_code TEXT, amount REAL)")
+        rows = [("EUR", 30.0), ("NAM", 50.0), ("HQ", 20.0)]
+        connection.executemany("INSERT INTO income VALUES (?, ?)", rows)
+    connection.close()
+    golds = {"share": SHARE_NO_HQ, "regions": BY_REGION, "total": TOTAL}
+    lines = [
+        {"id": qid, "question": qid, "database": "fin", "split": "test", "gold_sql": [gold]}
+        for qid, gold in golds.items()
+    ]
+    path = folder / "questions.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _row(qid: str, sql: str, right: bool) -> dict:
+    return {"id": qid, "predicted_sql": sql, "scores": {"ex": float(right)}}
+
+
+def test_a_filter_wins_the_answers_it_fixes_and_loses_those_it_breaks(tmp_path: Path, capsys):
+    questions = _dataset(tmp_path / "data")
+    rule = RuleUKF.create("No HQ in regional shares", "No HQ", kind="validity", database="fin",
+                          content_resources={"default_filter": HQ})  # fmt: skip
+    rows = [
+        _row("share", SHARE, False),  # counted HQ in: the filter fixes it
+        _row("regions", BY_REGION, True),  # the gold keeps HQ: the filter breaks it
+        _row("total", TOTAL, True),  # breaks nothing down: left alone
+        _row("unknown", TOTAL, True),  # not in the dataset
+    ]
+    summary = replay(rows, str(questions), [rule])
+    assert summary.answers == 3 and summary.right_before == 2
+    verdicts = {r.id: (r.right_before, r.right_after) for r in summary.changed}
+    assert verdicts == {"share": (False, True), "regions": (True, False)}
+    assert summary.right_after == 2
+    assert replay(rows, str(questions), []).changed == []
+
+    knowledge = tmp_path / "knowledge.jsonl"
+    write_jsonl([rule], knowledge)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["--dataset", str(questions), "--knowledge", str(knowledge), "--run", str(run)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "share won:" in out and "regions lost:" in out
+    assert "answers: 3  changed: 2  won: 1  lost: 1" in out
+    assert main([*args[:4], "--run", str(tmp_path / "nowhere")]) == 2
+    assert "no results.jsonl" in capsys.readouterr().err
