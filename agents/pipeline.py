@@ -52,6 +52,7 @@ from agents.sql.default_filters import filters_for
 from agents.sql.extract import statement_only
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
+from agents.sql.profile_tables import tables_for
 from agents.sql.refine_steps import DEADLINE_NOTE
 from agents.sql.rewrites import QueryRewriter
 from agents.sql.template_fill import TemplateFiller
@@ -166,9 +167,8 @@ class Pipeline:
         )
         emit({"stage": "evidence", "knowledge": [k.model_dump() for k in rag.used]})
         if options.execute:
-            templated = self.options.templates and self.templates.outcome(
-                rag, context, answer.knowledge
-            )
+            templates = self.options.templates and self.templates
+            templated = templates and templates.outcome(rag, context, answer.knowledge)
             trace = AdaptiveTrace(started)
             with cancellation_scope(deadline_token(deadline)):  # stops a model call at it
                 outcome = templated or self._candidates(
@@ -213,9 +213,9 @@ class Pipeline:
         self, rag: RagContext, options: AskOptions, deadline: float | None, trace: AdaptiveTrace
     ) -> Cascade:
         pipeline_options = self.options
-        filters = filters_for(rag)
-        if deadline is not None or filters:
-            refine = replace(pipeline_options.refine, deadline=deadline, default_filters=filters)
+        per_question = {"default_filters": filters_for(rag), "own_tables": tables_for(rag)}
+        if deadline is not None or any(per_question.values()):
+            refine = replace(pipeline_options.refine, deadline=deadline, **per_question)
             pipeline_options = replace(pipeline_options, refine=refine)
         settings = self.confidence.options
         adaptive = options.adaptive
@@ -379,7 +379,7 @@ class Pipeline:
                 completion_tokens=candidate.completion_tokens,
             )
         )
-        rewriter = QueryRewriter(self.database, filters_for(rag))
+        rewriter = QueryRewriter(self.database, filters_for(rag), tables_for(rag))
         filtered = rewriter.rewrite(candidate.sql) if candidate.sql else None
         if filtered is not None:  # what the refine agent would change before running it
             candidate.sql, candidate.notes = filtered.sql, [*candidate.notes, *filtered.notes]

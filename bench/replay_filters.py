@@ -1,9 +1,10 @@
-"""What a knowledge pack's default filters change in a recorded run, without a model: each
-scored answer's SQL gets the filters of the rules its question's context switches on, as the
-chain adds them before it runs a query (:mod:`agents.sql.default_filters`), is run again
-and scored against the gold. A filter already in the query, or one the run's chain already
-added, changes nothing; so a run recorded before a rule gained its filter shows what the
-filter would have won and lost. Prints the answers changed, won and lost, and EX before and
+"""What a knowledge pack's query rewrites change in a recorded run, without a model: each
+scored answer's SQL gets what the rules its question's context switches on carry, as the
+chain adds it before it runs a query: the asker's own tables (:mod:`agents.sql.profile_tables`)
+and the default filters (:mod:`agents.sql.default_filters`); it is run again and scored
+against the gold. A rewrite the query already holds, or one the run's chain already made,
+changes nothing; so a run recorded before a rule gained its data shows what the data would
+have won and lost. Prints the answers changed, won and lost, and EX before and
 after, with each changed answer::
 
     python -m bench.autofin --out bench/out/autofin-data-s61    # the pack with the new filter
@@ -24,7 +25,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agents.sql.default_filters import filters_of, schema_columns, with_default_filters
+from agents.sql.default_filters import Filtered, filters_of, schema_columns, with_default_filters
+from agents.sql.profile_tables import own_tables_of, with_own_tables
+from bench.datasets.example import Example
 from bench.datasets.registry import load_dataset
 from bench.run import best_gold
 from kb.jsonl import read_jsonl
@@ -71,14 +74,13 @@ def replay(rows: Iterable[dict], dataset: str, rules: list[BaseUKF]) -> ReplaySu
             before = scores.get("ex", 0.0) >= 1.0
             right += before
             sql = row.get("predicted_sql")
-            filters = filters_of(r for r in rules if r.triggered(example.context))
-            if not sql or not filters:
+            if not sql:
                 continue
             if example.database not in databases:
                 databases[example.database] = Database(loaded.databases[example.database])
             database = databases[example.database]
-            dialect = sqlglot_dialect(database.dialect)
-            filtered = with_default_filters(sql, filters, schema_columns(database), dialect)
+            filtered = _rewritten(sql, example, [r for r in rules if r.triggered(example.context)],
+                                  database)  # fmt: skip
             if filtered is None:
                 continue
             outcome = database.execute(filtered.sql)
@@ -90,6 +92,23 @@ def replay(rows: Iterable[dict], dataset: str, rules: list[BaseUKF]) -> ReplaySu
         for database in databases.values():
             database.close()
     return ReplaySummary(answers, right, changed)
+
+
+def _rewritten(
+    sql: str, example: Example, rules: list[BaseUKF], database: Database
+) -> Filtered | None:
+    """``sql`` as the chain would rewrite it for ``example`` (own tables, then filters)."""
+    dialect = sqlglot_dialect(database.dialect)
+    profile = example.context.user_profile
+    owns = (own_tables_of(r, example.question, profile) for r in rules)
+    own = next((o for o in owns if o is not None), None)
+    swapped = with_own_tables(sql, own, dialect) if own is not None else None
+    current = swapped.sql if swapped else sql
+    filters = filters_of(rules)
+    added = with_default_filters(current, filters, schema_columns(database), dialect)
+    if added is None or swapped is None:
+        return added or swapped
+    return Filtered(added.sql, [*swapped.notes, *added.notes])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -97,6 +97,7 @@ class RagContext:
     resolved: str = ""
     explored: list[str] = field(default_factory=list)
     facts: _QuestionFacts | None = None  # profile links, time phrases
+    user_profile: dict[str, str] = field(default_factory=dict)  # the asker's
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
@@ -171,6 +172,7 @@ class RagAgent:
             time_windows(question, calendar, ctx),
         )
         rag = self._compose(question, evidence, facts)
+        rag.user_profile = {str(k): str(v) for k, v in ctx.user_profile.items()}
         wanted = self._should_explore(rag) if explore is None else explore
         if wanted and self.can_explore:
             rag = self._explore(question, rag, ctx)

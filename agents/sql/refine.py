@@ -49,6 +49,7 @@ from agents.sql.generate import candidate_from_reply, fence_options
 from agents.sql.join_check import unlinked_joins
 from agents.sql.now_anchor import NowAnchor
 from agents.sql.predicates import PredicateChecker, PredicateIssue
+from agents.sql.profile_tables import OwnTables
 from agents.sql.refine_steps import (
     DEADLINE_NOTE,
     Problem,
@@ -97,6 +98,8 @@ class RefineOptions:
     # the rules' default filters for this question (set per question by the pipeline):
     # added to every query that reads a table with the column and never mentions it
     default_filters: tuple[DefaultFilter, ...] = ()
+    # the asker's own tables for another entity's ("our" brand: agents.sql.profile_tables)
+    own_tables: OwnTables | None = None
 
 
 class Refiner:
@@ -119,7 +122,9 @@ class Refiner:
         self.database, self.llm, self.checker = database, llm, checker
         self.options = options or RefineOptions()
         self.columns = ColumnQualifierFix(database, database.dialect)
-        self.rewriter = QueryRewriter(database, self.options.default_filters)
+        self.rewriter = QueryRewriter(
+            database, self.options.default_filters, self.options.own_tables
+        )
         self.now = NowAnchor(database)
 
     def execute(self, candidate: Candidate) -> Candidate:

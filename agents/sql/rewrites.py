@@ -1,6 +1,7 @@
 """What a query gets before it runs, wherever it came from (a model's candidate, a filled
 template, the SQL of an answer not run): the default filters of the question's knowledge it
-lacks (:mod:`agents.sql.default_filters`) and, on SQLite, differences of dates stored as text
+lacks (:mod:`agents.sql.default_filters`), the asker's own tables for another entity's
+(:mod:`agents.sql.profile_tables`) and, on SQLite, differences of dates stored as text
 computed in days (:mod:`agents.sql.date_arithmetic`). A rewrite that cannot be made leaves the
 query as written; it never costs an answer. Which columns hold dates is read from a sample of
 their values (a few rows each, once per rewriter), also for the SQL of an answer not run."""
@@ -13,7 +14,9 @@ from dataclasses import dataclass, field
 
 from agents.sql.date_arithmetic import DateColumns, with_day_differences
 from agents.sql.default_filters import DefaultFilter, Filtered, filtered_on, schema_columns
+from agents.sql.profile_tables import OwnTables, with_own_tables
 from kb.target.database import Database, Results
+from kb.target.sql_guard import sqlglot_dialect
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +33,18 @@ class Executed:
 
 class QueryRewriter:
     """The rewrites of queries on ``database`` for one question (``filters``: its default
-    filters); the schema and which columns hold dates are read once, when first needed."""
+    filters; ``tables``: the asker's own tables); the schema and which columns hold dates are
+    read once, when first needed."""
 
-    def __init__(self, database: Database, filters: Iterable[DefaultFilter] = ()) -> None:
+    def __init__(
+        self,
+        database: Database,
+        filters: Iterable[DefaultFilter] = (),
+        tables: OwnTables | None = None,
+    ) -> None:
         self.database = database
         self.filters = tuple(filters)
+        self.tables = tables
         self._columns: dict[str, list[str]] | None = None
         self._dates: DateColumns | None = None
 
@@ -44,10 +54,16 @@ class QueryRewriter:
         """``sql`` rewritten, with one note per change; None when nothing changed.
         ``timeout_s``: for each column's sample (which columns hold dates); ``filters``:
         False for the day differences alone (what is left to try when the database rejected
-        the query with its default filters)."""
+        the query with its own tables and default filters)."""
         filtered = None
         if filters:
-            filtered = filtered_on(sql, self.filters, self.database, self._schema)
+            if self.tables is not None:
+                dialect = sqlglot_dialect(self.database.dialect)
+                filtered = with_own_tables(sql, self.tables, dialect)
+            current = filtered.sql if filtered else sql
+            filtered = _then(
+                filtered, filtered_on(current, self.filters, self.database, self._schema)
+            )
         if self.database.dialect != "sqlite":
             return filtered
         if self._dates is None:
@@ -57,9 +73,7 @@ class QueryRewriter:
         except Exception as exc:  # a rewrite never costs an answer
             log.warning("day differences not computed for %r: %s", sql[:200], exc)
             return filtered
-        if days is None:
-            return filtered
-        return Filtered(days.sql, [*(filtered.notes if filtered else []), *days.notes])
+        return _then(filtered, days)
 
     def execute(
         self,
@@ -98,3 +112,10 @@ class QueryRewriter:
         if self._columns is None:
             self._columns = schema_columns(self.database)
         return self._columns
+
+
+def _then(first: Filtered | None, second: Filtered | None) -> Filtered | None:
+    """``second``'s query (made from ``first``'s) with both rewrites' notes."""
+    if second is None or first is None:
+        return second or first
+    return Filtered(second.sql, [*first.notes, *second.notes])

@@ -41,6 +41,7 @@ from agents.rag.agent import RagContext
 from agents.rag.store_watch import StoreWatch
 from agents.sql.cascade import CascadeOutcome
 from agents.sql.default_filters import filters_for
+from agents.sql.profile_tables import tables_for
 from agents.sql.rewrites import QueryRewriter
 from agents.sql.vote import VoteOutcome
 from indices.index_set import IndexNotReadyError
@@ -145,7 +146,7 @@ class TemplateFiller:
         query (:mod:`agents.sql.rewrites`: a template mined from answers in caliber A says
         nothing of the caliber a caliber-B analyst wants); when the database rejects the
         rewritten query, ``sql`` as filled runs (noted)."""
-        ran = QueryRewriter(self.database, filters_for(rag)).execute(sql)
+        ran = QueryRewriter(self.database, filters_for(rag), tables_for(rag)).execute(sql)
         return ran.sql, ran.notes, ran.results
 
     def examples(self, rag: RagContext, context: QueryContext) -> list[BaseUKF]:

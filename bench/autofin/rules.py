@@ -8,7 +8,7 @@ currency and caliber defaults.
 from __future__ import annotations
 
 from bench.autofin.calendar import FISCAL_YEAR_START_MONTH, REFRESH_DAY
-from bench.autofin.catalog import CALIBERS, REGIONS
+from bench.autofin.catalog import BRANDS, CALIBERS, REGIONS, models_of
 from bench.autofin.glossary import Rule
 
 FISCAL_CALENDAR = "Fiscal calendar"
@@ -43,6 +43,25 @@ HQ_FILTER = {
     "value": "HQ",
     "breakdown": ["region_code", "region_name"],
 }
+
+
+def own_brand_tables() -> dict[str, object]:
+    """ "We" and "our" read the asker's department's tables (agents.sql.profile_tables)."""
+    entities = {
+        brand.code: {
+            # a brand is named by its name, aliases and models ("Comets" are Nova's)
+            "names": [brand.name, *brand.aliases, *_model_names(brand.code)],
+            "tables": {"income": brand.income_table, "sales_ledger": brand.ledger_table},
+        }
+        for brand in BRANDS
+    }
+    words = ["we", "our", "ours", "us", "my"]
+    return {"attribute": "department", "words": words, "entities": entities}
+
+
+def _model_names(brand_code: str) -> list[str]:
+    names = {n for m in models_of(brand_code) for n in (m.name, m.nickname, m.code) if n}
+    return sorted(names | {f"{n}s" for n in names if n.isalpha()})
 
 
 def currency_rule_name(region_code: str) -> str:
@@ -133,6 +152,7 @@ def rules() -> list[Rule]:
             "income_<brand> table). A user whose department is 'ALL' means the whole group: "
             "use profit_and_loss over all brands.",
             "intent",
+            resources={"profile_tables": own_brand_tables()},
         ),
         Rule(
             PERFORMANCE,

@@ -1,6 +1,7 @@
 """The default filters AutoFin's knowledge pack carries (the caliber rules, the narrow
 tables' currency, the one-report-item metrics, headquarters left out of rankings and shares
-of regions) never change a gold query: they only ever fix a query that left them out."""
+of regions), and the asker's own brand tables for "our", never change a gold query: they
+only ever fix a query that left them out."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from contextlib import closing
 import pytest
 
 from agents.sql.default_filters import filters_of, with_default_filters
+from agents.sql.profile_tables import own_tables_of, with_own_tables
 from bench.autofin.pipeline import Summary
 from bench.datasets import load_almanac_jsonl
 from kb.jsonl import read_jsonl as read_ukf_jsonl
@@ -58,6 +60,7 @@ def test_the_default_filters_of_the_rules_never_change_a_gold_query(built: Summa
     metrics = [e for e in read_ukf_jsonl(built.out / "knowledge.jsonl") if e.type == "metric"]
     rows_of = [m for m in metrics if "default_filter" in m.content_resources]
     assert {m.name for m in rows_of} == {"Revenue", "Cost of sales", "Operating expenses"}
+    asked_as_ours = 0
     for q in load_almanac_jsonl(built.out / "questions.jsonl"):
         # a metric the question names (its name or a synonym as a word): as the string
         # index's span would
@@ -68,5 +71,10 @@ def test_the_default_filters_of_the_rules_never_change_a_gold_query(built: Summa
             if re.search(rf"\b{re.escape(word)}\b", q.question, re.I)
         }
         applying = filters_of([*(r for r in rules if r.triggered(q.context)), *rows_of], named)
+        owns = [own_tables_of(r, q.question, q.context.user_profile) for r in rules]
+        own = next((o for o in owns if o is not None), None)
+        asked_as_ours += own is not None
         for sql in q.gold_for("sqlite"):
             assert with_default_filters(sql, applying, columns, "sqlite") is None, (q.id, sql)
+            assert own is None or with_own_tables(sql, own, "sqlite") is None, (q.id, sql)
+    assert asked_as_ours > 50  # "our" questions of a brand's user read its tables

@@ -1,0 +1,124 @@
+"""The asker's own tables: where a database keeps one table per entity (a brand's
+``income_nova``, ``income_aurora``, ...) and "we", "our" mean the entity of the asker's
+profile, a query that read another entity's table gets the asker's, without a model.
+
+The knowledge pack's rule carries the mapping as data, in ``content_resources``::
+
+    {"profile_tables": {"attribute": "department", "words": ["we", "our", "us", "my"],
+                        "entities": {"NV": {"names": ["Nova"],
+                                            "tables": {"income": "income_nova",
+                                                       "sales_ledger": "sales_ledger_nova"}},
+                                     "AU": {...}}}}
+
+A table of one entity stands for the same family's table of another (``income`` above).
+For a question that says one of ``words`` (as a word), asked by a user whose profile
+``attribute`` names an entity, and that names no other entity (its ``names``, as words),
+:func:`with_own_tables` reads the asker's table of each family in place of another entity's
+(columns qualified by the old name follow). A query that already reads the asker's table of
+a family beside another entity's (a comparison) is left as written. The 1.5B read another
+brand's table on 8 of the 134 unseen AutoFin test answers whose question said "our" (the
+rule's text was in its prompt); the rewrite made 4 of them right and none wrong
+(``python -m bench.replay_filters``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ErrorLevel, SqlglotError
+
+from agents.rag.agent import RagContext
+from agents.sql.default_filters import Filtered
+from agents.sql.extract import statement_only
+from ukf import BaseUKF
+
+log = logging.getLogger(__name__)
+RESOURCE_KEY = "profile_tables"
+
+
+@dataclass(frozen=True)
+class OwnTables:
+    """Each other entity's table (lower-cased) and the asker's table of its family."""
+
+    replacements: Mapping[str, str]
+    rule: str
+
+
+def own_tables_of(entry: BaseUKF, question: str, profile: Mapping[str, object]) -> OwnTables | None:
+    """What ``entry``'s mapping (see the module docstring) swaps for ``question`` asked by a
+    user with ``profile``; None when it does not apply or is malformed (logged)."""
+    spec = entry.content_resources.get(RESOURCE_KEY)
+    if spec is None:
+        return None
+    try:
+        attribute, words, entities = spec["attribute"], spec["words"], spec["entities"]
+        mine = entities.get(str(profile.get(attribute)))
+        if mine is None or not _says(question, words):
+            return None
+        others = [e for key, e in entities.items() if e is not mine]
+        if any(_says(question, other.get("names", [])) for other in others):
+            return None
+        own = {family: table for family, table in mine["tables"].items()}
+        replacements = {
+            table.casefold(): own[family]
+            for other in others
+            for family, table in other["tables"].items()
+            if family in own
+        }
+    except (KeyError, TypeError, AttributeError) as exc:
+        log.warning("%r: malformed %s %r: %s", entry.name, RESOURCE_KEY, spec, exc)
+        return None
+    return OwnTables(replacements, entry.name) if replacements else None
+
+
+def _says(question: str, words: Iterable[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(str(w))}\b", question, re.I) for w in words if w)
+
+
+def tables_for(rag: RagContext) -> OwnTables | None:
+    """The asker's own tables for ``rag``'s question: from the first rule the retriever let
+    through whose mapping applies (its text need not have fitted in the prompt)."""
+    for item in [*rag.evidence.items, *rag.evidence.dropped]:
+        if item.entry.type == "rule":
+            found = own_tables_of(item.entry, rag.question, rag.user_profile)
+            if found is not None:
+                return found
+    return None
+
+
+def with_own_tables(sql: str, tables: OwnTables, dialect: str) -> Filtered | None:
+    """``sql`` reading the asker's tables in place of other entities' (see the module
+    docstring); None when nothing changed, or ``sql`` cannot be read or written back."""
+    statement = statement_only(sql)
+    if not statement or not tables.replacements:
+        return None
+    try:
+        tree = sqlglot.parse_one(statement, read=dialect)
+    except (SqlglotError, RecursionError):
+        return None
+    read = {t.name.casefold() for t in tree.find_all(exp.Table)}
+    swapped: dict[str, str] = {}
+    for node in list(tree.find_all(exp.Table)):
+        old = node.name.casefold()
+        new = tables.replacements.get(old)
+        if new is None or new.casefold() in read:  # already reads its own: a comparison
+            continue
+        node.set("this", exp.to_identifier(new))
+        swapped[old] = new
+    if not swapped:
+        return None
+    for column in tree.find_all(exp.Column):
+        if column.table and column.table.casefold() in swapped:
+            column.set("table", exp.to_identifier(swapped[column.table.casefold()]))
+    try:
+        written = tree.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE)
+    except (SqlglotError, RecursionError):
+        return None
+    head = sql[: sql.rfind(statement)] if statement in sql else ""
+    notes = [f"the asker's table: {new} for {old} ({tables.rule})" for old, new in swapped.items()]
+    return Filtered(sql=head + written, notes=notes)
