@@ -55,7 +55,7 @@ def own_brand_tables() -> dict[str, object]:
         }
         for brand in BRANDS
     }
-    words = ["we", "our", "ours", "us", "my"]
+    words = ["we", "our", "ours", "my"]  # not "us": "US dollars"
     return {"attribute": "department", "words": words, "entities": entities}
 
 
