@@ -187,6 +187,8 @@ def with_default_filters(
     chosen = {
         c.name.casefold() for node in tree.find_all(exp.Where, exp.Having) for c in _columns(node)
     }
+    for join in tree.find_all(exp.Join):  # a join that picks rows by a value chose them too
+        chosen |= {c.name.casefold() for c in _literal_compared(join.args.get("on"))}
     notes: list[str] = []
     for default in wanted:
         column = default.column.casefold()
@@ -194,13 +196,16 @@ def with_default_filters(
         named = {column, *(c.casefold() for c in default.unless)}
         if (named | breakdown) & (chosen if breakdown else mentioned):
             continue
+        if breakdown and _compares(tree, named | breakdown, default.value):
+            continue  # "HQ against the regions": the query asks about the rows left out
+        targets = _breakdown_selects(tree, breakdown) if breakdown else None
         tables = {t.casefold() for t in default.tables}
         added = 0
         for scope in scopes:
             select = scope.expression
             if not isinstance(select, exp.Select) or _has_right_or_full_join(select):
                 continue
-            if breakdown and not _breaks_down(select, breakdown):
+            if targets is not None and id(select) not in targets:
                 continue
             for alias, source in scope.sources.items():
                 if not isinstance(source, exp.Table):  # a derived table: its own scope
@@ -275,6 +280,35 @@ def schema_columns(database: Database) -> dict[str, list[str]]:
 
 def _columns(node: exp.Expression) -> list[exp.Column]:
     return list(node.find_all(exp.Column))
+
+
+def _literal_compared(node: exp.Expression | None) -> list[exp.Column]:
+    """The columns ``node`` compares with a literal (``r.region_code = 'HQ'``)."""
+    if node is None:
+        return []
+    comparisons = node.find_all(exp.EQ, exp.NEQ, exp.In, exp.Like)
+    return [c for cmp in comparisons if cmp.find(exp.Literal) for c in _columns(cmp)]
+
+
+def _compares(tree: exp.Expression, columns: set[str], value: object) -> bool:
+    """Whether ``tree`` compares one of ``columns`` with ``value`` anywhere (a CASE, an ON)."""
+    wanted = str(value).casefold()
+    for node in tree.find_all(exp.EQ, exp.NEQ, exp.In):
+        literals = {str(literal.this).casefold() for literal in node.find_all(exp.Literal)}
+        if wanted in literals and any(c.name.casefold() in columns for c in _columns(node)):
+            return True
+    return False
+
+
+def _breakdown_selects(tree: exp.Expression, columns: set[str]) -> set[int]:
+    """The SELECTs (by id) that break their rows down by one of ``columns``, with the
+    subqueries of their projections: the total a share divides by is of the same rows."""
+    found: set[int] = set()
+    for select in tree.find_all(exp.Select):
+        if _breaks_down(select, columns):
+            found.add(id(select))
+            found |= {id(s) for e in select.expressions for s in e.find_all(exp.Select)}
+    return found
 
 
 def _breaks_down(select: exp.Select, columns: set[str]) -> bool:

@@ -55,29 +55,50 @@ def own_tables_of(entry: BaseUKF, question: str, profile: Mapping[str, object]) 
     spec = entry.content_resources.get(RESOURCE_KEY)
     if spec is None:
         return None
-    try:
-        attribute, words, entities = spec["attribute"], spec["words"], spec["entities"]
-        mine = entities.get(str(profile.get(attribute)))
-        if mine is None or not _says(question, words):
-            return None
-        others = [e for key, e in entities.items() if e is not mine]
-        if any(_says(question, other.get("names", [])) for other in others):
-            return None
-        own = {family: table for family, table in mine["tables"].items()}
-        replacements = {
-            table.casefold(): own[family]
-            for other in others
-            for family, table in other["tables"].items()
-            if family in own
-        }
-    except (KeyError, TypeError, AttributeError) as exc:
-        log.warning("%r: malformed %s %r: %s", entry.name, RESOURCE_KEY, spec, exc)
+    problem = _malformed(spec)
+    if problem:
+        log.warning("%r: malformed %s (%s): %r", entry.name, RESOURCE_KEY, problem, spec)
         return None
+    entities = spec["entities"]
+    mine = entities.get(str(profile.get(spec["attribute"])))
+    if mine is None or not _says(question, spec["words"]):
+        return None
+    others = [e for e in entities.values() if e is not mine]
+    if any(_says(question, other.get("names", [])) for other in others):
+        return None
+    own = mine["tables"]
+    replacements = {
+        table.casefold(): own[family]
+        for other in others
+        for family, table in other["tables"].items()
+        if family in own
+    }
     return OwnTables(replacements, entry.name) if replacements else None
 
 
+def _malformed(spec: object) -> str:
+    """What is wrong with a ``profile_tables`` mapping ("" when nothing)."""
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("attribute"), str):
+        return "no mapping with an attribute"
+    if not _strings(spec.get("words")) or not isinstance(spec.get("entities"), Mapping):
+        return "words must be a list of strings, entities a mapping"
+    for key, entity in spec["entities"].items():
+        if not isinstance(entity, Mapping) or not _strings(entity.get("names", [])):
+            return f"entity {key!r}: no mapping with a list of names"
+        tables = entity.get("tables")
+        if not isinstance(tables, Mapping) or not all(
+            isinstance(t, str) and t.isidentifier() for t in tables.values()
+        ):
+            return f"entity {key!r}: tables must map families to table names"
+    return ""
+
+
+def _strings(items: object) -> bool:
+    return isinstance(items, list) and all(isinstance(i, str) and i for i in items)
+
+
 def _says(question: str, words: Iterable[str]) -> bool:
-    return any(re.search(rf"\b{re.escape(str(w))}\b", question, re.I) for w in words if w)
+    return any(re.search(rf"\b{re.escape(w)}\b", question, re.I) for w in words)
 
 
 def tables_for(rag: RagContext) -> OwnTables | None:
@@ -101,20 +122,25 @@ def with_own_tables(sql: str, tables: OwnTables, dialect: str) -> Filtered | Non
         tree = sqlglot.parse_one(statement, read=dialect)
     except (SqlglotError, RecursionError):
         return None
+    ctes = {cte.alias.casefold() for cte in tree.find_all(exp.CTE)}
+    aliases = {t.alias.casefold() for t in tree.find_all(exp.Table) if t.alias}
     read = {t.name.casefold() for t in tree.find_all(exp.Table)}
     swapped: dict[str, str] = {}
+    qualifiers: dict[str, str] = {}  # columns qualified by a swapped table's own name follow it
     for node in list(tree.find_all(exp.Table)):
         old = node.name.casefold()
         new = tables.replacements.get(old)
-        if new is None or new.casefold() in read:  # already reads its own: a comparison
+        if new is None or new.casefold() in read or old in ctes:  # a comparison, or a CTE
             continue
         node.set("this", exp.to_identifier(new))
         swapped[old] = new
+        if not node.alias and old not in aliases:
+            qualifiers[old] = new
     if not swapped:
         return None
     for column in tree.find_all(exp.Column):
-        if column.table and column.table.casefold() in swapped:
-            column.set("table", exp.to_identifier(swapped[column.table.casefold()]))
+        if column.table and column.table.casefold() in qualifiers:
+            column.set("table", exp.to_identifier(qualifiers[column.table.casefold()]))
     try:
         written = tree.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE)
     except (SqlglotError, RecursionError):

@@ -59,7 +59,10 @@ class QueryRewriter:
         if filters:
             if self.tables is not None:
                 dialect = sqlglot_dialect(self.database.dialect)
-                filtered = with_own_tables(sql, self.tables, dialect)
+                try:
+                    filtered = with_own_tables(sql, self.tables, dialect)
+                except Exception as exc:  # a rewrite never costs an answer
+                    log.warning("own tables not read for %r: %s", sql[:200], exc)
             current = filtered.sql if filtered else sql
             filtered = _then(
                 filtered, filtered_on(current, self.filters, self.database, self._schema)

@@ -50,6 +50,12 @@ def test_rankings_and_shares_of_regions_leave_headquarters_out():
         "FROM income WHERE period = '202406'"
     )
     assert _added(share) == share + " AND income.region_code <> 'HQ'"
+    # the total a share divides by is of the same rows
+    of_total = _added(
+        "SELECT region_name, SUM(amount) / (SELECT SUM(amount) FROM income) FROM income "
+        "GROUP BY region_name"
+    )
+    assert of_total is not None and of_total.count("income.region_code <> 'HQ'") == 2
     # only the SELECT that breaks down: here the inner one, not the outer total
     nested = _added(
         "SELECT MAX(t) FROM (SELECT region_code, SUM(amount) AS t FROM income GROUP BY region_code)"
@@ -72,6 +78,13 @@ def test_rankings_and_shares_of_regions_leave_headquarters_out():
         "GROUP BY region_name",
         "SELECT region_name, SUM(amount) FROM income GROUP BY region_name "
         "HAVING region_name <> 'Headquarters'",
+        # the query asks about headquarters itself: its share, HQ against the regions
+        "SELECT SUM(CASE WHEN region_code = 'HQ' THEN amount ELSE 0 END) / SUM(amount) FROM income",
+        "SELECT CASE WHEN region_code = 'HQ' THEN 'HQ' ELSE 'regions' END AS k, SUM(amount) "
+        "FROM income GROUP BY k",
+        # a join that picks the regions by value
+        "SELECT i.region_name, SUM(i.amount) FROM income AS i JOIN fx AS f "
+        "ON i.region_code = 'EUR' AND f.rate > 0 GROUP BY i.region_name",
         # broken down by something else, or by a table without the column
         "SELECT period, SUM(amount) FROM income GROUP BY period",
         "SELECT rate, COUNT(*) FROM fx GROUP BY rate",

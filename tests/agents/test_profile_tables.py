@@ -47,8 +47,15 @@ def test_the_mapping_applies_to_a_first_person_question_of_an_entity_s_user():
         ("Tour revenue?", NOVA),  # "our" only inside a word
     ]:
         assert own_tables_of(_rule(), question, profile) is None, question
-    for broken in ({"attribute": "department"}, {**SPEC, "entities": ["NV"]}, "income_nova"):
-        assert own_tables_of(_rule(broken), "our revenue", NOVA) is None
+    nova_income_is_a_number = {**SPEC["entities"]["NV"], "tables": {"income": 7}}
+    for broken in (
+        {"attribute": "department"},
+        {**SPEC, "entities": ["NV"]},
+        {**SPEC, "words": "our"},  # a string, not a list: would read letter by letter
+        {**SPEC, "entities": {**SPEC["entities"], "NV": nova_income_is_a_number}},
+        "income_nova",
+    ):
+        assert own_tables_of(_rule(broken), "our revenue", NOVA) is None, broken
 
 
 OWN = OwnTables({"income_aurora": "income_nova"}, RULE)
@@ -66,6 +73,11 @@ OWN = OwnTables({"income_aurora": "income_nova"}, RULE)
         (
             "SELECT SUM(a.amount) FROM income_aurora AS a",
             "SELECT SUM(a.amount) FROM income_nova AS a",
+        ),
+        # a qualifier that is another source's alias keeps pointing at that source
+        (
+            "SELECT income_aurora.rate FROM income_aurora AS ia JOIN fx AS income_aurora ON 1 = 1",
+            "SELECT income_aurora.rate FROM income_nova AS ia JOIN fx AS income_aurora ON 1 = 1",
         ),
         # the reasoning header stays as written
         (
@@ -88,6 +100,9 @@ def test_another_brand_s_table_becomes_the_asker_s(sql, expected):
         # the asker's table beside another brand's: a comparison, as written
         "SELECT (SELECT SUM(amount) FROM income_nova) - (SELECT SUM(amount) FROM income_aurora)",
         "SELECT FROM WHERE (",
+        # a CTE named like the table is the query's own, as written
+        "WITH income_aurora AS (SELECT * FROM income_aurora WHERE y = 1) "
+        "SELECT SUM(amount) FROM income_aurora",
     ],
 )
 def test_the_asker_s_table_a_comparison_and_other_tables_are_left_alone(sql):
@@ -122,5 +137,5 @@ def test_the_chain_reads_our_revenue_from_the_asker_s_brand(brands):
     )
     ours = pipeline.ask("What was our revenue?", QueryContext(user_profile=NOVA))
     assert ours.sql == "SELECT SUM(amount) FROM income_nova" and ours.rows == [[10.0]]
-    theirs = pipeline.ask("What was Aurora's revenue?", QueryContext(user_profile=NOVA))
+    theirs = pipeline.ask("Our revenue against Aurora's?", QueryContext(user_profile=NOVA))
     assert theirs.sql == "SELECT SUM(amount) FROM income_aurora" and theirs.rows == [[90.0]]
