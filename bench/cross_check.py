@@ -22,7 +22,6 @@ latency (what the check costs)::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from tqdm import tqdm
 from agents.confidence.metrics import auroc, expected_calibration_error
 from bench.datasets.registry import load_dataset
 from bench.metrics.exact import spider_execution_match
+from bench.run import QuestionResult, run_results
 from kb.target.database import Database
 
 REPEATS = 5
@@ -55,42 +55,38 @@ class CheckedAnswer:
     check_latency_s: float
 
 
-def read_results(run: Path) -> dict[str, dict]:
-    """A run's answers by question id."""
-    source = run / "results.jsonl"
-    if not source.is_file():
-        raise FileNotFoundError(f"no results.jsonl in {run}")
-    lines = source.read_text(encoding="utf-8").splitlines()
-    return {row["id"]: row for row in map(json.loads, filter(str.strip, lines))}
-
-
 def checked_answers(
-    run: dict[str, dict], check: dict[str, dict], urls: dict[str, str]
+    run: Sequence[QuestionResult], check: Sequence[QuestionResult], urls: dict[str, str]
 ) -> list[CheckedAnswer]:
     """The questions of ``run`` that were scored, carry a confidence and that ``check`` also
     answered, on a database of ``urls``; a query that fails or is missing agrees with nothing."""
+    checked = {result.id: result for result in check}
     databases: dict[str, Database] = {}
     answers = []
     try:
-        for qid, row in tqdm(run.items(), desc="cross-check", unit="answer"):
-            other, meta = check.get(qid), row.get("system_metadata") or {}
-            scores, confidence = row.get("scores"), meta.get("confidence")
-            if other is None or scores is None or confidence is None or row["database"] not in urls:
+        for row in tqdm(run, desc="cross-check", unit="answer"):
+            other, confidence = checked.get(row.id), row.system_metadata.get("confidence")
+            if (
+                other is None
+                or row.scores is None
+                or confidence is None
+                or row.database not in urls
+            ):
                 continue
-            if row["database"] not in databases:
-                databases[row["database"]] = Database(urls[row["database"]])
-            database = databases[row["database"]]
-            mine, theirs = (_rows(database, r.get("predicted_sql")) for r in (row, other))
+            if row.database not in databases:
+                databases[row.database] = Database(urls[row.database])
+            database = databases[row.database]
+            mine, theirs = (_rows(database, r.predicted_sql) for r in (row, other))
             agrees = mine is not None and theirs is not None
             agrees = agrees and spider_execution_match(theirs, mine, False)
             answers.append(
                 CheckedAnswer(
-                    id=qid,
-                    right=scores.get("ex", 0.0) >= 1.0,
+                    id=row.id,
+                    right=row.scores.get("ex", 0.0) >= 1.0,
                     confidence=float(confidence),
                     agrees=bool(agrees),
-                    latency_s=float(row.get("latency_s") or 0.0),
-                    check_latency_s=float(other.get("latency_s") or 0.0),
+                    latency_s=row.latency_s,
+                    check_latency_s=other.latency_s,
                 )
             )
     finally:
@@ -174,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         answers = [
             answer
             for run, check in zip(args.run, args.check, strict=True)
-            for answer in checked_answers(read_results(run), read_results(check), urls)
+            for answer in checked_answers(run_results(run), run_results(check), urls)
         ]
         result = figures(answers)
     except (FileNotFoundError, ValueError) as exc:

@@ -16,7 +16,6 @@ after, with each changed answer::
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Iterable
@@ -25,11 +24,17 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agents.sql.default_filters import Filtered, filters_of, schema_columns, with_default_filters
-from agents.sql.profile_tables import own_tables_of, with_own_tables
+from agents.sql.default_filters import (
+    Filtered,
+    chained,
+    filters_of,
+    schema_columns,
+    with_default_filters,
+)
+from agents.sql.profile_tables import own_tables_among, with_own_tables
 from bench.datasets.example import Example
 from bench.datasets.registry import load_dataset
-from bench.run import best_gold
+from bench.run import QuestionResult, best_gold, run_results
 from kb.jsonl import read_jsonl
 from kb.target.database import Database
 from kb.target.sql_guard import sqlglot_dialect
@@ -58,29 +63,31 @@ class ReplaySummary:
         return self.right_before + sum(r.right_after - r.right_before for r in self.changed)
 
 
-def replay(rows: Iterable[dict], dataset: str, rules: list[BaseUKF]) -> ReplaySummary:
+def replay(rows: Iterable[QuestionResult], dataset: str, rules: list[BaseUKF]) -> ReplaySummary:
     """Replays the filters of ``rules`` on the scored answers ``rows`` of ``dataset``."""
     loaded = load_dataset(dataset)
     examples = {example.id: example for example in loaded.examples}
     databases: dict[str, Database] = {}
+    columns: dict[str, dict[str, list[str]]] = {}  # each database's, read once
     answers = right = 0
     changed: list[Replayed] = []
     try:
         for row in tqdm(list(rows), desc="replay", unit="answer"):
-            example, scores = examples.get(row["id"]), row.get("scores")
+            example, scores = examples.get(row.id), row.scores
             if example is None or scores is None or example.database not in loaded.databases:
                 continue
             answers += 1
             before = scores.get("ex", 0.0) >= 1.0
             right += before
-            sql = row.get("predicted_sql")
+            sql = row.predicted_sql
             if not sql:
                 continue
             if example.database not in databases:
                 databases[example.database] = Database(loaded.databases[example.database])
+                columns[example.database] = schema_columns(databases[example.database])
             database = databases[example.database]
-            filtered = _rewritten(sql, example, [r for r in rules if r.triggered(example.context)],
-                                  database)  # fmt: skip
+            triggered = [r for r in rules if r.triggered(example.context)]
+            filtered = _rewritten(sql, example, triggered, database, columns[example.database])
             if filtered is None:
                 continue
             outcome = database.execute(filtered.sql)
@@ -89,7 +96,7 @@ def replay(rows: Iterable[dict], dataset: str, rules: list[BaseUKF]) -> ReplaySu
             golds = [(g, database.execute(g).rows) for g in example.gold_for(database.dialect)]
             replayed_rows = outcome.rows if outcome.ok else None
             after = best_gold(replayed_rows, golds, example.order_relevant)[1]["ex"] >= 1.0
-            changed.append(Replayed(row["id"], sql, filtered.sql, before, after))
+            changed.append(Replayed(row.id, sql, filtered.sql, before, after))
     finally:
         for database in databases.values():
             database.close()
@@ -97,20 +104,18 @@ def replay(rows: Iterable[dict], dataset: str, rules: list[BaseUKF]) -> ReplaySu
 
 
 def _rewritten(
-    sql: str, example: Example, rules: list[BaseUKF], database: Database
+    sql: str,
+    example: Example,
+    rules: list[BaseUKF],
+    database: Database,
+    columns: dict[str, list[str]],
 ) -> Filtered | None:
     """``sql`` as the chain would rewrite it for ``example`` (own tables, then filters)."""
     dialect = sqlglot_dialect(database.dialect)
-    profile = example.context.user_profile
-    owns = (own_tables_of(r, example.question, profile) for r in rules)
-    own = next((o for o in owns if o is not None), None)
+    own = own_tables_among(rules, example.question, example.context.user_profile)
     swapped = with_own_tables(sql, own, dialect) if own is not None else None
     current = swapped.sql if swapped else sql
-    filters = filters_of(rules)
-    added = with_default_filters(current, filters, schema_columns(database), dialect)
-    if added is None or swapped is None:
-        return added or swapped
-    return Filtered(added.sql, [*swapped.notes, *added.notes])
+    return chained(swapped, with_default_filters(current, filters_of(rules), columns, dialect))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,13 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         rules = [e for e in read_jsonl(args.knowledge) if e.type == "rule"]
-        rows = []
-        for run in args.run:
-            source = run / "results.jsonl"
-            if not source.is_file():
-                raise FileNotFoundError(f"no results.jsonl in {run}")
-            lines = source.read_text(encoding="utf-8").splitlines()
-            rows += [json.loads(line) for line in lines if line.strip()]
+        rows = [result for run in args.run for result in run_results(run)]
         summary = replay(rows, args.dataset, rules)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

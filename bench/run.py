@@ -322,6 +322,13 @@ def best_gold(
     return best[1], best[2]
 
 
+def run_results(folder: Path) -> list[QuestionResult]:
+    """A recorded run's results (:func:`load_results` of its ``results.jsonl``)."""
+    if not (folder / "results.jsonl").is_file():
+        raise FileNotFoundError(f"no results.jsonl in {folder}")
+    return load_results(folder / "results.jsonl")
+
+
 def load_results(path: Path) -> list[QuestionResult]:
     """Results already written (a torn last line from a crash is ignored)."""
     if not path.exists():

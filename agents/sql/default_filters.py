@@ -86,6 +86,13 @@ class Filtered:
     notes: list[str]
 
 
+def chained(first: Filtered | None, second: Filtered | None) -> Filtered | None:
+    """``second``'s query (a rewrite of ``first``'s) with both rewrites' notes."""
+    if second is None or first is None:
+        return second or first
+    return Filtered(second.sql, [*first.notes, *second.notes])
+
+
 def filter_of(entry: BaseUKF) -> DefaultFilter | None:
     """The default filter ``entry`` carries, or None: none, or a malformed one (a column
     that is no plain name, a value that is no string or number, an ``unless`` or ``tables``

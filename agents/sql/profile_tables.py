@@ -101,15 +101,22 @@ def _says(question: str, words: Iterable[str]) -> bool:
     return any(re.search(rf"\b{re.escape(w)}\b", question, re.I) for w in words)
 
 
-def tables_for(rag: RagContext) -> OwnTables | None:
-    """The asker's own tables for ``rag``'s question: from the first rule the retriever let
-    through whose mapping applies (its text need not have fitted in the prompt)."""
-    for item in [*rag.evidence.items, *rag.evidence.dropped]:
-        if item.entry.type == "rule":
-            found = own_tables_of(item.entry, rag.question, rag.user_profile)
-            if found is not None:
-                return found
+def own_tables_among(
+    entries: Iterable[BaseUKF], question: str, profile: Mapping[str, object]
+) -> OwnTables | None:
+    """The asker's own tables from the first rule of ``entries`` whose mapping applies."""
+    for entry in entries:
+        found = own_tables_of(entry, question, profile) if entry.type == "rule" else None
+        if found is not None:
+            return found
     return None
+
+
+def tables_for(rag: RagContext) -> OwnTables | None:
+    """The asker's own tables for ``rag``'s question, from the rules the retriever let
+    through (their text need not have fitted in the prompt)."""
+    entries = (item.entry for item in [*rag.evidence.items, *rag.evidence.dropped])
+    return own_tables_among(entries, rag.question, rag.user_profile)
 
 
 def with_own_tables(sql: str, tables: OwnTables, dialect: str) -> Filtered | None:

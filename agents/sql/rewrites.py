@@ -13,7 +13,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from agents.sql.date_arithmetic import DateColumns, with_day_differences
-from agents.sql.default_filters import DefaultFilter, Filtered, filtered_on, schema_columns
+from agents.sql.default_filters import (
+    DefaultFilter,
+    Filtered,
+    chained,
+    filtered_on,
+    schema_columns,
+)
 from agents.sql.profile_tables import OwnTables, with_own_tables
 from kb.target.database import Database, Results
 from kb.target.sql_guard import sqlglot_dialect
@@ -64,7 +70,7 @@ class QueryRewriter:
                 except Exception as exc:  # a rewrite never costs an answer
                     log.warning("own tables not read for %r: %s", sql[:200], exc)
             current = filtered.sql if filtered else sql
-            filtered = _then(
+            filtered = chained(
                 filtered, filtered_on(current, self.filters, self.database, self._schema)
             )
         if self.database.dialect != "sqlite":
@@ -76,7 +82,7 @@ class QueryRewriter:
         except Exception as exc:  # a rewrite never costs an answer
             log.warning("day differences not computed for %r: %s", sql[:200], exc)
             return filtered
-        return _then(filtered, days)
+        return chained(filtered, days)
 
     def execute(
         self,
@@ -115,10 +121,3 @@ class QueryRewriter:
         if self._columns is None:
             self._columns = schema_columns(self.database)
         return self._columns
-
-
-def _then(first: Filtered | None, second: Filtered | None) -> Filtered | None:
-    """``second``'s query (made from ``first``'s) with both rewrites' notes."""
-    if second is None or first is None:
-        return second or first
-    return Filtered(second.sql, [*first.notes, *second.notes])

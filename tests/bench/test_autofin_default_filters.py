@@ -12,7 +12,7 @@ from contextlib import closing
 import pytest
 
 from agents.sql.default_filters import filters_of, with_default_filters
-from agents.sql.profile_tables import own_tables_of, with_own_tables
+from agents.sql.profile_tables import own_tables_among, with_own_tables
 from bench.autofin.pipeline import Summary
 from bench.datasets import load_almanac_jsonl
 from kb.jsonl import read_jsonl as read_ukf_jsonl
@@ -71,8 +71,7 @@ def test_the_default_filters_of_the_rules_never_change_a_gold_query(built: Summa
             if re.search(rf"\b{re.escape(word)}\b", q.question, re.I)
         }
         applying = filters_of([*(r for r in rules if r.triggered(q.context)), *rows_of], named)
-        owns = [own_tables_of(r, q.question, q.context.user_profile) for r in rules]
-        own = next((o for o in owns if o is not None), None)
+        own = own_tables_among(rules, q.question, q.context.user_profile)
         asked_as_ours += own is not None
         for sql in q.gold_for("sqlite"):
             assert with_default_filters(sql, applying, columns, "sqlite") is None, (q.id, sql)

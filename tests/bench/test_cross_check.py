@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.cross_check import CheckedAnswer, checked_answers, figures, main, read_results
+from bench.cross_check import CheckedAnswer, checked_answers, figures, main
+from bench.run import run_results
 
 COUNT = "SELECT COUNT(*) FROM orders"
 COUNT_AGAIN = "select count(id) from orders"  # other text, same result
@@ -33,8 +34,9 @@ def _dataset(folder: Path) -> Path:
 
 def _row(qid: str, sql: str | None, ex: float | None, confidence: float | None = 0.5) -> dict:
     meta = {} if confidence is None else {"confidence": confidence}
-    return {"id": qid, "database": "shop", "predicted_sql": sql, "latency_s": 2.0,
-            "scores": None if ex is None else {"ex": ex}, "system_metadata": meta}  # fmt: skip
+    return {"id": qid, "position": 0, "question": qid, "database": "shop", "latency_s": 2.0,
+            "predicted_sql": sql, "scores": None if ex is None else {"ex": ex},
+            "system_metadata": meta}  # fmt: skip
 
 
 def _write(run: Path, rows: list[dict]) -> Path:
@@ -66,8 +68,8 @@ def test_answers_agree_by_their_results_and_unusable_ones_are_left_out(tmp_path:
     ]
     urls = {"shop": f"sqlite:///{questions.parent / 'shop.sqlite'}"}
     answers = checked_answers(
-        read_results(_write(tmp_path / "run", run)),
-        read_results(_write(tmp_path / "check", check)),
+        run_results(_write(tmp_path / "run", run)),
+        run_results(_write(tmp_path / "check", check)),
         urls,
     )
     assert {a.id: a.agrees for a in answers} == {

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from bench.replay_filters import main, replay
+from bench.run import QuestionResult
 from kb.jsonl import write_jsonl
 from ukf import RuleUKF
 
@@ -37,7 +38,8 @@ def _dataset(folder: Path) -> Path:
 
 
 def _row(qid: str, sql: str, right: bool) -> dict:
-    return {"id": qid, "predicted_sql": sql, "scores": {"ex": float(right)}}
+    return {"id": qid, "position": 0, "question": qid, "database": "fin", "predicted_sql": sql,
+            "scores": {"ex": float(right)}}  # fmt: skip
 
 
 def test_a_filter_wins_the_answers_it_fixes_and_loses_those_it_breaks(tmp_path: Path, capsys):
@@ -50,12 +52,13 @@ def test_a_filter_wins_the_answers_it_fixes_and_loses_those_it_breaks(tmp_path: 
         _row("total", TOTAL, True),  # breaks nothing down: left alone
         _row("unknown", TOTAL, True),  # not in the dataset
     ]
-    summary = replay(rows, str(questions), [rule])
+    results = [QuestionResult.model_validate(row) for row in rows]
+    summary = replay(results, str(questions), [rule])
     assert summary.answers == 3 and summary.right_before == 2
     verdicts = {r.id: (r.right_before, r.right_after) for r in summary.changed}
     assert verdicts == {"share": (False, True), "regions": (True, False)}
     assert summary.right_after == 2
-    assert replay(rows, str(questions), []).changed == []
+    assert replay(results, str(questions), []).changed == []
 
     knowledge = tmp_path / "knowledge.jsonl"
     write_jsonl([rule], knowledge)
