@@ -48,13 +48,11 @@ from agents.pipeline_options import PipelineOptions
 from agents.rag.agent import RagAgent, RagContext
 from agents.rag.schema_slice import SchemaCatalog
 from agents.sql.cascade import Cascade, CascadeOutcome
-from agents.sql.default_filters import filters_for
 from agents.sql.extract import statement_only
 from agents.sql.generate import SqlGenerator
 from agents.sql.predicates import PredicateChecker
-from agents.sql.profile_tables import tables_for
 from agents.sql.refine_steps import DEADLINE_NOTE
-from agents.sql.rewrites import QueryRewriter
+from agents.sql.rewrites import QueryRewriter, question_rewrites
 from agents.sql.template_fill import TemplateFiller
 from agents.sql.tiers import ModelTier, build_cascade
 from agents.sql.vote import VoteOutcome
@@ -213,7 +211,7 @@ class Pipeline:
         self, rag: RagContext, options: AskOptions, deadline: float | None, trace: AdaptiveTrace
     ) -> Cascade:
         pipeline_options = self.options
-        per_question = {"default_filters": filters_for(rag), "own_tables": tables_for(rag)}
+        per_question = question_rewrites(rag)
         if deadline is not None or any(per_question.values()):
             refine = replace(pipeline_options.refine, deadline=deadline, **per_question)
             pipeline_options = replace(pipeline_options, refine=refine)
@@ -379,7 +377,7 @@ class Pipeline:
                 completion_tokens=candidate.completion_tokens,
             )
         )
-        rewriter = QueryRewriter(self.database, filters_for(rag), tables_for(rag))
+        rewriter = QueryRewriter.for_question(self.database, rag)
         filtered = rewriter.rewrite(candidate.sql) if candidate.sql else None
         if filtered is not None:  # what the refine agent would change before running it
             candidate.sql, candidate.notes = filtered.sql, [*candidate.notes, *filtered.notes]

@@ -1,7 +1,9 @@
 """What a knowledge pack's query rewrites change in a recorded run, without a model: each
 scored answer's SQL gets what the rules its question's context switches on carry, as the
-chain adds it before it runs a query: the asker's own tables (:mod:`agents.sql.profile_tables`)
-and the default filters (:mod:`agents.sql.default_filters`); it is run again and scored
+chain adds it before it runs a query: the asker's own tables (:mod:`agents.sql.profile_tables`),
+the period the question's time words settle on the calendar's period column
+(:mod:`agents.sql.period_pin`) and the default filters (:mod:`agents.sql.default_filters`);
+it is run again and scored
 against the gold. A rewrite the query already holds, or one the run's chain already made,
 changes nothing; so a run recorded before a rule gained its data shows what the data would
 have won and lost. Prints the answers changed, won and lost, and EX before and
@@ -24,6 +26,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from agents.rag.calendar import ReportingCalendar
+from agents.rag.question_facts import PeriodPin, period_pin, time_windows
 from agents.sql.default_filters import (
     Filtered,
     chained,
@@ -31,6 +35,7 @@ from agents.sql.default_filters import (
     schema_columns,
     with_default_filters,
 )
+from agents.sql.period_pin import with_pinned_period
 from agents.sql.profile_tables import own_tables_among, with_own_tables
 from bench.datasets.example import Example
 from bench.datasets.registry import load_dataset
@@ -110,12 +115,24 @@ def _rewritten(
     database: Database,
     columns: dict[str, list[str]],
 ) -> Filtered | None:
-    """``sql`` as the chain would rewrite it for ``example`` (own tables, then filters)."""
+    """``sql`` as the chain would rewrite it for ``example`` (own tables, the period, then
+    filters)."""
     dialect = sqlglot_dialect(database.dialect)
     own = own_tables_among(rules, example.question, example.context.user_profile)
-    swapped = with_own_tables(sql, own, dialect) if own is not None else None
-    current = swapped.sql if swapped else sql
-    return chained(swapped, with_default_filters(current, filters_of(rules), columns, dialect))
+    rewritten = with_own_tables(sql, own, dialect) if own is not None else None
+    pin = _period_pin(example, rules)
+    if pin is not None:
+        current = rewritten.sql if rewritten else sql
+        rewritten = chained(rewritten, with_pinned_period(current, pin, dialect))
+    current = rewritten.sql if rewritten else sql
+    return chained(rewritten, with_default_filters(current, filters_of(rules), columns, dialect))
+
+
+def _period_pin(example: Example, rules: list[BaseUKF]) -> PeriodPin | None:
+    facts = [r.content_resources["calendar"] for r in rules if "calendar" in r.content_resources]
+    calendar = ReportingCalendar.from_facts(f for f in facts if isinstance(f, dict))
+    windows = time_windows(example.question, calendar, example.context)
+    return period_pin(example.question, calendar, windows)
 
 
 def main(argv: list[str] | None = None) -> int:

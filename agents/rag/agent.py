@@ -27,7 +27,14 @@ from agents.answer import UsedKnowledge
 from agents.llm.base import LLM, LLMError
 from agents.rag.explore import Explorer
 from agents.rag.hints import ProfileLink, compose_hints, link_profile, used_knowledge
-from agents.rag.question_facts import calendar_of, dates_text, resolved_text, time_windows
+from agents.rag.question_facts import (
+    PeriodPin,
+    calendar_of,
+    dates_text,
+    period_pin,
+    resolved_text,
+    time_windows,
+)
 from agents.rag.schema_slice import SchemaCatalog, SchemaSlice
 from agents.rag.table_rank import BUSINESS_TYPES, TableRanker, named
 from agents.rag.time_phrases import TimeWindow
@@ -115,6 +122,7 @@ class _QuestionFacts:
 
     profile_links: list[ProfileLink] = field(default_factory=list)
     windows: list[TimeWindow] = field(default_factory=list)
+    period: PeriodPin | None = None  # the one period its time words settle
 
 
 class RagAgent:
@@ -167,9 +175,11 @@ class RagAgent:
         ctx = (context or QueryContext()).on(self.catalog.database)
         evidence = self.retriever.retrieve(question, ctx)
         calendar = calendar_of(evidence)
+        windows = time_windows(question, calendar, ctx)
         facts = _QuestionFacts(
             link_profile(self.values, ctx.user_profile),
-            time_windows(question, calendar, ctx),
+            windows,
+            period_pin(question, calendar, windows),
         )
         rag = self._compose(question, evidence, facts)
         rag.user_profile = {str(k): str(v) for k, v in ctx.user_profile.items()}

@@ -16,7 +16,10 @@ a ``calendar`` mapping; several entries may each hold some of the facts:
 - ``period_format``: how periods are written: ``"YYYYMM"`` (default) or ``"YYYY-MM"``;
 - ``to_date_columns``: how the columns of to-date figures start, per grain, e.g.
   ``{"month": "ptd_", "quarter": "qtd_", "year": "ytd_"}`` (optional; see
-  ``agents.rag.time_phrases``).
+  ``agents.rag.time_phrases``);
+- ``period_column``: the column that holds the period (optional). With it, a query that filters
+  that column on one period other than the one the question's time window resolves to is
+  given the question's (``agents.sql.period_pin``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class ReportingCalendar:
     publish_day: int | None = None
     period_format: str = "YYYYMM"
     to_date_columns: Mapping[str, str] | None = None
+    period_column: str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.fiscal_year_start_month <= 12:
@@ -60,6 +64,9 @@ class ReportingCalendar:
             or not all(isinstance(v, str) and v for v in columns.values())
         ):
             raise CalendarError(f"to_date_columns {columns!r} (grains {', '.join(GRAINS)})")
+        column = self.period_column
+        if column is not None and not (isinstance(column, str) and column.strip()):
+            raise CalendarError(f"period_column {column!r} (a column name)")
 
     @classmethod
     def from_facts(cls, facts: Iterable[Mapping[str, Any]]) -> ReportingCalendar | None:

@@ -3,17 +3,25 @@
 - ``dates_text``: the relative dates at the query time ("last month is '202505'"), from the
   knowledge base's reporting calendar (``agents.rag.calendar``);
 - ``resolved_text``: the question's own time windows resolved to periods
-  (``agents.rag.time_phrases``) and the currency of the answer (``agents.rag.currency_phrases``).
+  (``agents.rag.time_phrases``) and the currency of the answer (``agents.rag.currency_phrases``);
+- ``period_pin``: the one period a query on the calendar's period column must read for the
+  question, when its time words settle it (``agents.sql.period_pin`` holds queries to it).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from agents.rag.calendar import CalendarError, ReportingCalendar
 from agents.rag.currency_phrases import describe_currency
-from agents.rag.time_phrases import TimeWindow, describe_windows, find_time_windows
+from agents.rag.time_phrases import (
+    TimeWindow,
+    asks_per_month,
+    describe_windows,
+    find_time_windows,
+)
 from indices.evidence import Evidence
 from ukf import QueryContext
 
@@ -78,3 +86,30 @@ def resolved_text(
         )
     parts.append(describe_currency(question, context.user_profile, columns))
     return " ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class PeriodPin:
+    """The period a query filtering ``column`` on one period must read: the to-date figure of
+    the question's one time window ``phrase`` is at ``period``."""
+
+    column: str
+    period: str
+    phrase: str
+
+
+def period_pin(
+    question: str,
+    calendar: ReportingCalendar | None,
+    windows: list[TimeWindow],
+) -> PeriodPin | None:
+    """The question's pinned period: only when the calendar names its period column, the
+    question names exactly one time window (``windows``, from :func:`time_windows`: a
+    comparison base such as "vs last year" is none) and does not ask month by month. Two
+    windows, or none, leave the query's periods to the model."""
+    if calendar is None or not calendar.period_column or len(windows) != 1:
+        return None
+    if asks_per_month(question):
+        return None
+    window = windows[0]
+    return PeriodPin(calendar.period_column, window.last, window.phrase)

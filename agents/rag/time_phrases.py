@@ -148,6 +148,11 @@ def names_no_time(question: str) -> bool:
     return _TIME_WORDS.search(question) is None
 
 
+def asks_per_month(question: str) -> bool:
+    """True when the question asks for a series of months ("month by month", "monthly")."""
+    return _PER_MONTH.search(question) is not None
+
+
 def describe_windows(
     windows: list[TimeWindow],
     calendar: ReportingCalendar,
@@ -158,7 +163,7 @@ def describe_windows(
 ) -> str:
     """One sentence per window (or the default period when the question names no time)."""
     columns = dict(to_date_columns or {})
-    monthly = bool(question) and _PER_MONTH.search(question) is not None
+    monthly = bool(question) and asks_per_month(question)
     lines = [_sentence(w, columns, monthly=monthly) for w in windows]
     if not windows and question and names_no_time(question):
         newest = calendar.period(*calendar.newest_month(when))

@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 
 from agents.answer import Candidate
 from agents.llm.base import LLM, LLMError, Message
+from agents.rag.question_facts import PeriodPin
 from agents.sql.alias_inline import inline_alias, missing_column
 from agents.sql.column_fix import ColumnQualifierFix
 from agents.sql.default_filters import DefaultFilter
@@ -100,6 +101,8 @@ class RefineOptions:
     default_filters: tuple[DefaultFilter, ...] = ()
     # the asker's own tables for another entity's ("our" brand: agents.sql.profile_tables)
     own_tables: OwnTables | None = None
+    # the one period the question's time words settle (agents.sql.period_pin)
+    pinned_period: PeriodPin | None = None
 
 
 class Refiner:
@@ -122,8 +125,9 @@ class Refiner:
         self.database, self.llm, self.checker = database, llm, checker
         self.options = options or RefineOptions()
         self.columns = ColumnQualifierFix(database, database.dialect)
+        options = self.options
         self.rewriter = QueryRewriter(
-            database, self.options.default_filters, self.options.own_tables
+            database, options.default_filters, options.own_tables, options.pinned_period
         )
         self.now = NowAnchor(database)
 

@@ -1,7 +1,8 @@
 """What a query gets before it runs, wherever it came from (a model's candidate, a filled
 template, the SQL of an answer not run): the default filters of the question's knowledge it
 lacks (:mod:`agents.sql.default_filters`), the asker's own tables for another entity's
-(:mod:`agents.sql.profile_tables`) and, on SQLite, differences of dates stored as text
+(:mod:`agents.sql.profile_tables`), the question's period for another one
+(:mod:`agents.sql.period_pin`) and, on SQLite, differences of dates stored as text
 computed in days (:mod:`agents.sql.date_arithmetic`). A rewrite that cannot be made leaves the
 query as written; it never costs an answer. Which columns hold dates is read from a sample of
 their values (a few rows each, once per rewriter), also for the SQL of an answer not run."""
@@ -11,16 +12,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
+from agents.rag.agent import RagContext
+from agents.rag.question_facts import PeriodPin
 from agents.sql.date_arithmetic import DateColumns, with_day_differences
 from agents.sql.default_filters import (
     DefaultFilter,
     Filtered,
     chained,
     filtered_on,
+    filters_for,
     schema_columns,
 )
-from agents.sql.profile_tables import OwnTables, with_own_tables
+from agents.sql.period_pin import pin_for, with_pinned_period
+from agents.sql.profile_tables import OwnTables, tables_for, with_own_tables
 from kb.target.database import Database, Results
 from kb.target.sql_guard import sqlglot_dialect
 
@@ -37,22 +43,39 @@ class Executed:
     notes: list[str] = field(default_factory=list)
 
 
+def question_rewrites(rag: RagContext) -> dict[str, Any]:
+    """What the rules and time words of ``rag``'s question rewrite, as the refine options
+    name them (``default_filters``, ``own_tables``, ``pinned_period``)."""
+    return {
+        "default_filters": filters_for(rag),
+        "own_tables": tables_for(rag),
+        "pinned_period": pin_for(rag),
+    }
+
+
 class QueryRewriter:
     """The rewrites of queries on ``database`` for one question (``filters``: its default
-    filters; ``tables``: the asker's own tables); the schema and which columns hold dates are
-    read once, when first needed."""
+    filters; ``tables``: the asker's own tables; ``period``: the period its time words
+    settle); the schema and which columns hold dates are read once, when first needed."""
 
     def __init__(
         self,
         database: Database,
         filters: Iterable[DefaultFilter] = (),
         tables: OwnTables | None = None,
+        period: PeriodPin | None = None,
     ) -> None:
         self.database = database
         self.filters = tuple(filters)
         self.tables = tables
+        self.period = period
         self._columns: dict[str, list[str]] | None = None
         self._dates: DateColumns | None = None
+
+    @classmethod
+    def for_question(cls, database: Database, rag: RagContext) -> QueryRewriter:
+        """The rewriter of queries on ``database`` for ``rag``'s question."""
+        return cls(database, filters_for(rag), tables_for(rag), pin_for(rag))
 
     def rewrite(
         self, sql: str, *, timeout_s: float | None = None, filters: bool = True
@@ -63,12 +86,18 @@ class QueryRewriter:
         the query with its own tables and default filters)."""
         filtered = None
         if filters:
+            dialect = sqlglot_dialect(self.database.dialect)
             if self.tables is not None:
-                dialect = sqlglot_dialect(self.database.dialect)
                 try:
                     filtered = with_own_tables(sql, self.tables, dialect)
                 except Exception as exc:  # a rewrite never costs an answer
                     log.warning("own tables not read for %r: %s", sql[:200], exc)
+            if self.period is not None:
+                current = filtered.sql if filtered else sql
+                try:
+                    filtered = chained(filtered, with_pinned_period(current, self.period, dialect))
+                except Exception as exc:  # a rewrite never costs an answer
+                    log.warning("period not pinned for %r: %s", sql[:200], exc)
             current = filtered.sql if filtered else sql
             filtered = chained(
                 filtered, filtered_on(current, self.filters, self.database, self._schema)

@@ -40,8 +40,6 @@ from agents.learn.mine.templates import TEMPLATE_KIND, Column, Slot, fill, slott
 from agents.rag.agent import RagContext
 from agents.rag.store_watch import StoreWatch
 from agents.sql.cascade import CascadeOutcome
-from agents.sql.default_filters import filters_for
-from agents.sql.profile_tables import tables_for
 from agents.sql.rewrites import QueryRewriter
 from agents.sql.vote import VoteOutcome
 from indices.index_set import IndexNotReadyError
@@ -146,7 +144,7 @@ class TemplateFiller:
         query (:mod:`agents.sql.rewrites`: a template mined from answers in caliber A says
         nothing of the caliber a caliber-B analyst wants); when the database rejects the
         rewritten query, ``sql`` as filled runs (noted)."""
-        ran = QueryRewriter(self.database, filters_for(rag), tables_for(rag)).execute(sql)
+        ran = QueryRewriter.for_question(self.database, rag).execute(sql)
         return ran.sql, ran.notes, ran.results
 
     def examples(self, rag: RagContext, context: QueryContext) -> list[BaseUKF]:

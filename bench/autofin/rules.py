@@ -32,6 +32,9 @@ FISCAL_YEAR = {
     "period_format": "YYYYMM",
     # the to-date figures of the wide income tables: ptd_amt_usd, qtd_qty, ytd_amt_py_eur, ...
     "to_date_columns": {"month": "ptd_", "quarter": "qtd_", "year": "ytd_"},
+    # every fact table keeps its month in `period` (a query on one other period gets the
+    # question's: agents.sql.period_pin)
+    "period_column": "period",
 }
 
 

@@ -1,7 +1,7 @@
 """The default filters AutoFin's knowledge pack carries (the caliber rules, the narrow
 tables' currency, the one-report-item metrics, headquarters left out of rankings and shares
-of regions), and the asker's own brand tables for "our", never change a gold query: they
-only ever fix a query that left them out."""
+of regions), the asker's own brand tables for "our", and the period the question's time
+words settle, never change a gold query: they only ever fix a query that left them out."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from contextlib import closing
 
 import pytest
 
+from agents.rag.calendar import ReportingCalendar
+from agents.rag.question_facts import period_pin, time_windows
 from agents.sql.default_filters import filters_of, with_default_filters
+from agents.sql.period_pin import with_pinned_period
 from agents.sql.profile_tables import own_tables_among, with_own_tables
 from bench.autofin.pipeline import Summary
 from bench.datasets import load_almanac_jsonl
@@ -60,7 +63,7 @@ def test_the_default_filters_of_the_rules_never_change_a_gold_query(built: Summa
     metrics = [e for e in read_ukf_jsonl(built.out / "knowledge.jsonl") if e.type == "metric"]
     rows_of = [m for m in metrics if "default_filter" in m.content_resources]
     assert {m.name for m in rows_of} == {"Revenue", "Cost of sales", "Operating expenses"}
-    asked_as_ours = 0
+    asked_as_ours = pinned = 0
     for q in load_almanac_jsonl(built.out / "questions.jsonl"):
         # a metric the question names (its name or a synonym as a word): as the string
         # index's span would
@@ -73,7 +76,16 @@ def test_the_default_filters_of_the_rules_never_change_a_gold_query(built: Summa
         applying = filters_of([*(r for r in rules if r.triggered(q.context)), *rows_of], named)
         own = own_tables_among(rules, q.question, q.context.user_profile)
         asked_as_ours += own is not None
+        calendar = ReportingCalendar.from_facts(
+            r.content_resources["calendar"]
+            for r in rules
+            if r.triggered(q.context) and "calendar" in r.content_resources
+        )
+        pin = period_pin(q.question, calendar, time_windows(q.question, calendar, q.context))
+        pinned += pin is not None
         for sql in q.gold_for("sqlite"):
             assert with_default_filters(sql, applying, columns, "sqlite") is None, (q.id, sql)
             assert own is None or with_own_tables(sql, own, "sqlite") is None, (q.id, sql)
+            assert pin is None or with_pinned_period(sql, pin, "sqlite") is None, (q.id, sql)
     assert asked_as_ours > 50  # "our" questions of a brand's user read its tables
+    assert pinned > 300  # most questions' time words settle one period

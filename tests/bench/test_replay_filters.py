@@ -72,3 +72,31 @@ def test_a_filter_wins_the_answers_it_fixes_and_loses_those_it_breaks(tmp_path: 
     assert "answers: 3  changed: 2  won: 1  lost: 1" in out
     assert main([*args[:4], "--run", str(tmp_path / "nowhere")]) == 2
     assert "no results.jsonl" in capsys.readouterr().err
+
+
+def test_the_period_the_question_names_is_replayed(tmp_path: Path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    with sqlite3.connect(folder / "fin.sqlite") as connection:
+        connection.execute("CREATE TABLE income (period TEXT, amount REAL)")
+        connection.executemany(
+            "INSERT INTO income VALUES (?, ?)", [("202406", 6.0), ("202409", 9.0)]
+        )
+    connection.close()
+    gold = "SELECT SUM(amount) FROM income WHERE period = '202409'"
+    line = {"id": "qtd", "question": "Revenue this quarter?", "database": "fin", "split": "test",
+            "gold_sql": [gold], "context": {"query_time": "2024-10-04T08:15:00Z"}}  # fmt: skip
+    questions = folder / "questions.jsonl"
+    questions.write_text(json.dumps(line) + "\n")
+    calendar = {"fiscal_year_start_month": 4, "publish_day": 10, "period_column": "period"}
+    rule = RuleUKF.create("Fiscal calendar", "April to March", kind="temporal", database="fin",
+                          content_resources={"calendar": calendar})  # fmt: skip
+    written = "SELECT SUM(amount) FROM income WHERE period = '202406'"
+    results = [QuestionResult.model_validate(_row("qtd", written, False))]
+    summary = replay(results, str(questions), [rule])
+    assert [(r.id, r.replayed_sql, r.right_after) for r in summary.changed] == [("qtd", gold, True)]
+    # a calendar that names no period column pins nothing
+    unnamed = {k: v for k, v in calendar.items() if k != "period_column"}
+    plain = RuleUKF.create("Fiscal calendar", "April to March", kind="temporal", database="fin",
+                           content_resources={"calendar": unnamed})  # fmt: skip
+    assert replay(results, str(questions), [plain]).changed == []
