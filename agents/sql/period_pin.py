@@ -6,9 +6,10 @@ question's, without a model.
 
 The prompt already states the resolved period ("'the current fiscal quarter to date' is
 fiscal quarter FY2025 Q2 to date: for its total use the qtd_ columns at period = '202409'"),
-yet the 1.5B wrote another on 10 of the 236 unseen AutoFin test answers whose query read one
-period (copying an example's, or counting the calendar year), four of them at a confidence
-of 0.7 or more.
+yet the 1.5B wrote another one period on 10 of the 273 unseen AutoFin test answers (copying
+an example's, or counting the calendar year), four of them at a confidence of 0.7 or more;
+held to the question's, 9 of the 10 became right and none went wrong
+(``python -m bench.replay_filters``).
 
 Only the plainest case is held: every comparison of the column in the query is an equality
 with a literal, and all of them name the same period. A query that reads the column any
