@@ -18,7 +18,9 @@ handful of fixed phrasings, which this pass reads section by section:
   schema's columns that start with the to-date abbreviations (``ptd_``/``mtd_``, ``qtd_``,
   ``ytd_``), when the section mentions one of them;
 - how periods are written (``YYYYMM`` or ``YYYY-MM``): the profiled values of a period
-  column (``period``, ``fiscal_period``, ``year_month``...).
+  column (``period``, ``fiscal_period``, ``year_month``...); when every such column has the
+  same name, it is the ``period_column`` (a query on one other period than the question's
+  gets the question's: :mod:`agents.sql.period_pin`).
 
 A section stating the fiscal year's start or the publication day gives one temporal rule,
 ``Reporting calendar: <its heading>``, whose content is the sentences that state the facts
@@ -122,7 +124,8 @@ def section_calendar(text: str, view: SchemaView) -> CalendarFacts | None:
 
 def schema_calendar(view: SchemaView, *, mentioned: bool) -> dict[str, Any]:
     """The calendar facts the profiled schema shows: the to-date column prefixes (only when
-    the text ``mentioned`` a to-date figure) and the period format."""
+    the text ``mentioned`` a to-date figure), the period format and the period column (when
+    every period column has the same name)."""
     facts: dict[str, Any] = {}
     names = [column.casefold() for _table, column in view.columns]
     if mentioned:
@@ -134,28 +137,39 @@ def schema_calendar(view: SchemaView, *, mentioned: bool) -> dict[str, Any]:
         }
         if to_date:
             facts["to_date_columns"] = to_date
-    shape = period_format(view)
-    if shape:
-        facts["period_format"] = shape
+    found = period_columns(view)
+    if found:
+        facts["period_format"] = next(iter(found.values()))
+        if len(found) == 1:
+            facts["period_column"] = next(iter(found))
     return facts
 
 
-def period_format(view: SchemaView) -> str | None:
-    """``YYYYMM`` or ``YYYY-MM`` when a period column's profiled values are written so."""
+def period_columns(view: SchemaView) -> dict[str, str]:
+    """The names of the period columns (``period``, ``fiscal_period``...) whose profiled
+    values are written ``YYYYMM`` or ``YYYY-MM``, each with that format, in schema order."""
+    found: dict[str, str] = {}
     for (_table, column), entry in view.columns.items():
-        if not _PERIOD_COLUMN.match(column):
+        if not _PERIOD_COLUMN.match(column) or column.casefold() in map(str.casefold, found):
             continue
-        temporal = (entry.content_resources.get("statistics") or {}).get("temporal") or {}
-        shape = {"%Y%m": "YYYYMM", "%Y-%m": "YYYY-MM"}.get(str(temporal.get("format")))
-        if shape:  # profiled as dates written in that format
+        shape = _period_shape(view, entry)
+        if shape:
+            found[column] = shape
+    return found
+
+
+def _period_shape(view: SchemaView, entry: Any) -> str | None:
+    temporal = (entry.content_resources.get("statistics") or {}).get("temporal") or {}
+    shape = {"%Y%m": "YYYYMM", "%Y-%m": "YYYY-MM"}.get(str(temporal.get("format")))
+    if shape:  # profiled as dates written in that format
+        return shape
+    bounds = view.value_range(entry)
+    spans = [value_span(str(b)) for b in bounds or ()]
+    shapes = {found[0] for found in spans if found is not None}
+    if len(spans) == 2 and None not in spans and len(shapes) == 1:
+        shape = shapes.pop()
+        if shape in ("YYYYMM", "YYYY-MM"):
             return shape
-        bounds = view.value_range(entry)
-        spans = [value_span(str(b)) for b in bounds or ()]
-        shapes = {found[0] for found in spans if found is not None}
-        if len(spans) == 2 and None not in spans and len(shapes) == 1:
-            shape = shapes.pop()
-            if shape in ("YYYYMM", "YYYY-MM"):
-                return shape
     return None
 
 

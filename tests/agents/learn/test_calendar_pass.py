@@ -67,6 +67,7 @@ def test_the_facts_a_calendar_page_states(view):
         "publish_day": 10,
         "to_date_columns": {"month": "ptd_", "quarter": "qtd_", "year": "ytd_"},
         "period_format": "YYYYMM",
+        "period_column": "period",
     }
     assert any("runs from April to March" in s for s in found.sentences)
     assert not any("Headquarters" in s for s in found.sentences)
@@ -96,7 +97,7 @@ def test_each_phrasing_gives_its_fact(view, text, expected):
     found = section_calendar(text, schema)
     assert found is not None
     # no to-date figure mentioned: the schema's to-date columns are not claimed
-    assert found.facts == {**expected, "period_format": "YYYYMM"}
+    assert found.facts == {**expected, "period_format": "YYYYMM", "period_column": "period"}
 
 
 @pytest.mark.parametrize(
@@ -130,5 +131,23 @@ def test_the_calendar_rule_is_extracted_and_resolves_this_month(view, tmp_path):
     # asked on 5 March 2025, before the 10th: February's figures are the newest
     assert calendar.newest_month(datetime(2025, 3, 5)) == (2025, 2)
     assert calendar.fiscal_year(2025, 3) == 2025 and calendar.fiscal_year(2025, 4) == 2026
+    assert calendar.period_column == "period"  # the one column holding periods
     # the schema view the mining reads sees the same calendar
     assert SchemaView(store, "ledger").calendar == calendar
+
+
+def test_periods_under_two_names_name_no_period_column(tmp_path: Path):
+    path = tmp_path / "two.sqlite"
+    with sqlite3.connect(path) as connection:
+        for table, column in (("income", "period"), ("budget", "fiscal_period")):
+            connection.execute(f"CREATE TABLE {table} ({column} TEXT, amount REAL)")
+            rows = [(f"2024{month:02d}", 1.0) for month in range(1, 13)]
+            connection.executemany(f"INSERT INTO {table} VALUES (?, ?)", rows)
+    store, database = profiled(tmp_path, path, "two")
+    database.close()
+    try:
+        found = section_calendar("The fiscal year starts in April.", SchemaView(store, "two"))
+    finally:
+        store.close()
+    assert found is not None and found.facts["period_format"] == "YYYYMM"
+    assert "period_column" not in found.facts  # which one a question's period is: unsaid
