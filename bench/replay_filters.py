@@ -26,23 +26,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agents.rag.calendar import ReportingCalendar
-from agents.rag.question_facts import PeriodPin, period_pin, time_windows
-from agents.sql.default_filters import (
-    Filtered,
-    chained,
-    filters_of,
-    schema_columns,
-    with_default_filters,
-)
-from agents.sql.period_pin import with_pinned_period
-from agents.sql.profile_tables import own_tables_among, with_own_tables
+from agents.rag.question_facts import pin_among
+from agents.sql.default_filters import Filtered, filters_of, schema_columns
+from agents.sql.profile_tables import own_tables_among
+from agents.sql.rewrites import rule_rewrites
 from bench.datasets.example import Example
 from bench.datasets.registry import load_dataset
 from bench.run import QuestionResult, best_gold, run_results
 from kb.jsonl import read_jsonl
 from kb.target.database import Database
-from kb.target.sql_guard import sqlglot_dialect
 from ukf import BaseUKF
 
 
@@ -117,22 +109,10 @@ def _rewritten(
 ) -> Filtered | None:
     """``sql`` as the chain would rewrite it for ``example`` (own tables, the period, then
     filters)."""
-    dialect = sqlglot_dialect(database.dialect)
-    own = own_tables_among(rules, example.question, example.context.user_profile)
-    rewritten = with_own_tables(sql, own, dialect) if own is not None else None
-    pin = _period_pin(example, rules)
-    if pin is not None:
-        current = rewritten.sql if rewritten else sql
-        rewritten = chained(rewritten, with_pinned_period(current, pin, dialect))
-    current = rewritten.sql if rewritten else sql
-    return chained(rewritten, with_default_filters(current, filters_of(rules), columns, dialect))
-
-
-def _period_pin(example: Example, rules: list[BaseUKF]) -> PeriodPin | None:
-    facts = [r.content_resources["calendar"] for r in rules if "calendar" in r.content_resources]
-    calendar = ReportingCalendar.from_facts(f for f in facts if isinstance(f, dict))
-    windows = time_windows(example.question, calendar, example.context)
-    return period_pin(example.question, calendar, windows)
+    question, context = example.question, example.context
+    own = own_tables_among(rules, question, context.user_profile)
+    pin = pin_among(rules, question, context)
+    return rule_rewrites(sql, database, filters_of(rules), own, pin, lambda: columns)
 
 
 def main(argv: list[str] | None = None) -> int:

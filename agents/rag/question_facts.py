@@ -23,7 +23,7 @@ from agents.rag.time_phrases import (
     find_time_windows,
 )
 from indices.evidence import Evidence
-from ukf import QueryContext
+from ukf import BaseUKF, QueryContext
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +31,23 @@ log = logging.getLogger(__name__)
 def calendar_of(evidence: Evidence) -> ReportingCalendar | None:
     """The reporting calendar from the calendar facts of the evidence, if any."""
     items = [*evidence.items, *evidence.dropped]
+    return calendar_among((i.entry for i in items), evidence.question)
+
+
+def calendar_among(entries: Iterable[BaseUKF], source: str = "") -> ReportingCalendar | None:
+    """The reporting calendar the ``calendar`` facts of ``entries`` state, merged; None
+    without any, or when they cannot be used (logged, naming ``source``)."""
     facts = [
-        i.entry.content_resources["calendar"]
-        for i in items
-        if isinstance(i.entry.content_resources.get("calendar"), dict)
+        e.content_resources["calendar"]
+        for e in entries
+        if isinstance(e.content_resources.get("calendar"), dict)
     ]
     if not facts:
         return None
     try:
         return ReportingCalendar.from_facts(facts)
     except (CalendarError, TypeError) as exc:
-        log.warning("calendar facts of %s unusable: %s", evidence.question, exc)
+        log.warning("calendar facts of %s unusable: %s", source or "the rules", exc)
         return None
 
 
@@ -113,3 +119,10 @@ def period_pin(
         return None
     window = windows[0]
     return PeriodPin(calendar.period_column, window.last, window.phrase)
+
+
+def pin_among(entries: Iterable[BaseUKF], question: str, context: QueryContext) -> PeriodPin | None:
+    """:func:`period_pin` for ``question`` asked in ``context``, with the calendar the
+    ``entries`` state (rules outside a retrieval: a replay, a pack's check)."""
+    calendar = calendar_among(entries, question)
+    return period_pin(question, calendar, time_windows(question, calendar, context))

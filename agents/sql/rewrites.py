@@ -10,7 +10,7 @@ their values (a few rows each, once per rewriter), also for the SQL of an answer
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,35 @@ def question_rewrites(rag: RagContext) -> dict[str, Any]:
     }
 
 
+def rule_rewrites(
+    sql: str,
+    database: Database,
+    filters: Iterable[DefaultFilter],
+    tables: OwnTables | None,
+    period: PeriodPin | None,
+    read_columns: Callable[[], Mapping[str, Collection[str]]] | None = None,
+) -> Filtered | None:
+    """``sql`` with what the question's rules and time words rewrite, in order: the asker's
+    own ``tables``, the pinned ``period``, then the default ``filters`` (``read_columns``: how
+    to read the schema, see :func:`filtered_on`); None when nothing changed. A rewrite that
+    fails is logged and skipped: it never costs an answer."""
+    dialect = sqlglot_dialect(database.dialect)
+    filtered = None
+    if tables is not None:
+        try:
+            filtered = with_own_tables(sql, tables, dialect)
+        except Exception as exc:
+            log.warning("own tables not read for %r: %s", sql[:200], exc)
+    if period is not None:
+        try:
+            pinned = with_pinned_period(filtered.sql if filtered else sql, period, dialect)
+            filtered = chained(filtered, pinned)
+        except Exception as exc:
+            log.warning("period not pinned for %r: %s", sql[:200], exc)
+    current = filtered.sql if filtered else sql
+    return chained(filtered, filtered_on(current, filters, database, read_columns))
+
+
 class QueryRewriter:
     """The rewrites of queries on ``database`` for one question (``filters``: its default
     filters; ``tables``: the asker's own tables; ``period``: the period its time words
@@ -75,7 +104,8 @@ class QueryRewriter:
     @classmethod
     def for_question(cls, database: Database, rag: RagContext) -> QueryRewriter:
         """The rewriter of queries on ``database`` for ``rag``'s question."""
-        return cls(database, filters_for(rag), tables_for(rag), pin_for(rag))
+        found = question_rewrites(rag)
+        return cls(database, found["default_filters"], found["own_tables"], found["pinned_period"])
 
     def rewrite(
         self, sql: str, *, timeout_s: float | None = None, filters: bool = True
@@ -86,21 +116,8 @@ class QueryRewriter:
         the query with its own tables and default filters)."""
         filtered = None
         if filters:
-            dialect = sqlglot_dialect(self.database.dialect)
-            if self.tables is not None:
-                try:
-                    filtered = with_own_tables(sql, self.tables, dialect)
-                except Exception as exc:  # a rewrite never costs an answer
-                    log.warning("own tables not read for %r: %s", sql[:200], exc)
-            if self.period is not None:
-                current = filtered.sql if filtered else sql
-                try:
-                    filtered = chained(filtered, with_pinned_period(current, self.period, dialect))
-                except Exception as exc:  # a rewrite never costs an answer
-                    log.warning("period not pinned for %r: %s", sql[:200], exc)
-            current = filtered.sql if filtered else sql
-            filtered = chained(
-                filtered, filtered_on(current, self.filters, self.database, self._schema)
+            filtered = rule_rewrites(
+                sql, self.database, self.filters, self.tables, self.period, self._schema
             )
         if self.database.dialect != "sqlite":
             return filtered

@@ -11,8 +11,7 @@ from contextlib import closing
 
 import pytest
 
-from agents.rag.calendar import ReportingCalendar
-from agents.rag.question_facts import period_pin, time_windows
+from agents.rag.question_facts import pin_among
 from agents.sql.default_filters import filters_of, with_default_filters
 from agents.sql.period_pin import with_pinned_period
 from agents.sql.profile_tables import own_tables_among, with_own_tables
@@ -76,12 +75,7 @@ def test_the_default_filters_of_the_rules_never_change_a_gold_query(built: Summa
         applying = filters_of([*(r for r in rules if r.triggered(q.context)), *rows_of], named)
         own = own_tables_among(rules, q.question, q.context.user_profile)
         asked_as_ours += own is not None
-        calendar = ReportingCalendar.from_facts(
-            r.content_resources["calendar"]
-            for r in rules
-            if r.triggered(q.context) and "calendar" in r.content_resources
-        )
-        pin = period_pin(q.question, calendar, time_windows(q.question, calendar, q.context))
+        pin = pin_among((r for r in rules if r.triggered(q.context)), q.question, q.context)
         pinned += pin is not None
         for sql in q.gold_for("sqlite"):
             assert with_default_filters(sql, applying, columns, "sqlite") is None, (q.id, sql)

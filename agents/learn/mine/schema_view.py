@@ -21,7 +21,8 @@ from typing import Literal
 
 from sqlglot import expressions as exp
 
-from agents.rag.calendar import CalendarError, ReportingCalendar
+from agents.rag.calendar import ReportingCalendar
+from agents.rag.question_facts import calendar_among
 from kb.store import KnowledgeStore
 from kb.target.database import Database
 from kb.target.sql_guard import sqlglot_dialect
@@ -197,15 +198,8 @@ def _whole(value: int | float) -> int | float:
 
 def _calendar(store: KnowledgeStore, database: str) -> ReportingCalendar | None:
     """The calendar facts of the database's active rules, merged (None without any)."""
-    facts = [
-        entry.content_resources["calendar"]
-        for entry in store.iterate(type="rule", tags={"DATABASE": database})
-        if isinstance(entry.content_resources.get("calendar"), dict)
-    ]
-    try:
-        return ReportingCalendar.from_facts(facts)
-    except (CalendarError, TypeError):
-        return None
+    rules = store.iterate(type="rule", tags={"DATABASE": database})
+    return calendar_among(rules, f"database {database!r}")
 
 
 def _key(name: str) -> str:
